@@ -1,0 +1,35 @@
+"""stein_coreset: debiased distribution compression and minimum Stein discrepancy estimation.
+
+The public API of SPEC.md: base kernels, the Stein kernel, discrepancies and ``compress``.
+Building blocks live in :mod:`stein_coreset.algorithms`, estimators in
+:mod:`stein_coreset.estimators`.
+"""
+
+try:
+    from . import _core  # noqa: F401
+except ImportError as e:  # pragma: no cover - only hit when importing an unbuilt source tree
+    raise ImportError(
+        "stein_coreset's compiled extension (_core) is missing: this is the source tree, not an "
+        "installed package. Install it with `pip install .` and run from another directory, "
+        "or run the tests with `python -m pytest` (tests/conftest.py imports the installed copy)."
+    ) from e
+
+from .compress import Coreset, available_methods, compress
+from .discrepancy import energy_distance, ksd, mmd
+from .kernels import IMQ, Gaussian, Matern, SteinKernel, median_bandwidth
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "IMQ",
+    "Gaussian",
+    "Matern",
+    "SteinKernel",
+    "median_bandwidth",
+    "ksd",
+    "mmd",
+    "energy_distance",
+    "compress",
+    "Coreset",
+    "available_methods",
+]

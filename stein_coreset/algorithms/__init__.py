@@ -1,0 +1,3 @@
+"""Building blocks of the paper, one module per algorithm family (names as in the paper)."""
+
+__all__: list[str] = []

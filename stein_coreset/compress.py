@@ -1,0 +1,321 @@
+"""``compress``: the single entry point, and the only place that maps method names to pipelines.
+
+A pipeline is a function ``run(job) -> (indices, weights, info)`` over a :class:`Job`, which holds
+the validated input and the target kernel matrix k_P: the Stein kernel at (X, S) for the debiased
+methods, or the base kernel centred at the input for the unbiased baselines (paper footnote 2) —
+one code path for both.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _array_api as aa
+from .kernels import (
+    IMQ,
+    KernelMatrix,
+    SteinKernel,
+    _RadialKernel,
+    centred_kernel_matrix,
+    median_bandwidth,
+)
+
+__all__ = ["compress", "Coreset", "METHODS", "available_methods"]
+
+
+@dataclass
+class Coreset:
+    """Result of :func:`compress`: a weighted subset of the input points.
+
+    Attributes
+    ----------
+    indices : (k,) int array of distinct indices into X (k <= size), in X's namespace.
+    weights : (k,) float array summing to 1 (equal, simplex or constant-preserving).
+    points : (k, d) array, ``X[indices]``.
+    kind : "equal" | "simplex" | "constant".
+    method : the method name.
+    ksd : MMD_{k_p} of the weighted coreset to P when scores were given, else None.
+    info : dict of run details (sizes, rounds, timings, dropped rows, ...).
+    """
+
+    indices: Any
+    weights: Any
+    points: Any
+    kind: str
+    method: str
+    ksd: float | None
+    info: dict = field(default_factory=dict)
+
+    def dense(self, n: int):
+        """The (n,) weight vector over all input points (zero off the coreset)."""
+        xp = aa.namespace(w=self.weights)[0]
+        dev = aa.device_of(self.weights)
+        n = int(n)
+        idx_max = int(xp.max(self.indices)) if self.indices.shape[0] else -1
+        if idx_max >= n:
+            raise ValueError(f"n = {n} is smaller than the largest index {idx_max}")
+        host = np.zeros(n)
+        host[aa.to_host(self.indices, np.int64)] = aa.to_host(self.weights)
+        return aa.from_host(host, xp=xp, device=dev)
+
+    def __len__(self):
+        return int(self.indices.shape[0])
+
+    def __repr__(self):
+        k = "None" if self.ksd is None else f"{self.ksd:.4g}"
+        return f"Coreset(method={self.method!r}, kind={self.kind!r}, size={len(self)}, ksd={k})"
+
+
+@dataclass
+class Job:
+    """What a pipeline gets: validated inputs and the target kernel matrix K (k_P on X)."""
+
+    X: Any
+    S: Any
+    make_kernel: Callable[[], tuple]
+    size: int
+    rank: int | None
+    rng: np.random.Generator
+    progress: bool
+    options: dict
+    weights: Any = None
+    xp: Any = None
+    device: Any = None
+
+    _kernel: tuple | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def K(self) -> KernelMatrix:
+        """The target kernel matrix k_P on X, built on first use (O(n^2) for the baselines)."""
+        return self._kernels()[1]
+
+    @property
+    def stein(self) -> SteinKernel | None:
+        """The Stein kernel of a debiased run (None for the unbiased baselines)."""
+        return self._kernels()[0]
+
+    def _kernels(self):
+        if self._kernel is None:
+            self._kernel = self.make_kernel()
+        return self._kernel
+
+    def option(self, name, default):
+        return self.options.pop(name, default)
+
+
+@dataclass(frozen=True)
+class Method:
+    kind: str
+    debiased: bool
+    run: Callable[[Job], tuple]
+    summary: str
+
+
+def _standard(job: Job):
+    """Standard thinning: keep every (n/size)-th point of the sequence (the chain order)."""
+    n, m = job.n, job.size
+    idx = np.unique(np.floor(np.arange(m) * (n / m)).astype(np.int64) + (n // m) - 1)
+    idx = np.clip(idx, 0, n - 1)
+    return idx, np.full(idx.shape[0], 1.0 / idx.shape[0]), {}
+
+
+def _iid(job: Job):
+    """i.i.d. uniform subsample of ``size`` distinct points."""
+    idx = np.sort(job.rng.choice(job.n, size=job.size, replace=False)).astype(np.int64)
+    return idx, np.full(job.size, 1.0 / job.size), {}
+
+
+#: Method name -> pipeline. Filled here as the algorithms land; see SPEC.md "Methods".
+METHODS: dict[str, Method] = {
+    "standard": Method("equal", False, _standard, "keep every n/size-th point"),
+    "iid": Method("equal", False, _iid, "uniform subsample without replacement"),
+}
+
+#: Every name of SPEC.md; those not in METHODS yet are reported as not implemented.
+ALL_METHOD_NAMES = (
+    "st",
+    "skt",
+    "lskt",
+    "sr",
+    "lsr",
+    "sc",
+    "lsc",
+    "standard",
+    "iid",
+    "kt",
+    "compresspp",
+    "rt",
+    "ct",
+)
+
+
+def available_methods() -> list[str]:
+    return [m for m in ALL_METHOD_NAMES if m in METHODS]
+
+
+def _target_kernel(X, S, kernel, debiased: bool):
+    if debiased:
+        if isinstance(kernel, SteinKernel) or kernel is None:
+            sk = kernel or SteinKernel()
+        elif isinstance(kernel, _RadialKernel):
+            sk = SteinKernel(kernel)
+        else:
+            raise TypeError(
+                f"kernel must be a SteinKernel or base kernel, got {type(kernel).__name__}"
+            )
+        return sk, sk.bind(X, S)
+    base = kernel.base if isinstance(kernel, SteinKernel) else kernel
+    if base is None:
+        base = IMQ(sigma=median_bandwidth(X))
+    if not isinstance(base, _RadialKernel):
+        raise TypeError(f"kernel must be a base kernel or SteinKernel, got {type(kernel).__name__}")
+    return None, centred_kernel_matrix(base, X)
+
+
+def _stein_for_baseline(kernel, X) -> SteinKernel:
+    """The Stein kernel that scores an unbiased baseline's coreset: the same kernel as the
+    debiased methods get (the median bandwidth is that of the whole input)."""
+    if isinstance(kernel, SteinKernel):
+        return kernel
+    if isinstance(kernel, _RadialKernel):
+        return SteinKernel(kernel)
+    return SteinKernel(IMQ(sigma=median_bandwidth(X)))
+
+
+def compress(
+    X,
+    S=None,
+    *,
+    size: int,
+    method: str,
+    kernel=None,
+    weights=None,
+    rank: int | None = None,
+    seed=None,
+    progress: bool = False,
+    nan_policy: str = "raise",
+    **options,
+) -> Coreset:
+    """Compress the sample X (with scores S = grad log p(X)) to at most ``size`` weighted points.
+
+    Parameters
+    ----------
+    X : (n, d) array
+        Input points, in sequence order (MCMC output).
+    S : (n, d) array, optional
+        Scores at X; required by the debiased methods, and used for ``res.ksd`` when given.
+    size : int
+        Coreset size m, 1 <= m <= n.
+    method : str
+        One of :func:`available_methods` (SPEC.md "Methods").
+    kernel : SteinKernel or base kernel, optional
+        Default: Stein kernel of IMQ(beta=-1/2) with median bandwidth (debiased methods), or that
+        IMQ base centred at the input (unbiased baselines).
+    weights : (n,) array, optional
+        Weights of the input sample, for the methods that accept them.
+    rank : int, optional
+        Rank of the low-rank methods (default n^0.5).
+    seed : int or numpy.random.Generator, optional
+    progress : bool
+        Show progress on long runs.
+    nan_policy : {"raise", "omit"}
+        "omit" drops rows with NaN/inf in X or S and reports the count in ``res.info``.
+    **options
+        Method-specific options (see the method's building block); unknown ones raise.
+    """
+    if not isinstance(method, str) or method not in ALL_METHOD_NAMES:
+        raise ValueError(f"unknown method {method!r}; valid methods: {', '.join(ALL_METHOD_NAMES)}")
+    if method not in METHODS:
+        raise NotImplementedError(
+            f"method {method!r} is not implemented yet; available: {', '.join(available_methods())}"
+        )
+    if nan_policy not in ("raise", "omit"):
+        raise ValueError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
+    spec = METHODS[method]
+    xp, dev = aa.namespace(X=X, S=S, weights=weights)
+    X = aa.check_points(X, xp, "X", allow_nonfinite=True)
+    if S is not None:
+        S = aa.check_scores(S, X, xp, "S", allow_nonfinite=True)
+    elif spec.debiased:
+        raise ValueError(f"method {method!r} is debiased and needs the scores S = grad log p(X)")
+    info: dict = {}
+    keep = None
+    bad = aa.nonfinite_rows(xp, X)
+    if S is not None:
+        bad = bad | aa.nonfinite_rows(xp, S)
+    n_bad = int(xp.sum(xp.astype(bad, xp.int64)))
+    if n_bad:
+        if nan_policy == "raise":
+            raise ValueError(
+                f"X or S has NaN or inf in {n_bad} of its {X.shape[0]} rows; "
+                "pass nan_policy='omit' to drop them"
+            )
+        keep_host = np.flatnonzero(~aa.to_host(bad, np.bool_))
+        if keep_host.size == 0:
+            raise ValueError("every row of X or S has NaN or inf")
+        keep = aa.as_index_array(xp, keep_host, dev)
+        X = xp.take(X, keep, axis=0)
+        S = None if S is None else xp.take(S, keep, axis=0)
+        weights = None if weights is None else xp.take(weights, keep, axis=0)
+        info["n_dropped"] = n_bad
+    n = int(X.shape[0])
+    size = aa.check_size(size, n)
+    if rank is not None:
+        rank = aa.check_size(rank, n, "rank")
+    if weights is not None:
+        weights = aa.check_weights(weights, n, xp, simplex=True)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+    t0 = time.perf_counter()
+    job = Job(
+        X,
+        S,
+        lambda: _target_kernel(X, S, kernel, spec.debiased),
+        size,
+        rank,
+        rng,
+        bool(progress),
+        dict(options),
+        weights,
+        xp,
+        dev,
+    )
+    idx, w, extra = spec.run(job)
+    if job.options:
+        raise TypeError(
+            f"unknown option(s) for method {method!r}: {', '.join(sorted(job.options))}"
+        )
+    info.update(extra)
+    info["time_s"] = time.perf_counter() - t0
+
+    local = np.asarray(idx, dtype=np.int64)
+    w = np.asarray(w, dtype=np.float64)
+    if local.shape != w.shape or np.unique(local).size != local.size:
+        raise RuntimeError(
+            f"internal error: method {method!r} returned repeated or misshapen indices"
+        )
+    if not math.isclose(float(w.sum()), 1.0, rel_tol=1e-8, abs_tol=1e-10):
+        raise RuntimeError(
+            f"internal error: method {method!r} returned weights summing to {w.sum()}"
+        )
+    original = local if keep is None else aa.to_host(keep, np.int64)[local]
+    local_dev = aa.from_host(local, xp=xp, device=dev)
+    weights_out = aa.from_host(w, xp=xp, device=dev)
+    points = xp.take(X, local_dev, axis=0)
+    res_ksd = None
+    if S is not None:
+        sk = job.stein if spec.debiased else _stein_for_baseline(kernel, X)
+        sub = sk.bind(points, xp.take(S, local_dev, axis=0))
+        res_ksd = math.sqrt(max(sub.quad(weights_out), 0.0))
+    indices = aa.from_host(original, xp=xp, device=dev)
+    return Coreset(indices, weights_out, points, spec.kind, method, res_ksd, info)

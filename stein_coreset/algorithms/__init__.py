@@ -1,3 +1,5 @@
 """Building blocks of the paper, one module per algorithm family (names as in the paper)."""
 
-__all__: list[str] = []
+from .rpcholesky import weighted_rpcholesky
+
+__all__ = ["weighted_rpcholesky"]

@@ -1,0 +1,86 @@
+"""Weighted randomly pivoted Cholesky (Alg. F.1; Chen et al., 2022, Alg. 2.1 with weights)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _array_api as aa
+from ..kernels import KernelMatrix
+
+__all__ = ["weighted_rpcholesky"]
+
+
+def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, progress=False):
+    """Low-rank factor of a kernel matrix by weighted randomly pivoted Cholesky (Alg. F.1).
+
+    Runs RPCholesky on the reweighted matrix ``K'_{ij} = sqrt(w_i) K_ij sqrt(w_j)``, with the
+    ``d <- max(d, 0)`` stability fix, then undoes the weighting, so that ``K ~ F F^T`` where it
+    matters for w (entries with ``w_i = 0`` get zero rows).
+
+    Parameters
+    ----------
+    K : KernelMatrix
+        The n x n kernel matrix (only r of its columns are evaluated).
+    w : (n,) array, optional
+        Simplex weights (default uniform), in K's namespace.
+    rank : int
+        Number of pivots r.
+    rng : numpy.random.Generator, optional
+        Source of the pivot draws.
+
+    Returns
+    -------
+    pivots : (r',) int64 NumPy array of distinct pivot indices, r' <= r (fewer only when the
+        residual vanishes: K' is then reproduced exactly).
+    F : (n, r') array in K's namespace with ``K ~ F F^T``.
+
+    Notes
+    -----
+    O(n r) kernel evaluations, O(n r^2) arithmetic, O(n r) memory; never forms K. Pivots are
+    drawn on the device (a cumulative sum and a search), so no length-n array crosses to the host.
+    """
+    xp, dev, n = K.xp, K.device, K.n
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    rank = int(rank)
+    if rank < 1:
+        raise ValueError(f"rank must be >= 1, got {rank}")
+    rank = min(rank, n)
+    w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev) if w is None else w
+    sw = xp.sqrt(xp.clip(w, 0.0, None))
+    d = K.diag() * w
+    d = xp.where(d > 0.0, d, 0.0)
+    scale = float(xp.sum(d))
+    F = xp.zeros((n, rank), dtype=xp.float64, device=dev)
+    pivots = []
+    it = range(rank)
+    if progress:
+        from .._progress import progress_bar
+
+        it = progress_bar(it, desc="weighted RPCholesky", total=rank)
+    for i in it:
+        cum = xp.cumulative_sum(d)
+        total = cum[-1]
+        if not float(total) > 1e-14 * scale:
+            break
+        u = float(rng.random())
+        s = xp.searchsorted(cum, xp.reshape(total * u, (1,)), side="right")
+        s = xp.clip(s, 0, n - 1)
+        col = xp.reshape(K.block(s), (n,)) * sw * xp.take(sw, s)
+        g = col - F[:, :i] @ xp.reshape(xp.take(F, s, axis=0)[:, :i], (i,)) if i else col
+        gs = xp.take(g, s)
+        if not float(gs[0]) > 0.0:
+            break
+        f = g / xp.sqrt(gs)
+        F[:, i] = f
+        d = d - f * f
+        d = xp.where(d > 0.0, d, 0.0)
+        pivots.append(s)
+    r = len(pivots)
+    piv = aa.to_host(xp.concat(pivots), np.int64) if r else np.zeros(0, dtype=np.int64)
+    inv_sw = xp.where(sw > 0.0, 1.0 / xp.where(sw > 0.0, sw, 1.0), 0.0)
+    F = F[:, :r] * inv_sw[:, None]
+    if math.isnan(scale):
+        raise FloatingPointError("weighted_rpcholesky: the kernel diagonal has NaN entries")
+    return piv, F

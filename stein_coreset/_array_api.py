@@ -143,10 +143,13 @@ def check_scores(S, X, xp, name: str = "S", *, allow_nonfinite: bool = False):
     return check_points(S, xp, name, allow_nonfinite=allow_nonfinite)
 
 
-def check_weights(w, n: int, xp, name: str = "weights", *, simplex: bool = False):
-    """Validate a weight vector of length ``n`` (finite; on the simplex when ``simplex``)."""
+def check_weights(w, n: int, xp, name: str = "weights", *, simplex: bool = False, device=None):
+    """Validate a weight vector of length ``n`` (finite; on the simplex when ``simplex``).
+
+    ``None`` becomes uniform weights on ``device``.
+    """
     if w is None:
-        return xp.full((n,), 1.0 / n, dtype=xp.float64)
+        return xp.full((n,), 1.0 / n, dtype=xp.float64, device=device)
     if w.ndim != 1 or w.shape[0] != n:
         raise ValueError(f"{name} must have shape ({n},), got {tuple(w.shape)}")
     w = _float_dtype(xp, w, name)
@@ -168,6 +171,13 @@ def check_size(size, n: int, name: str = "size") -> int:
     if size < 1 or size > n:
         raise ValueError(f"{name} must be between 1 and n = {n}, got {size}")
     return size
+
+
+def host_indices(idx) -> np.ndarray:
+    """An int64 NumPy array from a host sequence or an index array of any namespace."""
+    if isinstance(idx, (np.ndarray, list, tuple, range)):
+        return np.ascontiguousarray(idx, dtype=np.int64)
+    return to_host(idx, np.int64)
 
 
 def as_index_array(xp, idx, device):

@@ -24,3 +24,13 @@ cdef extern from "stein_kernel.hpp" nogil:
 cdef class Kernel:
     cdef KernelSpec spec
     cdef object _keep
+
+
+cdef extern from "recombination.hpp" nogil:
+    int64_t sc_recombination "sc::recombination"(const double* A, int64_t m, int64_t n,
+                                                 const double* x0, double* x) except +
+
+
+cdef extern from "kt_swap_ls.hpp" nogil:
+    double sc_kt_swap_ls "sc::kt_swap_ls"(const KernelSpec& K, double* w, const int64_t* order,
+                                          int64_t s, int fmt) except +

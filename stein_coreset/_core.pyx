@@ -99,3 +99,36 @@ def matvec(Kernel K, const double[::1] w):
     with nogil:
         sc_matvec(K.spec, &w[0], &ov[0])
     return out
+
+
+def recombination(const double[:, ::1] A, const double[::1] x0):
+    """x >= 0 with A x = A x0 and at most rank(A) <= m nonzeros (Alg. G.1); A is (m, n)."""
+    cdef int64_t m = A.shape[0], n = A.shape[1]
+    if x0.shape[0] != n:
+        raise ValueError(f"x0 must have length n = {n}, got {x0.shape[0]}")
+    out = np.zeros(n, dtype=np.float64)
+    cdef double[::1] ov = out
+    if n == 0:
+        return out
+    cdef const double* aptr = &A[0, 0] if m > 0 else NULL
+    with nogil:
+        sc_recombination(aptr, m, n, &x0[0], &ov[0])
+    return out
+
+
+def kt_swap_ls(Kernel K, double[::1] w, const int64_t[::1] order, int fmt):
+    """KT-Swap-LS (Alg. G.2) in place on the dense weights w; returns the tracked w^T K w."""
+    cdef int64_t s = order.shape[0], i
+    cdef double D
+    if w.shape[0] != K.spec.n:
+        raise ValueError(f"w must have length n = {K.spec.n}")
+    if fmt != 0 and fmt != 1:
+        raise ValueError("fmt must be 0 (simplex) or 1 (constant-preserving)")
+    for i in range(s):
+        if order[i] < 0 or order[i] >= K.spec.n:
+            raise IndexError(f"index {order[i]} out of range for n = {K.spec.n}")
+    if s == 0:
+        return float(np.dot(w, matvec(K, w)))
+    with nogil:
+        D = sc_kt_swap_ls(K.spec, &w[0], &order[0], s, fmt)
+    return D

@@ -141,6 +141,39 @@ METHODS: dict[str, Method] = {
     "iid": Method("equal", False, _iid, "uniform subsample without replacement"),
 }
 
+# ---- weighted compression (Alg. 4-7): RT / CT after a debiasing step ---------------------------
+
+
+def _thin_weighted(job: Job, w, label: str, rank):
+    """RT (label "rt") or CT ("ct") of the simplex weights w to at most m = job.size points.
+
+    ``rank`` is the RT/CT test-vector count (None: m - 1 for RT, m for CT); the non-low-rank
+    weighted methods take it from ``compress(rank=...)``."""
+    from .algorithms.cholesky_thinning import cholesky_thinning
+    from .algorithms.recombination import recombination_thinning
+
+    thin = recombination_thinning if label == "rt" else cholesky_thinning
+    idx, wts = thin(job.K, w, job.size, rank=rank, rng=job.rng)
+    return idx, aa.to_host(wts), {"support": int(idx.shape[0])}
+
+
+def _rt(job: Job):
+    """Recombination Thinning (Alg. 4) of the input's own (weighted) empirical distribution."""
+    return _thin_weighted(job, job.weights, "rt", job.rank)
+
+
+def _ct(job: Job):
+    """Cholesky Thinning (Alg. 6) of the input's own (weighted) empirical distribution."""
+    return _thin_weighted(job, job.weights, "ct", job.rank)
+
+
+METHODS.update(
+    {
+        "rt": Method("simplex", False, _rt, "Recombination Thinning of the input (Alg. 4)"),
+        "ct": Method("constant", False, _ct, "Cholesky Thinning of the input (Alg. 6)"),
+    }
+)
+
 #: Every name of SPEC.md; those not in METHODS yet are reported as not implemented.
 ALL_METHOD_NAMES = (
     "st",

@@ -73,7 +73,7 @@ def recombination(A, x0):
     xp, dev = aa.namespace(A=A, x0=x0)
     if A.ndim != 2:
         raise ValueError(f"A must be a 2-D array of shape (m, n), got shape {tuple(A.shape)}")
-    m, n = int(A.shape[0]), int(A.shape[1])
+    n = int(A.shape[1])
     if x0.ndim != 1 or x0.shape[0] != n:
         raise ValueError(f"x0 must have shape ({n},) to match A's columns, got {tuple(x0.shape)}")
     Ah = aa.to_host(A)
@@ -225,6 +225,9 @@ def _simplex_weights(KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None
             nu[P] = 0.0
             j = int(np.argmin(nu))
             if nu[j] >= -1e-12 * scale:
+                f = _quad(KJ, w)
+                if f <= fbest:
+                    best, fbest = w.copy(), f
                 break
             free[j] = True
         else:

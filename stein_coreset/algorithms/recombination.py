@@ -172,9 +172,11 @@ def _kt_swap_ls_host(K, idx, w, code):
 def _affine_weights(KJ: np.ndarray) -> np.ndarray:
     """argmin_{1^T w = 1} w^T KJ w, i.e. KJ^{-1} 1 / (1^T KJ^{-1} 1) (Eq. 64), solved stably.
 
-    Symmetric diagonal scaling to a unit diagonal, then the bordered KKT system
-    ``[[2 Ks, c], [c^T, 0]]`` by least squares (SVD), which also handles a singular KJ (any
-    minimiser; the minimum is then 0). O(|J|^3).
+    Symmetric diagonal scaling to a unit diagonal (w = y / d, constraint c^T y = 1 with
+    c = 1 / d), then an eigendecomposition Ks = Q diag(lam) Q^T: with b = Q^T c the minimiser
+    is z = (b / lam) / sum(b^2 / lam) in eigen-coordinates. Eigenvalues below p * eps * lam_max
+    count as zero; when c has a component there the minimum is 0 and is reached inside that
+    numerical null space. O(|J|^3).
     """
     p = KJ.shape[0]
     if p == 1:
@@ -184,14 +186,17 @@ def _affine_weights(KJ: np.ndarray) -> np.ndarray:
     Ks = KJ / d[:, None] / d[None, :]
     Ks = 0.5 * (Ks + Ks.T)
     c = 1.0 / d
-    M = np.zeros((p + 1, p + 1))
-    M[:p, :p] = 2.0 * Ks
-    M[:p, p] = c
-    M[p, :p] = c
-    rhs = np.zeros(p + 1)
-    rhs[p] = 1.0
-    sol = np.linalg.lstsq(M, rhs, rcond=p * np.finfo(float).eps)[0]
-    w = sol[:p] / d
+    lam, Q = np.linalg.eigh(Ks)
+    b = Q.T @ c
+    tiny = lam <= p * np.finfo(float).eps * max(float(lam[-1]), 0.0)
+    bn = b[tiny]
+    if bn.size and float(bn @ bn) > 1e-12 * float(b @ b):
+        z = np.zeros(p)
+        z[tiny] = bn / float(bn @ bn)
+    else:
+        z = np.where(tiny, 0.0, b / np.where(tiny, 1.0, lam))
+    y = Q @ z
+    w = y / d
     s = w.sum()
     return w / s if s != 0 and np.isfinite(s) else np.full(p, 1.0 / p)
 

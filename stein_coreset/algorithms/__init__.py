@@ -1,8 +1,11 @@
 """Building blocks of the paper, one module per algorithm family (names as in the paper)."""
 
 from .cholesky_thinning import cholesky_thinning
+from .kernel_thinning import kernel_thinning, kt_split, kt_swap
 from .recombination import kt_swap_ls, recombination, recombination_thinning
+from .resample import resample
 from .rpcholesky import weighted_rpcholesky
+from .stein_thinning import stein_thinning
 
 __all__ = [
     "weighted_rpcholesky",
@@ -10,4 +13,9 @@ __all__ = [
     "kt_swap_ls",
     "recombination_thinning",
     "cholesky_thinning",
+    "stein_thinning",
+    "kt_split",
+    "kt_swap",
+    "kernel_thinning",
+    "resample",
 ]

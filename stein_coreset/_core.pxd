@@ -1,5 +1,5 @@
 # Declarations of the C++ core in src_cpp/ (plain C++17, no Python headers).
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 
 
 cdef extern from "stein_kernel.hpp" nogil:
@@ -24,3 +24,23 @@ cdef extern from "stein_kernel.hpp" nogil:
 cdef class Kernel:
     cdef KernelSpec spec
     cdef object _keep
+
+
+cdef extern from "stein_thinning.hpp" nogil:
+    void sc_kernel_column "sc::kernel_column"(const KernelSpec& K, int64_t j, double* out) except +
+    void sc_stein_thinning "sc::stein_thinning"(const KernelSpec& K, int64_t m, int64_t* out,
+                                               double* score) except +
+
+
+cdef extern from "kt_split.hpp" nogil:
+    int64_t sc_kt_split_size "sc::kt_split_size"(int64_t N, int t)
+    void sc_kt_split "sc::kt_split"(const KernelSpec& K, const int64_t* idx, int64_t N, int t,
+                                    double delta, uint64_t seed, const double* uniforms,
+                                    int64_t* out) except +
+
+
+cdef extern from "kt_swap.hpp" nogil:
+    void sc_coreset_sums "sc::coreset_sums"(const KernelSpec& K, const int64_t* C, int64_t L,
+                                            int64_t m, double* out) except +
+    int64_t sc_kt_swap_refine "sc::kt_swap_refine"(const KernelSpec& K, int64_t* I, int64_t m,
+                                                   int passes) except +

@@ -99,3 +99,86 @@ def matvec(Kernel K, const double[::1] w):
     with nogil:
         sc_matvec(K.spec, &w[0], &ov[0])
     return out
+
+
+# ---- equal-weighted compression: Stein thinning, KT-SPLIT, KT-Swap (src_cpp/stein_thinning,
+# kt_split, kt_swap) ---------------------------------------------------------------------------
+
+cdef _check_indices(Kernel K, const int64_t[::1] idx, str name):
+    cdef int64_t i
+    for i in range(idx.shape[0]):
+        if idx[i] < 0 or idx[i] >= K.spec.n:
+            raise IndexError(f"{name} index {idx[i]} out of range for n = {K.spec.n}")
+
+
+def kernel_column(Kernel K, int64_t j):
+    """(n,) column k_P(x_i, x_j)."""
+    if j < 0 or j >= K.spec.n:
+        raise IndexError(f"column index {j} out of range for n = {K.spec.n}")
+    out = np.empty(K.spec.n, dtype=np.float64)
+    cdef double[::1] ov = out
+    with nogil:
+        sc_kernel_column(K.spec, j, &ov[0])
+    return out
+
+
+def stein_thinning(Kernel K, int64_t m):
+    """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order."""
+    if m < 1:
+        raise ValueError("m must be >= 1")
+    out = np.empty(m, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    with nogil:
+        sc_stein_thinning(K.spec, m, &ov[0], NULL)
+    return out
+
+
+def kt_split(Kernel K, const int64_t[::1] idx, int t, double delta, uint64_t seed,
+             uniforms=None):
+    """KT-SPLIT of the index sequence idx: (2^t, size) int64 array of coresets."""
+    cdef int64_t N = idx.shape[0]
+    cdef const double[::1] uv
+    cdef const double* uptr = NULL
+    if t < 0 or t > 40:
+        raise ValueError("t must be in [0, 40]")
+    _check_indices(K, idx, "idx")
+    cdef int64_t size = sc_kt_split_size(N, t)
+    if size < 1:
+        raise ValueError(f"{N} indices cannot be halved {t} times")
+    if uniforms is not None:
+        uv = uniforms
+        if uv.shape[0] < t * (N // 2):
+            raise ValueError("uniforms must hold t * (N // 2) values")
+        uptr = &uv[0]
+    out = np.empty(((<int64_t> 1) << t, size), dtype=np.int64)
+    cdef int64_t[:, ::1] ov = out
+    with nogil:
+        sc_kt_split(K.spec, &idx[0], N, t, delta, seed, uptr, &ov[0, 0])
+    return out
+
+
+def coreset_sums(Kernel K, const int64_t[:, ::1] C):
+    """(L,) sums sum_{a,b} k_P(C[l, a], C[l, b]) of L equal-size coresets."""
+    cdef int64_t L = C.shape[0], m = C.shape[1], l, a
+    for l in range(L):
+        for a in range(m):
+            if C[l, a] < 0 or C[l, a] >= K.spec.n:
+                raise IndexError(f"coreset index {C[l, a]} out of range for n = {K.spec.n}")
+    out = np.zeros(L, dtype=np.float64)
+    cdef double[::1] ov = out
+    if L == 0 or m == 0:
+        return out
+    with nogil:
+        sc_coreset_sums(K.spec, &C[0, 0], L, m, &ov[0])
+    return out
+
+
+def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1):
+    """Greedy KT-Swap (Alg. D.3) on the coreset I, in place; returns the number of swaps."""
+    cdef int64_t m = I.shape[0], changed
+    if m < 1:
+        raise ValueError("the coreset is empty")
+    _check_indices(K, I, "coreset")
+    with nogil:
+        changed = sc_kt_swap_refine(K.spec, &I[0], m, passes)
+    return changed

@@ -135,10 +135,105 @@ def _iid(job: Job):
     return idx, np.full(job.size, 1.0 / job.size), {}
 
 
+def _as_equal_weights(idx, m: int):
+    """A multiset of m indices as distinct indices with weights (count / m)."""
+    uniq, counts = np.unique(np.asarray(idx, dtype=np.int64), return_counts=True)
+    return uniq, counts / float(m)
+
+
+def _standard_indices(n: int, m: int) -> np.ndarray:
+    """The m indices standard thinning keeps: the last of each of m equal blocks of [0, n)."""
+    idx = np.floor(np.arange(m) * (n / m)).astype(np.int64) + (n // m) - 1
+    return np.clip(idx, 0, n - 1)
+
+
+def _st(job: Job):
+    """Stein thinning (Alg. D.1) to ``size`` greedy steps."""
+    from .algorithms import stein_thinning
+
+    idx = stein_thinning(job.K, job.size, progress=job.progress)
+    uniq, w = _as_equal_weights(idx, job.size)
+    return uniq, w, {"steps": job.size}
+
+
+def _skt(job: Job):
+    """Stein Kernel Thinning (Alg. 1): ST for n' = m 2^ceil(log2(n/m)) steps, then KT targeting
+    P from n' (with multiplicity) to m, with the first m ST picks as KT-Swap's baseline.
+
+    Options: ``delta`` (KT failure probability, default 1/2), ``standard_thin`` (Rem. 2: when
+    m^2 < n, standard-thin the input to m^2 points first; default True), ``swap_passes`` (1).
+    """
+    from .algorithms import kernel_thinning, stein_thinning
+
+    n, m = job.n, job.size
+    delta = job.option("delta", 0.5)
+    thin = bool(job.option("standard_thin", True))
+    passes = job.option("swap_passes", 1)
+    K = job.K
+    sub = None
+    if thin and m * m < n:
+        sub = _standard_indices(n, m * m)
+        K = K.take(sub)
+    t = max(0, math.ceil(math.log2(K.n / m) - 1e-12))
+    n_prime = m << t
+    st = stein_thinning(K, n_prime, progress=job.progress)
+    idx = kernel_thinning(
+        K,
+        m,
+        indices=np.sort(st),
+        delta=delta,
+        rng=job.rng,
+        baseline=st[:m],
+        passes=passes,
+    )
+    if sub is not None:
+        idx = sub[idx]
+    uniq, w = _as_equal_weights(idx, m)
+    info = {
+        "standard_thin": sub is not None,
+        "n_thinned": int(K.n),
+        "n_prime": int(n_prime),
+        "kt_rounds": int(t),
+    }
+    return uniq, w, info
+
+
+def _kt(job: Job):
+    """Kernel thinning of the input's own empirical distribution (unbiased baseline): the KT
+    code of SKT with the base kernel centred at the input (paper footnote 2). The input is
+    standard-thinned to m 2^floor(log2(n/m)) points for KT-SPLIT; KT-Swap then swaps over all n
+    points, with the standard-thinning coreset as baseline (as goodpoints does).
+
+    Options: ``delta`` (default 1/2), ``swap_passes`` (1).
+    """
+    from .algorithms import kernel_thinning
+
+    n, m = job.n, job.size
+    delta = job.option("delta", 0.5)
+    passes = job.option("swap_passes", 1)
+    t = max(0, int(math.floor(math.log2(n / m) + 1e-12)))
+    n_split = m << t
+    seq = np.arange(n, dtype=np.int64) if n_split == n else _standard_indices(n, n_split)
+    idx = kernel_thinning(
+        job.K,
+        m,
+        indices=seq,
+        delta=delta,
+        rng=job.rng,
+        baseline=_standard_indices(n, m),
+        passes=passes,
+    )
+    uniq, w = _as_equal_weights(idx, m)
+    return uniq, w, {"n_split": int(n_split), "kt_rounds": int(t)}
+
+
 #: Method name -> pipeline. Filled here as the algorithms land; see SPEC.md "Methods".
 METHODS: dict[str, Method] = {
     "standard": Method("equal", False, _standard, "keep every n/size-th point"),
     "iid": Method("equal", False, _iid, "uniform subsample without replacement"),
+    "st": Method("equal", True, _st, "Stein thinning, greedy (Alg. D.1)"),
+    "skt": Method("equal", True, _skt, "Stein kernel thinning: ST then KT targeting P (Alg. 1)"),
+    "kt": Method("equal", False, _kt, "kernel thinning of the input (Alg. D.2, centred kernel)"),
 }
 
 #: Every name of SPEC.md; those not in METHODS yet are reported as not implemented.

@@ -1,6 +1,9 @@
 """Building blocks of the paper, one module per algorithm family (names as in the paper)."""
 
+from .amd import LowRankPlusDiagonal, amd
 from .cholesky_thinning import cholesky_thinning
+from .compresspp import kt_compresspp
+from .debias import low_rank_debias
 from .kernel_thinning import kernel_thinning, kt_split, kt_swap
 from .recombination import kt_swap_ls, recombination, recombination_thinning
 from .resample import resample
@@ -18,4 +21,8 @@ __all__ = [
     "kt_swap",
     "kernel_thinning",
     "resample",
+    "amd",
+    "LowRankPlusDiagonal",
+    "low_rank_debias",
+    "kt_compresspp",
 ]

@@ -239,8 +239,9 @@ METHODS: dict[str, Method] = {
 # ---- weighted compression (Alg. 4-7): RT / CT after a debiasing step ---------------------------
 
 
-def _thin_weighted(job: Job, w, label: str, rank):
-    """RT (label "rt") or CT ("ct") of the simplex weights w to at most m = job.size points.
+def _thin_weighted(job: Job, w, label: str, rank, K=None):
+    """RT (label "rt") or CT ("ct") of the simplex weights w to at most m = job.size points,
+    targeting K (default job.K).
 
     ``rank`` is the RT/CT test-vector count (None: m - 1 for RT, m for CT); the non-low-rank
     weighted methods take it from ``compress(rank=...)``."""
@@ -248,24 +249,108 @@ def _thin_weighted(job: Job, w, label: str, rank):
     from .algorithms.recombination import recombination_thinning
 
     thin = recombination_thinning if label == "rt" else cholesky_thinning
-    idx, wts = thin(job.K, w, job.size, rank=rank, rng=job.rng)
+    idx, wts = thin(job.K if K is None else K, w, job.size, rank=rank, rng=job.rng)
     return idx, aa.to_host(wts), {"support": int(idx.shape[0])}
+
+
+def _centred_at_weights(job: Job):
+    """The base kernel centred at the weighted input sum_j w_j delta_{x_j} (job.weights), so that
+    MMD_{k_P}(Q, P) is the MMD of Q to the weighted input. O(n^2) for the centring vector."""
+    K = job.K
+    if job.weights is None:
+        return K
+    plain = KernelMatrix(K.base, K.U, backend=K.backend)
+    mean = plain.matvec(job.weights)
+    return KernelMatrix(
+        K.base, K.U, None, mean, float(K.xp.sum(job.weights * mean)), backend=K.backend
+    )
+
+
+def _baseline_weighted(job: Job, label: str):
+    return _thin_weighted(job, job.weights, label, job.rank, _centred_at_weights(job))
 
 
 def _rt(job: Job):
     """Recombination Thinning (Alg. 4) of the input's own (weighted) empirical distribution."""
-    return _thin_weighted(job, job.weights, "rt", job.rank)
+    return _baseline_weighted(job, "rt")
 
 
 def _ct(job: Job):
     """Cholesky Thinning (Alg. 6) of the input's own (weighted) empirical distribution."""
-    return _thin_weighted(job, job.weights, "ct", job.rank)
+    return _baseline_weighted(job, "ct")
+
+
+def _no_input_weights(job: Job, method: str):
+    if job.weights is not None:
+        raise ValueError(
+            f"weights: method {method!r} computes its own debiasing weights from the scores and "
+            "does not take input weights (the baselines 'rt' and 'ct' do)"
+        )
+
+
+def _stein_thinning_weights(job: Job, method: str):
+    """Stein Thinning (Alg. D.1) run for n steps, as simplex weights (counts / n). O(n^2)."""
+    from .algorithms import stein_thinning
+
+    _no_input_weights(job, method)
+    idx = stein_thinning(job.K, job.n, progress=job.progress)
+    w = np.bincount(idx, minlength=job.n) / float(job.n)
+    return aa.from_host(w, xp=job.K.xp, device=job.K.device)
+
+
+def _low_rank_weights(job: Job, method: str):
+    """Low-rank Debiasing (Alg. 2) weights and the rank used (default n^0.5, SPEC)."""
+    from .algorithms import low_rank_debias
+
+    _no_input_weights(job, method)
+    rank = job.rank if job.rank is not None else max(1, round(math.sqrt(job.n)))
+    w = low_rank_debias(
+        job.K,
+        rank,
+        rounds=job.option("rounds", 3),
+        steps=job.option("steps", None),
+        rng=job.rng,
+        progress=job.progress,
+    )
+    return w, rank
+
+
+def _sr(job: Job):
+    """Stein Recombination (Alg. 5): Stein Thinning weights, then RT."""
+    return _thin_weighted(job, _stein_thinning_weights(job, "sr"), "rt", job.rank)
+
+
+def _sc(job: Job):
+    """Stein Cholesky (Alg. 7): Stein Thinning weights, then CT."""
+    return _thin_weighted(job, _stein_thinning_weights(job, "sc"), "ct", job.rank)
+
+
+def _lsr(job: Job):
+    """Low-rank Stein Recombination (Alg. 5): Low-rank Debiasing, then RT."""
+    w, rank = _low_rank_weights(job, "lsr")
+    idx, wts, info = _thin_weighted(job, w, "rt", None)
+    return idx, wts, {**info, "rank": rank}
+
+
+def _lsc(job: Job):
+    """Low-rank Stein Cholesky (Alg. 7): Low-rank Debiasing, then CT."""
+    w, rank = _low_rank_weights(job, "lsc")
+    idx, wts, info = _thin_weighted(job, w, "ct", None)
+    return idx, wts, {**info, "rank": rank}
 
 
 METHODS.update(
     {
         "rt": Method("simplex", False, _rt, "Recombination Thinning of the input (Alg. 4)"),
         "ct": Method("constant", False, _ct, "Cholesky Thinning of the input (Alg. 6)"),
+        "sr": Method("simplex", True, _sr, "Stein Thinning, then Recombination Thinning (Alg. 5)"),
+        "sc": Method("constant", True, _sc, "Stein Thinning, then Cholesky Thinning (Alg. 7)"),
+        "lsr": Method(
+            "simplex", True, _lsr, "Low-rank Debiasing, then Recombination Thinning (Alg. 5)"
+        ),
+        "lsc": Method(
+            "constant", True, _lsc, "Low-rank Debiasing, then Cholesky Thinning (Alg. 7)"
+        ),
     }
 )
 

@@ -5,7 +5,7 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset.algorithms import recombination, recombination_thinning
-from stein_coreset.algorithms.recombination import _resample, _simplex_weights
+from stein_coreset.algorithms.recombination import _simplex_weights
 from stein_coreset.kernels import centred_kernel_matrix
 
 
@@ -98,32 +98,6 @@ def test_recombination_returns_in_input_namespace(xp):
 def test_recombination_bad_input_names_the_argument(A, x0, match):
     with pytest.raises(ValueError, match=match):
         recombination(A, x0)
-
-
-# ---- Resample (Alg. E.3) --------------------------------------------------------------------
-
-
-def test_resample_weights_are_stratified_multiples_of_one_over_m(xp):
-    rng = np.random.default_rng(6)
-    w = rng.random(500) ** 4
-    w /= w.sum()
-    m = 200
-    out = xp.to_numpy(_resample(xp.asarray(w), m, np.random.default_rng(0)))
-    counts = out * m
-    np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
-    assert np.isclose(out.sum(), 1.0)
-    # Residual resampling keeps floor(m w_i) copies; a residual of mass < 1/r meets at most two
-    # of the r strata, so it adds at most two more.
-    assert np.all(np.round(counts) >= np.floor(m * w) - 1e-9)
-    assert np.all(np.round(counts) <= np.floor(m * w) + 2 + 1e-9)
-
-
-def test_resample_is_unbiased():
-    rng = np.random.default_rng(7)
-    w = rng.random(40)
-    w /= w.sum()
-    mean = np.mean([_resample(w, 25, np.random.default_rng(s)) for s in range(3000)], axis=0)
-    np.testing.assert_allclose(mean, w, atol=4e-3)
 
 
 # ---- the simplex QP on the support ----------------------------------------------------------

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from ..kernels import KernelMatrix
+from .resample import resample
 from .rpcholesky import weighted_rpcholesky
 
 __all__ = ["recombination", "kt_swap_ls", "recombination_thinning"]
@@ -250,35 +251,6 @@ def _simplex_weights(KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None
     return best
 
 
-# ---- Resample (Alg. E.3), used by RT to prune small weights ------------------------------------
-
-
-def _resample(w, m: int, rng: np.random.Generator):
-    """Stratified residual resampling (Alg. E.3): weights in (1/m) N_0 summing to 1.
-
-    Runs in w's namespace: the residual draws are one searchsorted over a cumulative sum.
-    O(n + m log n).
-    """
-    xp = aa.namespace(w=w)[0]
-    dev = aa.device_of(w)
-    mw = m * w
-    base = xp.floor(mw)
-    r = m - int(round(float(xp.sum(base))))
-    out = base
-    if r > 0:
-        eta = mw - base
-        cum = xp.cumulative_sum(eta)
-        cum = cum / cum[-1]
-        u = (np.arange(r) + rng.random(r)) / r
-        u_dev = aa.from_host(u, xp=xp, device=dev)
-        draws = xp.searchsorted(cum, u_dev, side="left")
-        draws = xp.clip(draws, 0, w.shape[0] - 1)
-        ar = xp.arange(w.shape[0], dtype=draws.dtype, device=dev)
-        counts = xp.searchsorted(draws, ar, side="right") - xp.searchsorted(draws, ar, side="left")
-        out = base + xp.astype(counts, xp.float64)
-    return out / m
-
-
 def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None):
     """Simplex-weighted coreset of at most m points: Recombination Thinning (RT, Alg. 4).
 
@@ -320,15 +292,16 @@ def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = Non
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     w = _input_weights(K, w)
 
-    w1 = _resample(w, n, rng)
-    supp = xp.nonzero(w1 > 0)[0]
+    # Resample(w, n) (Alg. E.3): equal weights 1/n on a multiset; small weights are pruned.
+    counts = np.bincount(resample(w, n, rng), minlength=n)
+    supp_h = np.flatnonzero(counts)
+    ws = counts[supp_h] / float(n)
     if rank > 0:
+        w1 = aa.from_host(counts / float(n), xp=xp, device=K.device)
         _, F = weighted_rpcholesky(K, w1, rank, rng)
-        Fs = aa.to_host(xp.take(F, supp, axis=0))
+        Fs = aa.to_host(xp.take(F, aa.as_index_array(xp, supp_h, K.device), axis=0))
     else:
-        Fs = np.zeros((int(supp.shape[0]), 0))
-    ws = aa.to_host(xp.take(w1, supp, axis=0))
-    supp_h = aa.to_host(supp, np.int64)
+        Fs = np.zeros((supp_h.size, 0))
     A = np.ascontiguousarray(np.vstack([Fs.T, np.ones((1, Fs.shape[0]))]))
     from .. import _core
 

@@ -159,6 +159,11 @@ int64_t find_bfs(double* B, int64_t m, int64_t N, double* x) {
 }
 
 int64_t recombination(const double* A, int64_t m, int64_t n, const double* x0, double* x) {
+    return recombination_strided(A, m, n, n, 1, x0, x);
+}
+
+int64_t recombination_strided(const double* A, int64_t m, int64_t n, int64_t rs, int64_t cs,
+                              const double* x0, double* x) {
     std::vector<int64_t> S;
     for (int64_t j = 0; j < n; ++j) {
         if (x0[j] > 0.0) {
@@ -179,16 +184,31 @@ int64_t recombination(const double* A, int64_t m, int64_t n, const double* x0, d
     while (static_cast<int64_t>(S.size()) > nb) {
         const int64_t s = static_cast<int64_t>(S.size());
         for (int64_t b = 0; b <= nb; ++b) bounds[b] = (b * s) / nb;
-        // Collapse each block to one column: Ahat[:, b] = A[:, I_b] x[I_b] (rows streamed).
-        for (int64_t r = 0; r < m; ++r) {
-            const double* row = A + r * n;
+        // Collapse each block to one column: Ahat[:, b] = A[:, I_b] x[I_b], streaming A in its
+        // storage order (rows of a row-major A, or points of a points-major A).
+        if (rs >= cs) {
+            for (int64_t r = 0; r < m; ++r) {
+                const double* row = A + r * rs;
+                for (int64_t b = 0; b < nb; ++b) {
+                    double acc = 0.0;
+                    for (int64_t a = bounds[b]; a < bounds[b + 1]; ++a) {
+                        const int64_t j = S[a];
+                        acc += row[j * cs] * x[j];
+                    }
+                    Ahat[r * nb + b] = acc;
+                }
+            }
+        } else {
+            std::vector<double> acc(static_cast<size_t>(m));
             for (int64_t b = 0; b < nb; ++b) {
-                double acc = 0.0;
+                std::fill(acc.begin(), acc.end(), 0.0);
                 for (int64_t a = bounds[b]; a < bounds[b + 1]; ++a) {
                     const int64_t j = S[a];
-                    acc += row[j] * x[j];
+                    const double xj = x[j];
+                    const double* col = A + j * cs;
+                    for (int64_t r = 0; r < m; ++r) acc[r] += col[r * rs] * xj;
                 }
-                Ahat[r * nb + b] = acc;
+                for (int64_t r = 0; r < m; ++r) Ahat[r * nb + b] = acc[r];
             }
         }
         std::fill(xhat.begin(), xhat.end(), 1.0);
@@ -214,7 +234,7 @@ int64_t recombination(const double* A, int64_t m, int64_t n, const double* x0, d
     if (s > 1) {
         std::vector<double> B(static_cast<size_t>(m * s)), xs(static_cast<size_t>(s));
         for (int64_t r = 0; r < m; ++r) {
-            for (int64_t a = 0; a < s; ++a) B[r * s + a] = A[r * n + S[a]];
+            for (int64_t a = 0; a < s; ++a) B[r * s + a] = A[r * rs + S[a] * cs];
         }
         for (int64_t a = 0; a < s; ++a) xs[a] = x[S[a]];
         find_bfs(B.data(), m, s, xs.data());

@@ -25,6 +25,11 @@ namespace sc {
 // A x = A x0 still holds, but sum(x) need not equal sum(x0)).
 int64_t recombination(const double* A, int64_t m, int64_t n, const double* x0, double* x);
 
+// The same with A(r, j) = A[r * rs + j * cs]: rs = n, cs = 1 is row-major (m x n); rs = 1,
+// cs = m is points-major (n x m row-major, one contiguous row of test functions per point).
+int64_t recombination_strided(const double* A, int64_t m, int64_t n, int64_t rs, int64_t cs,
+                              const double* x0, double* x);
+
 // Find-BFS (the inner routine of Alg. G.1) on a small m x N row-major matrix B (overwritten:
 // its rows are rescaled) and x (N, in/out, >= 0). Returns the number of nonzeros of x.
 int64_t find_bfs(double* B, int64_t m, int64_t N, double* x);

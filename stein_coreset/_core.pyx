@@ -101,9 +101,15 @@ def matvec(Kernel K, const double[::1] w):
     return out
 
 
-def recombination(const double[:, ::1] A, const double[::1] x0):
-    """x >= 0 with A x = A x0 and at most rank(A) <= m nonzeros (Alg. G.1); A is (m, n)."""
-    cdef int64_t m = A.shape[0], n = A.shape[1]
+def recombination(const double[:, ::1] A, const double[::1] x0, bint points_major=False):
+    """x >= 0 with A x = A x0 and at most rank(A) <= m nonzeros (Alg. G.1).
+
+    A is (m, n), or (n, m) holding A^T when ``points_major`` (no transpose copy needed).
+    """
+    cdef int64_t m = A.shape[1] if points_major else A.shape[0]
+    cdef int64_t n = A.shape[0] if points_major else A.shape[1]
+    cdef int64_t rs = 1 if points_major else n
+    cdef int64_t cs = m if points_major else 1
     if x0.shape[0] != n:
         raise ValueError(f"x0 must have length n = {n}, got {x0.shape[0]}")
     out = np.zeros(n, dtype=np.float64)
@@ -112,7 +118,7 @@ def recombination(const double[:, ::1] A, const double[::1] x0):
         return out
     cdef const double* aptr = &A[0, 0] if m > 0 else NULL
     with nogil:
-        sc_recombination(aptr, m, n, &x0[0], &ov[0])
+        sc_recombination_strided(aptr, m, n, rs, cs, &x0[0], &ov[0])
     return out
 
 

@@ -75,6 +75,16 @@ def test_recombination_keeps_vector_when_already_sparse():
     np.testing.assert_allclose(x, x0, rtol=1e-12)
 
 
+def test_recombination_points_major_layout_gives_the_same_vector():
+    # A Fortran-ordered A is passed to C++ as A^T (points-major) without a copy; the block sums
+    # run in the same order, so the result is identical.
+    A, x0 = _random_problem(20, 5000, seed=11)
+    xc = recombination(A, x0)
+    xf = recombination(np.asfortranarray(A), x0)
+    np.testing.assert_array_equal(xc, xf)
+    assert _row_rel_err(A, xf, x0) <= 1e-9
+
+
 def test_recombination_returns_in_input_namespace(xp):
     A, x0 = _random_problem(6, 300, seed=5)
     Ax, x0x = xp.asarray(A), xp.asarray(x0)

@@ -77,7 +77,14 @@ def recombination(A, x0):
     n = int(A.shape[1])
     if x0.ndim != 1 or x0.shape[0] != n:
         raise ValueError(f"x0 must have shape ({n},) to match A's columns, got {tuple(x0.shape)}")
-    Ah = aa.to_host(A)
+    # A Fortran-ordered NumPy A is A^T in C order: hand it over points-major, without a copy.
+    points_major = (
+        isinstance(A, np.ndarray)
+        and A.dtype == np.float64
+        and A.T.flags.c_contiguous
+        and not A.flags.c_contiguous
+    )
+    Ah = A.T if points_major else aa.to_host(A)
     xh = aa.to_host(x0)
     if not np.all(np.isfinite(Ah)):
         raise ValueError("A has NaN or inf entries")
@@ -87,7 +94,7 @@ def recombination(A, x0):
         raise ValueError("x0 must be non-negative")
     from .. import _core
 
-    x = _core.recombination(np.ascontiguousarray(Ah), np.ascontiguousarray(xh))
+    x = _core.recombination(Ah, np.ascontiguousarray(xh), points_major)
     return aa.from_host(x, xp=xp, device=dev)
 
 
@@ -302,10 +309,13 @@ def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = Non
         Fs = aa.to_host(xp.take(F, aa.as_index_array(xp, supp_h, K.device), axis=0))
     else:
         Fs = np.zeros((supp_h.size, 0))
-    A = np.ascontiguousarray(np.vstack([Fs.T, np.ones((1, Fs.shape[0]))]))
+    # [F, 1]^T stored points-major: row j holds (F_j, 1), so no transpose is formed.
+    P = np.empty((Fs.shape[0], Fs.shape[1] + 1))
+    P[:, :-1] = Fs
+    P[:, -1] = 1.0
     from .. import _core
 
-    x = _core.recombination(A, ws)
+    x = _core.recombination(P, ws, True)
     keep = x > 0
     idx, wr = supp_h[keep], x[keep] / x[keep].sum()
 

@@ -93,10 +93,16 @@ int64_t find_bfs(double* B, int64_t m, int64_t N, double* x) {
     std::vector<double> u(static_cast<size_t>(q)), wrow(static_cast<size_t>(N));
     for (int64_t top = 0; top < q; ++top) {
         const double* v = V.data() + top * N;
-        // Move along +v or -v: whichever has a positive entry (v != 0: the rows are orthonormal).
-        double vmax = 0.0;
-        for (int64_t j = 0; j < N; ++j) vmax = std::max(vmax, v[j]);
-        const double sgn = vmax > 0.0 ? 1.0 : -1.0;
+        // Move along +v or -v, whichever has the larger positive entry (>= 1/sqrt(N), the rows
+        // being orthonormal). Taking any positive entry would not do: a null vector living on
+        // columns of tiny scale can be negative there with only rounding-level positive entries,
+        // and the ratio test would then take a huge step whose rounding error swamps A x.
+        double vmax = 0.0, vmin = 0.0;
+        for (int64_t j = 0; j < N; ++j) {
+            vmax = std::max(vmax, v[j]);
+            vmin = std::min(vmin, v[j]);
+        }
+        const double sgn = vmax >= -vmin ? 1.0 : -1.0;
         // Ratio test: the largest step keeping x >= 0 zeroes x_k.
         int64_t k = -1;
         double tbest = std::numeric_limits<double>::infinity();

@@ -33,6 +33,24 @@ def test_recombination_preserves_image_with_at_most_m_nonzeros(m, n):
     assert np.isclose(x.sum(), x0.sum(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_recombination_exact_for_weights_spanning_twelve_orders(seed):
+    # Skewed x0 makes some block columns tiny; a null vector living on them once sent the ratio
+    # test on a rounding-level entry (relative error 1e-8). Rows of very different scales and
+    # smooth, nearly dependent kernel-like rows (as RPCholesky factors are) as well.
+    rng = np.random.default_rng(seed)
+    m, n = 64, 20_000
+    x0 = 10 ** rng.uniform(-12, 0, n)
+    A = rng.standard_normal((m, n)) * np.exp(rng.normal(0, 3, (m, 1)))
+    A[0] = 1.0
+    X, C = rng.standard_normal((n, 2)), rng.standard_normal((m - 1, 2))
+    G = np.vstack([np.ones(n), np.exp(-((X[None] - C[:, None]) ** 2).sum(-1))])
+    for B in (A, G):
+        x = recombination(B, x0)
+        assert np.all(x >= 0) and np.count_nonzero(x) <= m
+        assert _row_rel_err(B, x, x0) <= 1e-9
+
+
 def test_recombination_rank_deficient_leaves_at_most_rank_nonzeros():
     rng = np.random.default_rng(1)
     n, m, r = 5000, 32, 10

@@ -44,3 +44,7 @@ cdef extern from "kt_swap.hpp" nogil:
                                             int64_t m, double* out) except +
     int64_t sc_kt_swap_refine "sc::kt_swap_refine"(const KernelSpec& K, int64_t* I, int64_t m,
                                                    int passes) except +
+
+
+cdef extern from "soa_kernel.hpp" nogil:
+    void sc_soa_matvec "sc::soa_matvec"(const KernelSpec& K, const double* w, double* out) except +

@@ -182,3 +182,14 @@ def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1):
     with nogil:
         changed = sc_kt_swap_refine(K.spec, &I[0], m, passes)
     return changed
+
+
+def matvec_soa(Kernel K, const double[::1] w):
+    """K w like :func:`matvec`, with the vectorised structure-of-arrays evaluator."""
+    if w.shape[0] != K.spec.n:
+        raise ValueError(f"w must have length n = {K.spec.n}")
+    out = np.empty(K.spec.n, dtype=np.float64)
+    cdef double[::1] ov = out
+    with nogil:
+        sc_soa_matvec(K.spec, &w[0], &ov[0])
+    return out

@@ -161,11 +161,168 @@ def compare_skt(n=1 << 14, d=4, m=128, seed=0, repeat=1):
     return out
 
 
+def _peak_rss_mib():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def compare_compresspp(n=1 << 16, d=2, seed=0, repeat=1, g=4):
+    """KT-Compress++ (unbiased baseline, Gaussian kernel sigma^2 = 2d, g = 4, delta = 1/2)
+    against goodpoints ``compress.compresspp_kt`` on the same input: time and MMD to the input's
+    empirical distribution (exact, O(n^2) C++ centring done once for the scoring)."""
+    from goodpoints import compress as gp_compress
+
+    import stein_coreset as sc
+    from stein_coreset.kernels import centred_kernel_matrix
+
+    sigma = math.sqrt(2.0 * d)
+    X = np.random.default_rng(2000 + seed).standard_normal((n, d))
+    m = int(math.isqrt(n))
+    t_peer, idx_peer = _best_time(
+        lambda: gp_compress.compresspp_kt(
+            X, b"gaussian", k_params=np.array([2.0 * sigma**2]), g=g, delta=0.5, seed=seed
+        ),
+        repeat,
+    )
+    t_ours, res = _best_time(
+        lambda: sc.compress(
+            X, size=m, method="compresspp", kernel=sc.Gaussian(sigma=sigma), seed=seed, g=g
+        ),
+        repeat,
+    )
+    Kc = centred_kernel_matrix(sc.Gaussian(sigma=sigma), X)
+
+    def mmd_of(w):
+        nz = np.flatnonzero(w)
+        return math.sqrt(max(float(w[nz] @ Kc.block_cpp(nz, nz) @ w[nz]), 0.0))
+
+    mmd_peer = mmd_of(np.bincount(np.asarray(idx_peer, dtype=np.int64), minlength=n) / m)
+    mmd_ours = mmd_of(res.dense(n))
+    iid = np.random.default_rng(seed).choice(n, m, replace=False)
+    mmd_iid = mmd_of(np.bincount(iid, minlength=n) / m)
+    out = {
+        "n": n,
+        "d": d,
+        "m": m,
+        "g": g,
+        "goodpoints_s": t_peer,
+        "ours_s": t_ours,
+        "speedup": t_peer / t_ours,
+        "goodpoints_mmd": mmd_peer,
+        "ours_mmd": mmd_ours,
+        "iid_mmd": mmd_iid,
+        "ours_info": {k: v for k, v in res.info.items() if not isinstance(v, float)},
+    }
+    print(
+        f"[compresspp] n={n} d={d} m={m} g={g}: goodpoints {t_peer:.2f} s MMD {mmd_peer:.5f} | "
+        f"ours {t_ours:.2f} s MMD {mmd_ours:.5f} | iid MMD {mmd_iid:.5f}; "
+        f"speedup {out['speedup']:.2f}x"
+    )
+    return out
+
+
+def compare_lskt(n=1 << 14, d=4, seed=0, repeat=1):
+    """LSKT (Alg. 3) against SKT (Alg. 1) on a biased chain, m = sqrt(n): wall times (with the
+    LD / KT-Compress++ split) and KSD to the target N(0, I_d)."""
+    import stein_coreset as sc
+
+    X, S = _biased_chain(n, d, seed)
+    m = int(math.isqrt(n))
+    out = {"n": n, "d": d, "m": m}
+    for method in ("lskt", "skt"):
+        t_m, res = _best_time(
+            lambda method=method: sc.compress(X, S, size=m, method=method, seed=seed), repeat
+        )
+        out[f"{method}_s"] = t_m
+        out[f"{method}_ksd"] = res.ksd
+        if method == "lskt":
+            out["lskt_ld_s"] = res.info["time_ld_s"]
+            out["lskt_compresspp_s"] = res.info["time_compresspp_s"]
+        print(f"[lskt] {method}: {t_m:.2f} s, KSD {res.ksd:.5f}")
+    out["skt_over_lskt_time"] = out["skt_s"] / out["lskt_s"]
+    out["lskt_over_skt_ksd"] = out["lskt_ksd"] / out["skt_ksd"]
+    print(
+        f"[lskt] n={n} d={d} m={m}: SKT/LSKT time {out['skt_over_lskt_time']:.2f}, "
+        f"KSD(LSKT)/KSD(SKT) {out['lskt_over_skt_ksd']:.3f} (LD {out['lskt_ld_s']:.2f} s, "
+        f"KT-Compress++ {out['lskt_compresspp_s']:.2f} s)"
+    )
+    return out
+
+
+def compare_lskt_scaling(ns=(1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16), d=4, seed=0,
+                         repeat=1):
+    """LSKT wall time from n = 2^12 to 2^16 (m = rank = sqrt(n), T = 7 sqrt(n)) and the fitted
+    exponent of time ~ n^a; the last n also reports peak memory (tracemalloc, max RSS)."""
+    import tracemalloc
+
+    import stein_coreset as sc
+
+    rows = []
+    for n in ns:
+        X, S = _biased_chain(n, d, seed)
+        m = 1 << (int(math.isqrt(n)).bit_length() - 1)
+        tracemalloc.start()
+        t_m, res = _best_time(
+            lambda X=X, S=S, m=m: sc.compress(X, S, size=m, method="lskt", seed=seed), repeat
+        )
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        rows.append((n, t_m, res.info["time_ld_s"], res.info["time_compresspp_s"], peak, res.ksd))
+        print(
+            f"[lskt-scaling] n={n} m={len(res)}: {t_m:.2f} s (LD {rows[-1][2]:.2f} s, "
+            f"KT-Compress++ {rows[-1][3]:.2f} s), traced peak {peak:.0f} MiB, "
+            f"max RSS {_peak_rss_mib():.0f} MiB, KSD {res.ksd:.5f}"
+        )
+    r = np.array(rows)
+    slope = float(np.polyfit(np.log(r[:, 0]), np.log(r[:, 1]), 1)[0])
+    slope_ld = float(np.polyfit(np.log(r[:, 0]), np.log(r[:, 2]), 1)[0])
+    slope_cpp = float(np.polyfit(np.log(r[:, 0]), np.log(r[:, 3]), 1)[0])
+    out = {
+        "rows": [dict(zip(("n", "s", "ld_s", "compresspp_s", "traced_peak_mib", "ksd"), x,
+                          strict=True)) for x in rows],
+        "exponent": slope,
+        "exponent_ld": slope_ld,
+        "exponent_compresspp": slope_cpp,
+        "max_rss_mib": _peak_rss_mib(),
+    }
+    print(
+        f"[lskt-scaling] time ~ n^{slope:.2f} (LD n^{slope_ld:.2f}, "
+        f"KT-Compress++ n^{slope_cpp:.2f})"
+    )
+    return out
+
+
+def compare_lskt_stretch(n=1 << 20, d=4, tau=0.4, seed=0, repeat=1):
+    """Stretch: LSKT at n = 2^20, d = 4, rank = n^tau (paper Table I.1: LD(0.4) 131 s +
+    KT-Compress++ 36 s on an RTX 6000 GPU)."""
+    import stein_coreset as sc
+
+    X, S = _biased_chain(n, d, seed)
+    m = int(math.isqrt(n))
+    rank = int(round(n**tau))
+    t_m, res = _best_time(
+        lambda: sc.compress(X, S, size=m, method="lskt", rank=rank, seed=seed), repeat
+    )
+    out = {"n": n, "d": d, "tau": tau, "rank": rank, "s": t_m, "ksd": res.ksd,
+           "ld_s": res.info["time_ld_s"], "compresspp_s": res.info["time_compresspp_s"]}
+    print(f"[lskt-stretch] n={n} rank={rank}: {t_m:.1f} s (LD {out['ld_s']:.1f} s, "
+          f"KT-Compress++ {out['compresspp_s']:.1f} s), KSD {res.ksd:.5f}")
+    return out
+
+
 COMPARISONS = {
     "st": compare_st,
     "kt": compare_kt,
     "skt": compare_skt,
+    "compresspp": compare_compresspp,
+    "lskt": compare_lskt,
+    "lskt_scaling": compare_lskt_scaling,
+    "lskt_stretch": compare_lskt_stretch,
 }
+
+#: Comparisons too long for ``--all`` on a small machine (run them by their own flag).
+NOT_IN_ALL = {"lskt_stretch"}
 
 
 def main(argv=None):
@@ -176,7 +333,7 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=None, help="timing repeats (best of)")
     p.add_argument("--json", default=None, help="write the results to this JSON file")
     args = p.parse_args(argv)
-    chosen = [k for k in COMPARISONS if args.all or getattr(args, k)]
+    chosen = [k for k in COMPARISONS if (args.all and k not in NOT_IN_ALL) or getattr(args, k)]
     if not chosen:
         p.error("choose at least one comparison (or --all)")
     results = {}

@@ -48,3 +48,9 @@ cdef extern from "kt_swap.hpp" nogil:
 
 cdef extern from "soa_kernel.hpp" nogil:
     void sc_soa_matvec "sc::soa_matvec"(const KernelSpec& K, const double* w, double* out) except +
+
+
+cdef extern from "amd.hpp" nogil:
+    void sc_amd_lowrank "sc::amd_lowrank"(const double* F, const double* res, int64_t n,
+                                          int64_t r, int64_t t0, int64_t steps, double eta,
+                                          double* w, double* v) except +

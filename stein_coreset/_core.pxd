@@ -54,3 +54,8 @@ cdef extern from "amd.hpp" nogil:
     void sc_amd_lowrank "sc::amd_lowrank"(const double* F, const double* res, int64_t n,
                                           int64_t r, int64_t t0, int64_t steps, double eta,
                                           double* w, double* v) except +
+
+
+cdef extern from "compresspp.hpp" nogil:
+    void sc_kernel_row_means "sc::kernel_row_means"(const KernelSpec& K, const int64_t* rows,
+                                                    int64_t nr, double* out) except +

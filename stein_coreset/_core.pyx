@@ -212,3 +212,18 @@ def amd_lowrank(const double[:, ::1] F, const double[::1] res, double[::1] w, do
         Fp = &F[0, 0]
     with nogil:
         sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0])
+
+
+def kernel_row_means(Kernel K, const int64_t[::1] rows):
+    """(len(rows),) means (1/n) sum_j k(x_rows[a], x_j) over all n points of K."""
+    cdef int64_t nr = rows.shape[0], i
+    for i in range(nr):
+        if rows[i] < 0 or rows[i] >= K.spec.n:
+            raise IndexError(f"row index {rows[i]} out of range for n = {K.spec.n}")
+    out = np.empty(nr, dtype=np.float64)
+    cdef double[::1] ov = out
+    if nr == 0:
+        return out
+    with nogil:
+        sc_kernel_row_means(K.spec, &rows[0], nr, &ov[0])
+    return out

@@ -81,14 +81,15 @@ def test_compresspp_beats_iid_on_unbiased_input():
     X = rng.standard_normal((4096, 2))
     base = sc.Gaussian(1.0)
     res = sc.compress(X, size=64, method="compresspp", kernel=base, seed=0)
-    assert res.info["swap_target"] == "compress" and res.info["compress_size"] == 1024
+    assert res.info["swap_target"] == "input" and res.info["compress_size"] == 1024
     iid = sc.compress(X, size=64, method="iid", seed=0)
     m_cpp = sc.mmd(X, res.points, wy=res.weights, kernel=base)
     m_iid = sc.mmd(X, iid.points, wy=iid.weights, kernel=base)
     assert m_cpp < 0.4 * m_iid
-    inp = sc.compress(X[:1024], size=32, method="compresspp", kernel=base, seed=0,
-                      swap_target="input")
-    assert inp.info["swap_target"] == "input" and len(inp) <= 32
+    for target in ("compress", "input_all"):
+        r = sc.compress(X[:1024], size=32, method="compresspp", kernel=base, seed=0,
+                        swap_target=target)
+        assert r.info["swap_target"] == target and len(r) <= 32
 
 
 def test_lowrank_methods_progress_bars(biased_gaussian, capsys):

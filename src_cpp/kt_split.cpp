@@ -1,5 +1,7 @@
 #include "kt_split.hpp"
 
+#include "soa_kernel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -22,19 +24,17 @@ uint64_t splitmix64(uint64_t x) {
 
 constexpr int64_t kChunk = 512;
 
-// alpha = sum_l [k(x1, R_l) - k(x1, L_l) + k(x2, L_l) - k(x2, R_l)] over the first `len` pairs.
-// Summed in fixed chunks so the value does not depend on the number of threads.
-double walk_inner(const KernelSpec& K, int64_t x1, int64_t x2, const int64_t* L, const int64_t* R,
-                  int64_t len, bool parallel, std::vector<double>& partial) {
+// alpha = sum_l [k(x1, R_l) - k(x1, L_l) + k(x2, L_l) - k(x2, R_l)] over the first `len` slots
+// of the children (stored structure-of-arrays in L, R). Summed in fixed chunks so the value
+// does not depend on the number of threads.
+double walk_inner(const KernelSpec& K, int64_t x1, int64_t x2, const SoAPoints& L,
+                  const SoAPoints& R, int64_t len, bool parallel, std::vector<double>& partial) {
     auto chunk_sum = [&](int64_t a, int64_t b) {
-        double s = 0.0;
-        for (int64_t l = a; l < b; ++l) {
-            s += eval(K, x1, R[l]) - eval(K, x1, L[l]) + eval(K, x2, L[l]) - eval(K, x2, R[l]);
-        }
-        return s;
+        return (soa_sum(K, x1, R, a, b) - soa_sum(K, x2, R, a, b)) -
+               (soa_sum(K, x1, L, a, b) - soa_sum(K, x2, L, a, b));
     };
     const int64_t nchunks = (len + kChunk - 1) / kChunk;
-    if (nchunks <= 1) return chunk_sum(0, len);
+    if (nchunks <= 1) return len > 0 ? chunk_sum(0, len) : 0.0;
     partial.resize(static_cast<size_t>(nchunks));
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t c = 0; c < nchunks; ++c) {
@@ -52,6 +52,7 @@ void halve(const KernelSpec& K, const int64_t* in, int64_t len, double log_mult,
     const int64_t pairs = len / 2;
     double sig2 = 0.0;
     std::vector<double> partial;
+    SoAPoints L(K, pairs), R(K, pairs);
     for (int64_t k = 0; k < pairs; ++k) {
         const int64_t x1 = in[2 * k], x2 = in[2 * k + 1];
         const double b2 = eval(K, x1, x1) + eval(K, x2, x2) - 2.0 * eval(K, x1, x2);
@@ -64,17 +65,15 @@ void halve(const KernelSpec& K, const int64_t* in, int64_t len, double log_mult,
             if (upd > 0.0) sig2 += b2 * upd;
         }
         if (!(thresh > 0.0)) thresh = 1.0;  // b = 0: the pair is one point, either way is fine
-        const double alpha = walk_inner(K, x1, x2, left, right, k, parallel, partial);
+        const double alpha = walk_inner(K, x1, x2, L, R, k, parallel, partial);
         const double prob_x2_left = 0.5 * (1.0 - alpha / thresh);
         const double u = uniforms ? uniforms[k]
                                   : static_cast<double>((*gen)() >> 11) * 0x1.0p-53;
-        if (u <= prob_x2_left) {
-            left[k] = x2;
-            right[k] = x1;
-        } else {
-            left[k] = x1;
-            right[k] = x2;
-        }
+        const bool swap = u <= prob_x2_left;
+        left[k] = swap ? x2 : x1;
+        right[k] = swap ? x1 : x2;
+        L.set(k, K, left[k]);
+        R.set(k, K, right[k]);
     }
 }
 
@@ -87,6 +86,7 @@ int64_t kt_split_size(int64_t N, int t) {
 
 void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double delta,
               uint64_t seed, const double* uniforms, int64_t* out) {
+    DynamicTeams guard;
     if (t <= 0) {
         std::copy(idx, idx + N, out);
         return;

@@ -1,5 +1,9 @@
 #include "kt_swap.hpp"
 
+#include <algorithm>
+
+#include "soa_kernel.hpp"
+
 #include <limits>
 #include <vector>
 
@@ -10,15 +14,14 @@
 namespace sc {
 
 void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, double* out) {
+    DynamicTeams guard;
     for (int64_t l = 0; l < L; ++l) {
         const int64_t* I = C + l * m;
+        SoAPoints P(K, m);
+        for (int64_t a = 0; a < m; ++a) P.set(a, K, I[a]);
         std::vector<double> rows(static_cast<size_t>(m));
-#pragma omp parallel for schedule(static)
-        for (int64_t a = 0; a < m; ++a) {
-            double s = 0.0;
-            for (int64_t b = 0; b < m; ++b) s += eval(K, I[a], I[b]);
-            rows[static_cast<size_t>(a)] = s;
-        }
+#pragma omp parallel for schedule(static) if (m >= 64)
+        for (int64_t a = 0; a < m; ++a) rows[static_cast<size_t>(a)] = soa_sum(K, I[a], P, 0, m);
         double s = 0.0;
         for (int64_t a = 0; a < m; ++a) s += rows[static_cast<size_t>(a)];
         out[l] = s;
@@ -26,16 +29,19 @@ void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, d
 }
 
 int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes) {
-    const int64_t n = K.n;
+    DynamicTeams guard;
+    const int64_t n = K.n, nb = (n + kSoABlock - 1) / kSoABlock;
     std::vector<double> g(static_cast<size_t>(n)), dg(static_cast<size_t>(n)),
         col(static_cast<size_t>(n));
     diag(K, dg.data());
+    {
+        SoAPoints C(K, m);
+        for (int64_t a = 0; a < m; ++a) C.set(a, K, I[a]);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-        double s = 0.0;
-        for (int64_t a = 0; a < m; ++a) s += eval(K, i, I[a]);
-        g[static_cast<size_t>(i)] = s;
+        for (int64_t i = 0; i < n; ++i) g[static_cast<size_t>(i)] = soa_sum(K, i, C, 0, m);
     }
+    SoAPoints P;
+    P.load_all(K);
     int nt = 1;
 #ifdef _OPENMP
     nt = omp_get_max_threads();
@@ -48,6 +54,7 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes) {
         for (int64_t a = 0; a < m; ++a) {
             const int64_t cur = I[a];
             // g <- g - k(x_cur, .), Delta = 2 g + diag; first argmin, ties to the current point
+            std::fill(bi.begin(), bi.end(), int64_t{-1});  // dynamic teams may be smaller
 #pragma omp parallel num_threads(nt)
             {
                 int tid = 0;
@@ -57,15 +64,17 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes) {
                 double v = std::numeric_limits<double>::infinity();
                 int64_t vi = -1;
 #pragma omp for schedule(static)
-                for (int64_t i = 0; i < n; ++i) {
-                    const double c = eval(K, i, cur);
-                    col[static_cast<size_t>(i)] = c;
-                    const double gi = g[static_cast<size_t>(i)] - c;
-                    g[static_cast<size_t>(i)] = gi;
-                    const double delta = 2.0 * gi + dg[static_cast<size_t>(i)];
-                    if (vi < 0 || delta < v) {
-                        v = delta;
-                        vi = i;
+                for (int64_t blk = 0; blk < nb; ++blk) {
+                    const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
+                    soa_eval(K, cur, P, lo, hi, col.data() + lo);
+                    for (int64_t i = lo; i < hi; ++i) {
+                        const double gi = g[static_cast<size_t>(i)] - col[static_cast<size_t>(i)];
+                        g[static_cast<size_t>(i)] = gi;
+                        const double delta = 2.0 * gi + dg[static_cast<size_t>(i)];
+                        if (vi < 0 || delta < v) {
+                            v = delta;
+                            vi = i;
+                        }
                     }
                 }
                 bv[static_cast<size_t>(tid)] = v;
@@ -87,7 +96,12 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes) {
                 for (int64_t i = 0; i < n; ++i) g[static_cast<size_t>(i)] += col[static_cast<size_t>(i)];
             } else {
 #pragma omp parallel for schedule(static)
-                for (int64_t i = 0; i < n; ++i) g[static_cast<size_t>(i)] += eval(K, i, best);
+                for (int64_t blk = 0; blk < nb; ++blk) {
+                    const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
+                    alignas(64) double buf[kSoABlock];
+                    soa_eval(K, best, P, lo, hi, buf);
+                    for (int64_t i = lo; i < hi; ++i) g[static_cast<size_t>(i)] += buf[i - lo];
+                }
                 I[a] = best;
                 ++changed_pass;
             }

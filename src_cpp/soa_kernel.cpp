@@ -2,100 +2,68 @@
 
 #include <algorithm>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-// an AVX2/FMA clone chosen at load time where the CPU has it (plain SSE2 build otherwise)
-#define SC_CLONES __attribute__((target_clones("arch=haswell", "default")))
-#define SC_INLINE inline __attribute__((always_inline))
-#else
-#define SC_CLONES
-#define SC_INLINE inline
-#endif
-
 namespace sc {
+
+// The evaluator is built three times — AVX-512 (256-bit vectors, which run faster than 512-bit
+// ones for this sqrt/div-bound loop), AVX2+FMA, and the baseline — and the widest one the CPU
+// supports is picked at first use.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define SC_MULTI_ISA 1
+namespace isa_avx512 {
+#pragma GCC push_options
+#pragma GCC target("arch=icelake-server,prefer-vector-width=256")
+#include "soa_kernel_impl.inc"
+#pragma GCC pop_options
+}  // namespace isa_avx512
+namespace isa_avx2 {
+#pragma GCC push_options
+#pragma GCC target("arch=haswell")
+#include "soa_kernel_impl.inc"
+#pragma GCC pop_options
+}  // namespace isa_avx2
+#endif
+namespace isa_base {
+#include "soa_kernel_impl.inc"
+}  // namespace isa_base
 
 namespace {
 
-template <int BASE>
-SC_INLINE void finish(const KernelSpec& K, const double* q, const double* tt, const double* ut,
-                   int64_t len, double* out) {
-    const double s2 = K.sigma * K.sigma, beta = K.beta;
-    const double dd = 2.0 * static_cast<double>(K.d);
-    const bool stein = K.T != nullptr;
-    if (BASE == IMQ && beta == -0.5) {
-        // kappa = bb^(-1/2), kappa' = (beta / s2) bb^(-3/2), q kappa'' = q beta (beta - 1) / s2^2
-        // bb^(-5/2) with bb = 1 + q / s2: one square root and one division per entry
-        const double is2 = 1.0 / s2, c1 = beta * is2, c2 = beta * (beta - 1.0) * is2 * is2;
-        if (stein) {
-#pragma omp simd
-            for (int64_t b = 0; b < len; ++b) {
-                const double k0 = 1.0 / std::sqrt(1.0 + q[b] * is2), ib = k0 * k0;
-                const double k1 = c1 * k0 * ib, qk2 = q[b] * c2 * k0 * ib * ib;
-                out[b] = k0 * tt[b] - 2.0 * k1 * ut[b] - 4.0 * qk2 - dd * k1;
-            }
-        } else {
-#pragma omp simd
-            for (int64_t b = 0; b < len; ++b) out[b] = 1.0 / std::sqrt(1.0 + q[b] * is2);
-        }
-        return;
-    }
-    for (int64_t b = 0; b < len; ++b) {
-        const Radial r = radial(BASE, K.sigma, beta, q[b]);
-        out[b] = stein ? r.k0 * tt[b] - 2.0 * r.k1 * ut[b] - 4.0 * r.qk2 - dd * r.k1 : r.k0;
-    }
+template <class View>
+View view_of(const SoAPoints& P) {
+    return View{P.d, P.cap, P.U.data(), P.stein ? P.T.data() : nullptr,
+                P.centred ? P.mean.data() : nullptr};
 }
 
-template <int BASE>
-SC_INLINE void eval_block(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e,
-                double* out) {
-    const int64_t d = K.d, len = e - a, cap = P.cap;
-    alignas(64) double q[kSoABlock], tt[kSoABlock], ut[kSoABlock];
-    const double* ui = K.U + i * d;
-    for (int64_t b = 0; b < len; ++b) q[b] = 0.0;
-    if (P.stein) {
-        const double* ti = K.T + i * d;
-        for (int64_t b = 0; b < len; ++b) tt[b] = ut[b] = 0.0;
-        for (int64_t c = 0; c < d; ++c) {
-            const double* U = P.U.data() + c * cap + a;
-            const double* T = P.T.data() + c * cap + a;
-            const double uc = ui[c], tc = ti[c];
-#pragma omp simd
-            for (int64_t b = 0; b < len; ++b) {
-                const double du = uc - U[b];
-                q[b] += du * du;
-                tt[b] += tc * T[b];
-                ut[b] += du * (tc - T[b]);
-            }
-        }
-    } else {
-        for (int64_t c = 0; c < d; ++c) {
-            const double* U = P.U.data() + c * cap + a;
-            const double uc = ui[c];
-#pragma omp simd
-            for (int64_t b = 0; b < len; ++b) {
-                const double du = uc - U[b];
-                q[b] += du * du;
-            }
-        }
+using EvalFn = void (*)(const KernelSpec&, int64_t, const SoAPoints&, int64_t, int64_t, double*);
+
+template <class View, void (*F)(const KernelSpec&, int64_t, const View&, int64_t, int64_t,
+                                double*)>
+void call(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e, double* out) {
+    const View v = view_of<View>(P);
+    F(K, i, v, a, e, out);
+}
+
+EvalFn pick() {
+#ifdef SC_MULTI_ISA
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        return call<isa_avx512::View, isa_avx512::eval_block>;
     }
-    finish<BASE>(K, q, tt, ut, len, out);
-    if (P.centred) {
-        const double mi = K.mean_all - K.mean[i];
-        const double* mb = P.mean.data() + a;
-#pragma omp simd
-        for (int64_t b = 0; b < len; ++b) out[b] += mi - mb[b];
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        return call<isa_avx2::View, isa_avx2::eval_block>;
     }
+#endif
+    return call<isa_base::View, isa_base::eval_block>;
 }
 
 }  // namespace
 
-SC_CLONES void soa_eval(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e,
+void soa_eval(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e,
               double* out) {
-    switch (K.base) {
-        case GAUSSIAN: eval_block<GAUSSIAN>(K, i, P, a, e, out); break;
-        case MATERN15: eval_block<MATERN15>(K, i, P, a, e, out); break;
-        case MATERN25: eval_block<MATERN25>(K, i, P, a, e, out); break;
-        default: eval_block<IMQ>(K, i, P, a, e, out); break;
-    }
+    static const EvalFn fn = pick();
+    fn(K, i, P, a, e, out);
 }
 
 double soa_sum(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e) {
@@ -107,6 +75,29 @@ double soa_sum(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, in
         for (int64_t b = 0; b < b1 - b0; ++b) s += buf[b];
     }
     return s;
+}
+
+}  // namespace sc
+
+
+namespace sc {
+
+void soa_matvec(const KernelSpec& K, const double* w, double* out) {
+    DynamicTeams guard;
+    SoAPoints P;
+    P.load_all(K);
+    const int64_t n = K.n;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t i = 0; i < n; ++i) {
+        alignas(64) double buf[kSoABlock];
+        double s = 0.0;
+        for (int64_t a = 0; a < n; a += kSoABlock) {
+            const int64_t e = std::min(n, a + kSoABlock);
+            soa_eval(K, i, P, a, e, buf);
+            for (int64_t b = 0; b < e - a; ++b) s += buf[b] * w[a + b];
+        }
+        out[i] = s;
+    }
 }
 
 }  // namespace sc

@@ -16,14 +16,28 @@
 
 namespace sc {
 
-// Lets OpenMP shrink its teams while the guard lives (libgomp then uses at most
-// "cores - load average" threads), so the many short parallel loops of the greedy algorithms do
-// not stall on a busy machine; the caller's setting is restored afterwards.
+// Picks the team size once per algorithm call: as many threads as libgomp's dynamic
+// adjustment grants now ("cores - load average"), so the many short parallel loops of the greedy
+// algorithms neither stall on a busy machine nor query the load at every loop. The caller's
+// settings are restored afterwards.
 struct DynamicTeams {
 #ifdef _OPENMP
-    int saved;
-    DynamicTeams() : saved(omp_get_dynamic()) { omp_set_dynamic(1); }
-    ~DynamicTeams() { omp_set_dynamic(saved); }
+    int saved_dyn, saved_max;
+    DynamicTeams() : saved_dyn(omp_get_dynamic()), saved_max(omp_get_max_threads()) {
+        int nt = 1;
+        omp_set_dynamic(1);
+#pragma omp parallel
+        {
+#pragma omp single
+            nt = omp_get_num_threads();
+        }
+        omp_set_dynamic(0);
+        omp_set_num_threads(nt);
+    }
+    ~DynamicTeams() {
+        omp_set_num_threads(saved_max);
+        omp_set_dynamic(saved_dyn);
+    }
 #endif
 };
 
@@ -66,5 +80,13 @@ void soa_eval(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int
 
 // sum_{b in [a, e)} k_P(x_i, slot b), any length.
 double soa_sum(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e);
+
+}  // namespace sc
+
+namespace sc {
+
+// out = K w over all n points of K (K never formed): O(n^2) SIMD-friendly evaluations,
+// parallel over rows. The same product as sc::matvec, faster.
+void soa_matvec(const KernelSpec& K, const double* w, double* out);
 
 }  // namespace sc

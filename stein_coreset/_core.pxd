@@ -57,3 +57,18 @@ cdef extern from "kt_swap.hpp" nogil:
                                             int64_t m, double* out) except +
     int64_t sc_kt_swap_refine "sc::kt_swap_refine"(const KernelSpec& K, int64_t* I, int64_t m,
                                                    int passes) except +
+
+
+cdef extern from "soa_kernel.hpp" nogil:
+    void sc_soa_matvec "sc::soa_matvec"(const KernelSpec& K, const double* w, double* out) except +
+
+
+cdef extern from "amd.hpp" nogil:
+    void sc_amd_lowrank "sc::amd_lowrank"(const double* F, const double* res, int64_t n,
+                                          int64_t r, int64_t t0, int64_t steps, double eta,
+                                          double* w, double* v) except +
+
+
+cdef extern from "compresspp.hpp" nogil:
+    void sc_kernel_row_means "sc::kernel_row_means"(const KernelSpec& K, const int64_t* rows,
+                                                    int64_t nr, double* out) except +

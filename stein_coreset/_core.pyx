@@ -221,3 +221,48 @@ def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1):
     with nogil:
         changed = sc_kt_swap_refine(K.spec, &I[0], m, passes)
     return changed
+
+
+def matvec_soa(Kernel K, const double[::1] w):
+    """K w like :func:`matvec`, with the vectorised structure-of-arrays evaluator."""
+    if w.shape[0] != K.spec.n:
+        raise ValueError(f"w must have length n = {K.spec.n}")
+    out = np.empty(K.spec.n, dtype=np.float64)
+    cdef double[::1] ov = out
+    with nogil:
+        sc_soa_matvec(K.spec, &w[0], &ov[0])
+    return out
+
+
+# AMD on F F^T + diag(res) (issue 4) -------------------------------------------------------------
+
+def amd_lowrank(const double[:, ::1] F, const double[::1] res, double[::1] w, double[::1] v,
+                int64_t t0, int64_t steps, double eta):
+    """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); state (w, v) updated in place."""
+    cdef int64_t n = F.shape[0], r = F.shape[1]
+    if res.shape[0] != n or w.shape[0] != n or v.shape[0] != n:
+        raise ValueError(f"res, w and v must have length n = {n}")
+    if t0 < 0 or steps < 0:
+        raise ValueError("t0 and steps must be >= 0")
+    if n == 0 or steps == 0:
+        return
+    cdef const double* Fp = NULL
+    if r > 0:
+        Fp = &F[0, 0]
+    with nogil:
+        sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0])
+
+
+def kernel_row_means(Kernel K, const int64_t[::1] rows):
+    """(len(rows),) means (1/n) sum_j k(x_rows[a], x_j) over all n points of K."""
+    cdef int64_t nr = rows.shape[0], i
+    for i in range(nr):
+        if rows[i] < 0 or rows[i] >= K.spec.n:
+            raise IndexError(f"row index {rows[i]} out of range for n = {K.spec.n}")
+    out = np.empty(nr, dtype=np.float64)
+    cdef double[::1] ov = out
+    if nr == 0:
+        return out
+    with nogil:
+        sc_kernel_row_means(K.spec, &rows[0], nr, &ov[0])
+    return out

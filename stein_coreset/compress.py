@@ -89,6 +89,7 @@ class Job:
     device: Any = None
 
     _kernel: tuple | None = None
+    kernel: Any = None  # the ``kernel`` argument of compress, as given
 
     @property
     def n(self) -> int:
@@ -227,6 +228,171 @@ def _kt(job: Job):
     return uniq, w, {"n_split": int(n_split), "kt_rounds": int(t)}
 
 
+def _compresspp_plan(job: Job, name: str):
+    """Sizes shared by LSKT and the Compress++ baseline.
+
+    The output size is m = the largest power of two <= ``size`` (KT halves, so m must be
+    sqrt(n') / 2^j); when m^2 < n the input is standard-thinned to m^2 points first (Rem. 2,
+    option ``standard_thin``, default True), else KT-Compress++ runs on
+    n' = 4^ceil(log4 n) resampled points.
+    """
+    if job.weights is not None:
+        raise ValueError(f"method {name!r} does not take input weights")
+    n, size = job.n, job.size
+    g = job.option("g", 4)
+    if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 0:
+        raise ValueError(f"g must be a non-negative integer, got {g!r}")
+    delta = job.option("delta", 0.5)
+    thin = bool(job.option("standard_thin", True))
+    m = 1 << (int(size).bit_length() - 1)
+    sub = _standard_indices(n, m * m) if thin and m * m < n else None
+    n_used = n if sub is None else m * m
+    j = 0
+    while 4**j < n_used:
+        j += 1
+    n_prime = 4**j
+    # the COMPRESS output (2^g sqrt(n') points) must hold at least m points
+    g_used = max(int(g), int(math.log2(m)) - j)
+    info = {
+        "size_used": m,
+        "standard_thin": sub is not None,
+        "n_thinned": int(n_used),
+        "n_prime": int(n_prime),
+        "g": int(g_used),
+    }
+    return m, sub, n_prime, g_used, delta, info
+
+
+def _lskt(job: Job):
+    """Low-rank SKT (Alg. 3): Low-rank Debiasing (Alg. 2) of the input, Resample (Alg. E.3) to
+    n' = 4^ceil(log4 n) points, then KT-Compress++ (Alg. F.3) targeting P to m points.
+
+    ``size`` is rounded down to a power of two m (reported as ``res.info["size_used"]``); when
+    m^2 < n the input is standard-thinned to m^2 points first (Rem. 2). ``rank`` defaults to
+    ceil(sqrt(n)) of the (thinned) input. Options: ``rounds`` (Q = 3), ``steps`` (AMD steps,
+    7 sqrt(n)), ``g`` (4), ``delta`` (1/2), ``standard_thin`` (True).
+    """
+    from .algorithms import kt_compresspp, low_rank_debias, resample
+
+    m, sub, n_prime, g, delta, info = _compresspp_plan(job, "lskt")
+    rounds = job.option("rounds", 3)
+    steps = job.option("steps", None)
+    K = job.K if sub is None else job.K.take(sub)
+    rank = job.rank if job.rank is not None else math.ceil(math.sqrt(K.n))
+    rank = min(int(rank), K.n)
+    t0 = time.perf_counter()
+    w = low_rank_debias(
+        K, rank, rounds=rounds, steps=steps, rng=job.rng, progress=job.progress
+    )
+    t1 = time.perf_counter()
+    seq = resample(w, n_prime, job.rng)
+    idx, cinfo = kt_compresspp(
+        K, indices=seq, g=g, delta=delta, rng=job.rng, m=m, progress=job.progress,
+        return_info=True,
+    )
+    t2 = time.perf_counter()
+    if sub is not None:
+        idx = sub[idx]
+    uniq, wts = _as_equal_weights(idx, m)
+    info.update(
+        rank=rank,
+        rounds=int(rounds),
+        steps=int(steps) if steps is not None else math.ceil(7.0 * math.sqrt(K.n)),
+        compress_levels=cinfo["compress_levels"],
+        thin_rounds=cinfo["thin_rounds"],
+        time_ld_s=t1 - t0,
+        time_compresspp_s=t2 - t1,
+    )
+    return uniq, wts, info
+
+
+def _baseline_base_kernel(job: Job) -> _RadialKernel:
+    kernel = job.kernel
+    base = kernel.base if isinstance(kernel, SteinKernel) else kernel
+    if base is None:
+        base = IMQ(sigma=median_bandwidth(job.X))
+    if not isinstance(base, _RadialKernel):
+        raise TypeError(f"kernel must be a base kernel or SteinKernel, got {type(kernel).__name__}")
+    return base
+
+
+def _input_mean_at(K: KernelMatrix, C: np.ndarray):
+    """(1/n) sum_j k(x_c, x_j) for c in C, in K's namespace: O(|C| n) evaluations."""
+    xp, dev = K.xp, K.device
+    if aa.is_numpy(xp):
+        from . import _core
+
+        return _core.kernel_row_means(K.handle(), np.ascontiguousarray(C, dtype=np.int64))
+    ones = xp.full((K.n,), 1.0 / K.n, dtype=xp.float64, device=dev)
+    b = max(1, (1 << 22) // K.n)
+    return xp.concat([K.block(C[a : a + b]) @ ones for a in range(0, C.size, b)], axis=0)
+
+
+def _compresspp(job: Job):
+    """KT-Compress++ of the input's own empirical distribution (unbiased baseline; Shetty et al.,
+    2022, with the KT-SPLIT halving of Alg. F.3).
+
+    COMPRESS splits with the base kernel (KT-SPLIT's choices do not depend on the centring).
+    THIN and KT-Swap then run on the 2^g sqrt(n') COMPRESS output points C, with the base kernel
+    centred according to the option ``swap_target``:
+
+    - ``"input"`` (default): centred at the whole input, ``k(x, y) - m(x) - m(y)`` with the
+      input's mean embedding m evaluated at C only, O(n 2^g sqrt(n')) evaluations. (The constant
+      ``E k(Z, Z')`` is estimated by the mean of m over C; it moves no decision.) Centring at the
+      whole input for all n points would cost O(n^2) and dominate the run at n = 2^16; a
+      standard-thinned reference of s points would put the target O(s^-1/2) away from the input.
+    - ``"compress"``: centred at C's own empirical distribution, as goodpoints'
+      ``compresspp_kt`` does (O(|C|^2); measurably worse MMD to the input).
+    - ``"input_all"``: the exact centred kernel of the ``"kt"`` baseline (O(n^2)) and KT-Swap
+      over all n points.
+
+    Sizes as for ``"lskt"``; options ``g``, ``delta``, ``standard_thin``, ``swap_target``.
+    """
+    from .algorithms import kt_compresspp, resample
+
+    m, sub, n_prime, g, delta, info = _compresspp_plan(job, "compresspp")
+    target = job.option("swap_target", "input")
+    if target not in ("input", "compress", "input_all"):
+        raise ValueError(
+            f"swap_target must be 'input', 'compress' or 'input_all', got {target!r}"
+        )
+    xp, dev = job.xp, job.device
+    if target == "input_all":
+        K = job.K if sub is None else job.K.take(sub)
+        thin_kernel = None
+    else:
+        base = _baseline_base_kernel(job)
+        Xs = job.X if sub is None else xp.take(job.X, aa.as_index_array(xp, sub, dev), axis=0)
+        K = KernelMatrix(base, Xs)
+
+        def thin_kernel(C):
+            XC = xp.take(Xs, aa.as_index_array(xp, C, dev), axis=0)
+            if target == "compress":
+                return centred_kernel_matrix(base, XC)
+            mC = _input_mean_at(K, C)
+            return KernelMatrix(base, XC, None, mC, float(xp.mean(mC)))
+
+    nk = K.n
+    seq = (
+        np.arange(nk, dtype=np.int64)
+        if n_prime == nk
+        else resample(aa.from_host(np.full(nk, 1.0 / nk), xp=xp, device=dev), n_prime, job.rng)
+    )
+    idx, cinfo = kt_compresspp(
+        K, indices=seq, g=g, delta=delta, rng=job.rng, m=m, thin_kernel=thin_kernel,
+        progress=job.progress, return_info=True,
+    )
+    if sub is not None:
+        idx = sub[idx]
+    uniq, wts = _as_equal_weights(idx, m)
+    info.update(
+        swap_target=target,
+        compress_levels=cinfo["compress_levels"],
+        compress_size=cinfo["compress_size"],
+        thin_rounds=cinfo["thin_rounds"],
+    )
+    return uniq, wts, info
+
 #: Method name -> pipeline. Filled here as the algorithms land; see SPEC.md "Methods".
 METHODS: dict[str, Method] = {
     "standard": Method("equal", False, _standard, "keep every n/size-th point"),
@@ -234,6 +400,12 @@ METHODS: dict[str, Method] = {
     "st": Method("equal", True, _st, "Stein thinning, greedy (Alg. D.1)"),
     "skt": Method("equal", True, _skt, "Stein kernel thinning: ST then KT targeting P (Alg. 1)"),
     "kt": Method("equal", False, _kt, "kernel thinning of the input (Alg. D.2, centred kernel)"),
+    "lskt": Method(
+        "equal", True, _lskt, "low-rank SKT: LD, Resample, KT-Compress++ targeting P (Alg. 3)"
+    ),
+    "compresspp": Method(
+        "equal", False, _compresspp, "KT-Compress++ of the input (Shetty et al.; Alg. F.3)"
+    ),
 }
 
 # ---- weighted compression (Alg. 4-7): RT / CT after a debiasing step ---------------------------
@@ -502,6 +674,7 @@ def compress(
         weights,
         xp,
         dev,
+        kernel=kernel,
     )
     idx, w, extra = spec.run(job)
     if job.options:

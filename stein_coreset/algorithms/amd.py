@@ -88,7 +88,7 @@ def _operator(K):
 
 
 def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = None,
-        progress: bool = False):
+        progress: bool = False, engine: str = "auto"):
     """Minimise ``w^T K w`` over the probability simplex by accelerated entropic mirror descent.
 
     Alg. F.2 (Nesterov's 1-memory method, Wang et al., 2023, Alg. 14, with the entropy
@@ -114,6 +114,10 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         Overrides ``eta``.
     progress : bool
         Show a progress bar over the steps.
+    engine : {"auto", "cpp", "array_api"}
+        "cpp" runs the steps in C++ (``src_cpp/amd.cpp``), fused so that each step reads F
+        once; only for a :class:`LowRankPlusDiagonal` on NumPy arrays, which "auto" sends there.
+        "array_api" is the namespace-generic loop (two products with F per step).
 
     Returns
     -------
@@ -127,6 +131,12 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     """
     op = _operator(K)
     xp, dev, n = op.xp, op.device, op.n
+    native_ok = isinstance(op, LowRankPlusDiagonal) and aa.is_numpy(xp)
+    if engine not in ("auto", "cpp", "array_api"):
+        raise ValueError(f"engine must be 'auto', 'cpp' or 'array_api', got {engine!r}")
+    if engine == "cpp" and not native_ok:
+        raise ValueError("engine='cpp' needs a LowRankPlusDiagonal on NumPy arrays")
+    native = native_ok and engine != "array_api"
     if isinstance(steps, bool) or not isinstance(steps, int) and not hasattr(steps, "__index__"):
         raise TypeError(f"steps must be an integer, got {type(steps).__name__}")
     steps = int(steps)
@@ -147,6 +157,8 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         eta = float(step_size)
         if not (math.isfinite(eta) and eta > 0):
             raise ValueError(f"step_size must be positive and finite, got {step_size}")
+    if native:
+        return _amd_native(op, steps, w0, eta, progress)
     supp = w0 > 0.0
     logv = xp.where(supp, xp.log(xp.where(supp, w0, 1.0)), -math.inf)
     v = w0
@@ -166,4 +178,25 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         v = e / tot
         logv = logv - xp.log(tot)
         w = (1.0 - beta) * w + beta * v
+    return w
+
+
+def _amd_native(op: LowRankPlusDiagonal, steps: int, w0, eta: float, progress: bool):
+    """The C++ loop: same iterates as the array-API loop up to rounding."""
+    import numpy as np
+
+    from .. import _core
+
+    F = np.ascontiguousarray(op.F, dtype=np.float64)
+    res = np.ascontiguousarray(op.residual, dtype=np.float64)
+    w = np.array(w0, dtype=np.float64, copy=True)
+    v = w.copy()
+    chunk = max(1, math.ceil(steps / 25)) if progress else max(steps, 1)
+    starts = range(0, steps, chunk)
+    if progress:
+        from .._progress import progress_bar
+
+        starts = progress_bar(starts, desc="AMD", total=len(starts))
+    for t0 in starts:
+        _core.amd_lowrank(F, res, w, v, t0, min(chunk, steps - t0), eta)
     return w

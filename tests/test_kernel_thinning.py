@@ -209,3 +209,34 @@ def test_kt_bad_input():
     with pytest.raises(TypeError, match="K"):
         kt_swap(np.eye(4), [np.arange(2)])
     assert isinstance(K, KernelMatrix)
+
+
+def test_results_do_not_depend_on_the_number_of_threads():
+    """KT-SPLIT's random streams and every parallel sum are fixed per coreset / chunk, so one
+    seed gives one answer whatever OMP_NUM_THREADS is."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, stein_coreset as sc\n"
+        "from stein_coreset.algorithms import kt_split, kt_swap, stein_thinning\n"
+        "X = np.random.default_rng(0).normal(size=(3000, 3))\n"
+        "K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, -X)\n"
+        "c = kt_split(K, np.arange(3000), 3, rng=1)\n"
+        "s = stein_thinning(K, 375)\n"
+        "print(np.concatenate(c + [kt_swap(K, c, baseline=s), s]).tolist())\n"
+    )
+    outs = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, OMP_NUM_THREADS=threads)
+        run = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + "/tests",
+        )
+        outs.append(run.stdout)
+    assert outs[0] == outs[1]

@@ -58,11 +58,13 @@ def _reference_split(Kd, seq, t, delta, uniforms):
     return cores
 
 
-@pytest.mark.parametrize("t", [1, 3])
-def test_kt_split_equals_reference_halving(t):
+@pytest.mark.parametrize("t, grouped", [(1, False), (3, False), (3, True)])
+def test_kt_split_equals_reference_halving(t, grouped):
     K = _stein(n=96)
     rng = np.random.default_rng(5)
     seq = rng.integers(0, K.n, size=88)  # with repeats, 88 = 8 * 11
+    if grouped:  # repeats next to each other (as SKT passes them): pairs of one point
+        seq = np.sort(rng.integers(0, 30, size=88))
     u = rng.random((t, seq.size // 2))
     got = kt_split(K, seq, t, delta=0.5, uniforms=u)
     want = _reference_split(K.dense(), seq, t, 0.5, u)

@@ -6,6 +6,12 @@
 #include <immintrin.h>
 #endif
 
+#if defined(__GNUC__) && !defined(__clang__)
+// the block buffers are written up to `len` before being read; GCC cannot see that through the
+// vector loads of the AVX-512 path
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace sc {
 
 // The evaluator is built three times — AVX-512 (256-bit vectors, which run faster than 512-bit

@@ -29,8 +29,9 @@ __all__ = [
     "TRANSFERS",
 ]
 
-#: Number of host transfers made by :func:`to_host` / :func:`from_host`, by direction.
-#: Tests use it to check that no transfer happens inside a per-point loop.
+#: Host transfers made by :func:`to_host` / :func:`from_host`: counts ("to_host", "from_host")
+#: and bytes ("to_host_bytes", "from_host_bytes"). NumPy inputs cross for free and are not
+#: counted. Tests use it to check that no transfer happens inside a per-point loop.
 TRANSFERS: Counter = Counter()
 
 
@@ -82,12 +83,15 @@ def to_host(x, dtype=np.float64) -> np.ndarray:
         return np.ascontiguousarray(x, dtype=dtype)
     TRANSFERS["to_host"] += 1
     if array_api_compat.is_cupy_array(x):
-        return np.ascontiguousarray(x.get(), dtype=dtype)
-    if array_api_compat.is_array_api_strict_namespace(array_api_compat.array_namespace(x)):
-        import array_api_strict
+        out = np.ascontiguousarray(x.get(), dtype=dtype)
+    else:
+        if array_api_compat.is_array_api_strict_namespace(array_api_compat.array_namespace(x)):
+            import array_api_strict
 
-        x = x.to_device(array_api_strict.Device("CPU_DEVICE"))
-    return np.ascontiguousarray(np.from_dlpack(x), dtype=dtype)
+            x = x.to_device(array_api_strict.Device("CPU_DEVICE"))
+        out = np.ascontiguousarray(np.from_dlpack(x), dtype=dtype)
+    TRANSFERS["to_host_bytes"] += out.nbytes
+    return out
 
 
 def from_host(y: np.ndarray, like=None, *, xp=None, device=None):
@@ -98,6 +102,7 @@ def from_host(y: np.ndarray, like=None, *, xp=None, device=None):
     if is_numpy(xp):
         return y
     TRANSFERS["from_host"] += 1
+    TRANSFERS["from_host_bytes"] += np.asarray(y).nbytes
     return xp.asarray(y, device=device)
 
 

@@ -239,3 +239,25 @@ def test_stein_kernel_runs_in_every_namespace_and_keeps_device(xp):
     )
     G = sc.Gaussian(sigma=0.7)(X)
     xp.same_place(G, X)
+
+
+def test_blocked_matvec_never_holds_more_than_one_slab(monkeypatch):
+    import stein_coreset.kernels as kmod
+
+    monkeypatch.setattr(kmod, "SLAB_ENTRIES", 1000)
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((300, 2))
+    K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X).with_backend("array_api")
+    shapes = []
+    orig = KernelMatrix.block
+
+    def spy(self, rows, cols=None):
+        out = orig(self, rows, cols)
+        shapes.append(out.shape)
+        return out
+
+    monkeypatch.setattr(KernelMatrix, "block", spy)
+    w = rng.random(300)
+    got = K.matvec(w)
+    assert shapes and all(r * c <= 1000 for r, c in shapes)
+    np.testing.assert_allclose(got, K.with_backend("cpp").matvec(w), rtol=1e-12)

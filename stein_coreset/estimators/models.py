@@ -59,7 +59,7 @@ def score_dtheta(model, x, theta):
     for j in range(theta.size):
         e = np.zeros_like(theta)
         e[j] = h[j]
-        cols.append((model.score(x, theta + e) - model.score(x, theta - e)) / (2.0 * h[j]))
+        cols.append((model.score(x, theta + e) - model.score(x, theta - e)) / (2.0 * float(h[j])))
     return xp.stack(cols, axis=2)
 
 
@@ -266,7 +266,8 @@ class Gaussian(_Parametric):
     def _score_dx(self, xp, x, full):
         _, s = self._loc_scale(full)
         n = x.shape[0]
-        return xp.broadcast_to(-_eye(xp, self.d, aa.device_of(x))[None] / s**2, (n, self.d, self.d))
+        eye = _eye(xp, self.d, aa.device_of(x))[None, ...]
+        return xp.broadcast_to(-eye / s**2, (n, self.d, self.d))
 
     def sample(self, n, theta, rng):
         mu, s = self._loc_scale(self.full(theta))
@@ -304,14 +305,14 @@ class StudentT(_Parametric):
         dev = aa.device_of(x)
         w2 = (w * w)[:, None, None]
         outer = delta[:, :, None] * delta[:, None, :]
-        dmu = c * _eye(xp, self.d, dev)[None] / w[:, None, None] - 2.0 * c * outer / (a * w2)
+        dmu = c * _eye(xp, self.d, dev)[None, ...] / w[:, None, None] - 2.0 * c * outer / (a * w2)
         ds = 2.0 * c * delta / (s * (w * w)[:, None])
         return xp.concat([dmu, ds[:, :, None]], axis=2)
 
     def _score_dx(self, xp, x, full):
         delta, w, c, a, _ = self._parts(xp, x, full)
         outer = delta[:, :, None] * delta[:, None, :]
-        eye = _eye(xp, self.d, aa.device_of(x))[None]
+        eye = _eye(xp, self.d, aa.device_of(x))[None, ...]
         return -c * eye / w[:, None, None] + 2.0 * c * outer / (a * (w * w)[:, None, None])
 
     def sample(self, n, theta, rng):
@@ -409,7 +410,7 @@ class SymmetricBessel(_Parametric):
         rs = np.where(pos, r, 1.0)
         e = delta / rs[:, None]
         ee = e[:, :, None] * e[:, None, :]
-        eye = np.eye(self.d)[None]
+        eye = np.eye(self.d)[None, ...]
         phi = g1 / z  # g'(z) / z
         H = (g2 / s**2)[:, None, None] * ee + (phi / s**2)[:, None, None] * (eye - ee)
         H = np.where(pos[:, None, None], H, 0.0)
@@ -592,7 +593,8 @@ def intractable_model(d: int = 6, coord: int = 4) -> ExponentialFamily:
         t = xp.tanh(x[:, 0])
         h11 = 0.6 * (-2.0 * t * (1.0 - t * t))
         mask = (idx[:, None] == 0) & (idx[None, :] == 0)
-        return xp.broadcast_to(Hx[None], (n, d, d)) + xp.where(mask[None], h11[:, None, None], 0.0)
+        corr = xp.where(mask[None, ...], h11[:, None, None], 0.0)
+        return xp.broadcast_to(Hx[None, ...], (n, d, d)) + corr
 
     def T(x):
         return _xp(x)[0].tanh(x[:, coord : coord + 1])

@@ -89,7 +89,7 @@ def sgd(grad, theta0, *, n, steps, lr, batch_size, rng, in_domain=None) -> OptRe
     return OptResult(theta, np.asarray(hist), losses, steps, True, "fixed number of steps")
 
 
-def lbfgs(grad, theta0, *, steps, bounds=None, gtol=1e-12, ftol=1e-15) -> OptResult:
+def lbfgs(grad, theta0, *, steps, bounds=None, gtol=1e-10, ftol=1e-12) -> OptResult:
     """scipy L-BFGS-B on the full-data loss with its analytic (or FD) gradient."""
     from scipy.optimize import minimize
 

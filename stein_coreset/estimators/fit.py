@@ -94,8 +94,9 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     batch_size : int, optional
         Minibatch size for the SGD methods; default min(n, 200). Ignored by lbfgs/closed_form.
     lr : float, optional
-        Constant step size; default 0.5 for riemannian_sgd (the metric makes the step
-        dimensionless: near the minimiser L ~ (theta - theta*)^T g (theta - theta*)), 0.1 for sgd.
+        Constant step size; default 0.2 for riemannian_sgd (the metric makes the step
+        dimensionless: near the minimiser L ~ (theta - theta*)^T g (theta - theta*), so 1/2 would
+        be a Newton step; smaller steps average the minibatch noise), 0.1 for sgd.
     seed : int or numpy Generator, optional
         Minibatch draws.
     gradient : {"analytic", "fd"}
@@ -127,7 +128,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     if batch_size > n:
         raise ValueError(f"batch_size must be at most n = {n}, got {batch_size}")
     if lr is None:
-        lr = 0.5 if optimizer == "riemannian_sgd" else 0.1
+        lr = 0.2 if optimizer == "riemannian_sgd" else 0.1
     if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating)) or not (
         math.isfinite(lr) and lr > 0
     ):

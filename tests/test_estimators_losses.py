@@ -321,3 +321,20 @@ def test_matrix_kernel_arguments_are_validated():
         est.DiagonalKernel(sc.IMQ(), [1.0, -1.0])
     with pytest.raises(TypeError, match="for discrepancy='ksd'"):
         est.loss(model, [0, 0, 1.0], X, discrepancy="ksd", kernel=est.SeparableKernel())
+
+
+@pytest.mark.parametrize("lam", [None, [1.0, 0.5, 2.0]])
+def test_vectorised_shared_kernel_pass_equals_component_loop(lam):
+    from stein_coreset.estimators import losses as L
+
+    rng = np.random.default_rng(4)
+    n, d = 37, 3
+    U, V, F = rng.standard_normal((n, d)), rng.standard_normal((n, d)), rng.random((n, d)) + 0.5
+    U[5] = U[9]  # a duplicate point: q = 0 off the diagonal
+    base = sc.Matern(1.1, nu=1.5)
+    comps = [(base, 1.0 if lam is None else lam[r]) for r in range(d)]
+    a = L._pair_pass(U, V, "diag", F, comps, True, block_size=8)
+    b = L._pair_pass(U, V, "diag", F, comps, True, block_size=5, vectorise=False)
+    assert a[0] == pytest.approx(b[0], rel=1e-11)
+    np.testing.assert_allclose(a[1], b[1], rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(a[2], b[2], rtol=1e-10, atol=1e-13)

@@ -10,7 +10,6 @@ import numpy as np
 from .. import _array_api as aa
 from ..kernels import IMQ, SteinKernel, median_bandwidth
 from . import losses as _losses
-from . import models as _models
 from . import optimize as _opt
 
 __all__ = ["fit", "FitResult", "OPTIMIZERS"]
@@ -175,6 +174,3 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     info = _losses._information(model, X, theta, discrepancy, kernel, diff)
     return FitResult(theta, final, res.history, info, res.losses, optimizer, discrepancy,
                      res.n_iter, res.converged, res.message)
-
-
-_ = _models  # models are re-exported by the package

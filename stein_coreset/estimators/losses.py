@@ -34,7 +34,6 @@ of the O(n d^2) loss.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,9 +112,6 @@ class _KernelPlan:
     C: np.ndarray | None  # K = C C^T k
     wh: _Whitening
     full: bool  # C or M force a full diffusion matrix
-
-    def bases(self):
-        return {id(b): b for b, _ in self.comps}
 
 
 def _plan(kernel, X, xp, dev) -> _KernelPlan:
@@ -666,7 +662,8 @@ def _value(model, X, theta, discrepancy, kernel, diff, block_size=None):
     return _dsm_value(model, X, theta, diff if diff is not None else _nn_diffusion())
 
 
-def _fd_grad(f, theta, model=None):
+def _fd_grad(f, theta):
+    """Central differences of a scalar loss in theta (2 p evaluations)."""
     h = 1e-6 * np.maximum(1.0, np.abs(theta))
     g = np.empty_like(theta)
     for j in range(theta.size):
@@ -809,7 +806,3 @@ def _information(model, X, theta, discrepancy, kernel, diff, block_size=None):
     g = g / (n * n)
     g = 0.5 * (g + g.T)
     return aa.to_host(g)
-
-
-def _math_ok(x) -> bool:  # pragma: no cover - tiny helper for optimisers
-    return math.isfinite(float(x))

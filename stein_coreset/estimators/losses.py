@@ -424,9 +424,16 @@ def _pair_pass_shared_diag(U, V, F, base, lam, need_grad, block_size=None):
     c = 1.0 / (n * (n - 1))
     b = _block_rows(n, block_size, xp)
     lam = aa.from_host(np.asarray(lam, dtype=np.float64), xp=xp, device=dev)[None, :]
+    d = int(U.shape[1])
     FU, FU2, UV = F * U, F * U * U, U * V
     LV, LF = lam * V, lam * F
-    LVU, LFU, LFU2 = LV * U, LF * U, LF * U * U
+    # sum_r of the component terms as three products (left (n, k d) x right (n, k d)^T):
+    #   G0 = sum_r lam v_a v_b, G1 = sum_r lam (v_a Q - P v_b + R), G2 = sum_r lam P Q
+    L1 = xp.concat([LV * U, -LV, -LF * U, LF, LF], axis=1)
+    R1 = xp.concat([F, FU, V, UV, F], axis=1)
+    L2 = xp.concat([LF * U * U, -2.0 * LF * U, LF], axis=1)
+    R2 = xp.concat([F, FU, FU2], axis=1)
+    Rg1 = xp.concat([F, FU, V, UV], axis=1)
     cols = xp.arange(n, device=dev)
     total = 0.0
     gv_parts, gf_parts = [], []
@@ -439,19 +446,18 @@ def _pair_pass_shared_diag(U, V, F, base, lam, need_grad, block_size=None):
         qpos = q > 0.0
         k0, k1, qk2 = base.radial(xp, q)
         k2 = xp.where(qpos, qk2 / xp.where(qpos, q, 1.0), 0.0)
-        s1 = LV[a0:a1, ...] @ V.T
-        svq = LVU[a0:a1, ...] @ F.T - LV[a0:a1, ...] @ FU.T
-        spv = LFU[a0:a1, ...] @ V.T - LF[a0:a1, ...] @ UV.T
-        sr = LF[a0:a1, ...] @ F.T
-        spq = LFU2[a0:a1, ...] @ F.T - 2.0 * (LFU[a0:a1, ...] @ FU.T) + LF[a0:a1, ...] @ FU2.T
-        T = k0 * s1 - 2.0 * k1 * (svq - spv + sr) - 4.0 * k2 * spq
+        T = (k0 * (LV[a0:a1, ...] @ V.T) - 2.0 * k1 * (L1[a0:a1, ...] @ R1.T)
+             - 4.0 * k2 * (L2[a0:a1, ...] @ R2.T))
         total += float(xp.sum(W * T))
         if need_grad:
-            A0, A1, A2 = W * k0, W * k1, W * k2
-            A1F = A1 @ F
-            gv = A0 @ V - 2.0 * Ua * A1F + 2.0 * (A1 @ FU)
-            gf = (2.0 * (Ua * (A1 @ V) - A1 @ UV)
-                  - 4.0 * (Ua * Ua * (A2 @ F) - 2.0 * Ua * (A2 @ FU) + A2 @ FU2)
+            A1 = W * k1
+            g1 = A1 @ Rg1  # [A1 F, A1 FU, A1 V, A1 UV]
+            g2 = (W * k2) @ R2  # [A2 F, A2 FU, A2 FU2]
+            A1F, A1FU, A1V, A1UV = (g1[:, i * d : (i + 1) * d] for i in range(4))
+            A2F, A2FU, A2FU2 = (g2[:, i * d : (i + 1) * d] for i in range(3))
+            gv = (W * k0) @ V - 2.0 * Ua * A1F + 2.0 * A1FU
+            gf = (2.0 * (Ua * A1V - A1UV)
+                  - 4.0 * (Ua * Ua * A2F - 2.0 * Ua * A2FU + A2FU2)
                   - 2.0 * A1F)
             gv_parts.append(2.0 * lam * gv)
             gf_parts.append(2.0 * lam * gf)

@@ -204,3 +204,20 @@ def test_symmetric_bessel_laplace_ksd_recovers_location_and_scale():
     # the SM scale estimate runs away (measured 2.5e3)
     sm = est.fit(model, X, discrepancy="sm", optimizer="lbfgs")
     assert sm.theta[1] > 10.0
+
+
+def test_information_is_half_the_hessian_of_the_ksd_loss_for_exponential_families():
+    """Prop. 3 with m = I: for an exponential family the U-statistic KSD loss is a quadratic whose
+    Hessian is 2 (n^2 g_V - sum_a k(x_a, x_a) J_a^T J_a) / (n (n - 1)), g_V = information()."""
+    fam = est.ExponentialFamily(T=lambda x: np.concatenate([x, x**2], axis=1),
+                                grad_T=lambda x: np.stack(
+                                    [np.ones_like(x), 2 * x], axis=1), n_params=2)
+    X = np.random.default_rng(9).standard_normal((80, 1))
+    k = sc.IMQ(sigma=1.0)
+    t0 = np.array([0.1, -0.4])
+    g0 = est.loss_and_grad(fam, t0, X, kernel=k)[1]
+    H = np.stack([est.loss_and_grad(fam, t0 + e, X, kernel=k)[1] - g0 for e in np.eye(2)], 1)
+    n = X.shape[0]
+    J = fam.score_dtheta(X, t0)[:, 0, :]
+    gV = est.information(fam, t0, X, kernel=k)
+    np.testing.assert_allclose(H / 2, (n * n * gV - J.T @ J) / (n * (n - 1)), rtol=1e-9)

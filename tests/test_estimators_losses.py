@@ -255,7 +255,8 @@ def test_array_api_namespaces_give_the_numpy_answer(xp):
                                est.information(model, th, Xh, kernel=sc.IMQ(1.0)), rtol=1e-10)
 
 
-def test_blocked_pass_keeps_memory_linear_in_n():
+@pytest.mark.parametrize("backend", ["cpp", "array_api"])
+def test_blocked_pass_keeps_memory_linear_in_n(backend):
     """n = 10^4: the loss + gradient never holds an n x n array (peak << n^2 doubles)."""
     import tracemalloc
 
@@ -266,10 +267,10 @@ def test_blocked_pass_keeps_memory_linear_in_n():
     diff = lambda x, t: 1.0 / (1.0 + x**2)  # noqa: E731
     tracemalloc.start()
     est.loss_and_grad(model, [0.0, 1.0], X[:2000], discrepancy="dksd", kernel=sc.IMQ(1.0),
-                      diffusion=diff)  # warm up imports / caches
+                      diffusion=diff, backend=backend)  # warm up imports / caches
     tracemalloc.reset_peak()
     val, g = est.loss_and_grad(model, [0.0, 1.0], X, discrepancy="dksd", kernel=sc.IMQ(1.0),
-                               diffusion=diff)
+                               diffusion=diff, backend=backend)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert np.isfinite(val) and np.all(np.isfinite(g))
@@ -323,18 +324,46 @@ def test_matrix_kernel_arguments_are_validated():
         est.loss(model, [0, 0, 1.0], X, discrepancy="ksd", kernel=est.SeparableKernel())
 
 
-@pytest.mark.parametrize("lam", [None, [1.0, 0.5, 2.0]])
-def test_vectorised_shared_kernel_pass_equals_component_loop(lam):
+@pytest.mark.parametrize("kind", ["diag", "full"])
+@pytest.mark.parametrize("kernels", ["shared", "shared_lam", "distinct"])
+def test_cpp_pass_and_array_api_passes_agree(kind, kernels):
+    """The C++ pass (NumPy default), the vectorised array-API pass (shared kernel, diagonal m)
+    and the per-component loop give the same loss and adjoints, duplicates included."""
     from stein_coreset.estimators import losses as L
 
     rng = np.random.default_rng(4)
     n, d = 37, 3
-    U, V, F = rng.standard_normal((n, d)), rng.standard_normal((n, d)), rng.random((n, d)) + 0.5
+    U, V = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    F = rng.random((n, d)) + 0.5 if kind == "diag" else rng.standard_normal((n, d, d))
     U[5] = U[9]  # a duplicate point: q = 0 off the diagonal
-    base = sc.Matern(1.1, nu=1.5)
-    comps = [(base, 1.0 if lam is None else lam[r]) for r in range(d)]
-    a = L._pair_pass(U, V, "diag", F, comps, True, block_size=8)
-    b = L._pair_pass(U, V, "diag", F, comps, True, block_size=5, vectorise=False)
-    assert a[0] == pytest.approx(b[0], rel=1e-11)
-    np.testing.assert_allclose(a[1], b[1], rtol=1e-10, atol=1e-13)
-    np.testing.assert_allclose(a[2], b[2], rtol=1e-10, atol=1e-13)
+    m15 = sc.Matern(1.1, nu=1.5)
+    comps = {
+        "shared": [(m15, 1.0)] * d,
+        "shared_lam": [(m15, lam) for lam in (1.0, 0.5, 2.0)],
+        "distinct": [(sc.IMQ(0.8, beta=-0.3), 1.0), (sc.Gaussian(1.2), 0.7), (m15, 2.0)],
+    }[kernels]
+    ref = L._pair_pass(U, V, kind, F, comps, True, block_size=5, vectorise=False,
+                       backend="array_api")
+    others = [L._pair_pass(U, V, kind, F, comps, True, backend="cpp"),
+              L._pair_pass(U, V, kind, F, comps, True, block_size=8, backend="array_api")]
+    for out in others:
+        assert out[0] == pytest.approx(ref[0], rel=1e-11)
+        np.testing.assert_allclose(out[1], ref[1], rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(out[2], ref[2], rtol=1e-10, atol=1e-13)
+    val, gv, gf = L._pair_pass(U, V, kind, F, comps, False, backend="cpp")
+    assert val == pytest.approx(ref[0], rel=1e-11) and gv is None and gf is None
+
+
+def test_backends_agree_through_the_public_functions():
+    X = _data(n=45, d=2, seed=6)
+    model = est.StudentT(nu=4.0, d=2)
+    th = np.array([0.1, -0.2, 1.1])
+    for kw in [dict(discrepancy="ksd", kernel=sc.IMQ(1.0)),
+               dict(discrepancy="dksd", kernel=KERNELS["M"], diffusion=DIFFUSIONS["full"]),
+               dict(discrepancy="dksd", kernel=KERNELS["diag_k"], diffusion=DIFFUSIONS["diag"])]:
+        a = est.loss_and_grad(model, th, X, backend="cpp", **kw)
+        b = est.loss_and_grad(model, th, X, backend="array_api", **kw)
+        assert a[0] == pytest.approx(b[0], rel=1e-11)
+        np.testing.assert_allclose(a[1], b[1], rtol=1e-9)
+    with pytest.raises(ValueError, match="backend"):
+        est.loss(model, th, X, backend="gpu")

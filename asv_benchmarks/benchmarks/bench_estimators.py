@@ -1,7 +1,8 @@
 """DKSD loss and theta-gradient (Barp et al., 2019, Eq. 7) at n = 2000, d = 5.
 
-One blocked O(n^2 d) pass (scalar / diagonal diffusion) or O(n^2 d^2) (full diffusion) gives
-the U-statistic and its gradient; the KSD value alone goes through kernels.KernelMatrix.
+One O(n^2 d) pass (scalar / diagonal diffusion) or O(n^2 d^2) (full diffusion) gives the
+U-statistic and its gradient: in C++ (src_cpp/dksd.hpp, the NumPy default) or blocked through the
+array API (what CuPy runs). The KSD value alone goes through kernels.KernelMatrix.
 """
 
 import numpy as np
@@ -23,26 +24,26 @@ DIFFUSIONS = {"identity": None, "diag": _diag, "full": _full}
 
 
 class DKSDLossGrad:
-    params = (["identity", "diag", "full"], [2000])
-    param_names = ["diffusion", "n"]
+    params = (["identity", "diag", "full"], ["cpp", "array_api"], [2000])
+    param_names = ["diffusion", "backend", "n"]
     timeout = 300
 
-    def setup(self, diffusion, n):
+    def setup(self, diffusion, backend, n):
         d = 5
         rng = np.random.default_rng(0)
         self.model = est.StudentT(nu=5.0, d=d)
         self.theta = np.r_[np.zeros(d), 1.0]
         self.X = self.model.sample(n, self.theta, rng)
         self.kw = dict(discrepancy="dksd", kernel=sc.IMQ(sigma=1.0),
-                       diffusion=DIFFUSIONS[diffusion])
+                       diffusion=DIFFUSIONS[diffusion], backend=backend)
 
-    def time_loss(self, diffusion, n):
+    def time_loss(self, diffusion, backend, n):
         est.loss(self.model, self.theta, self.X, **self.kw)
 
-    def time_loss_and_grad(self, diffusion, n):
+    def time_loss_and_grad(self, diffusion, backend, n):
         est.loss_and_grad(self.model, self.theta, self.X, **self.kw)
 
-    def peakmem_loss_and_grad(self, diffusion, n):
+    def peakmem_loss_and_grad(self, diffusion, backend, n):
         est.loss_and_grad(self.model, self.theta, self.X, **self.kw)
 
 

@@ -466,12 +466,41 @@ def _pair_pass_shared_diag(U, V, F, base, lam, need_grad, block_size=None):
     return total, xp.concat(gv_parts, axis=0), xp.concat(gf_parts, axis=0)
 
 
-def _pair_pass(U, V, kind, F, comps, need_grad, block_size=None, vectorise=True):
+BACKENDS = ("auto", "cpp", "array_api")
+
+
+def _pair_pass_cpp(U, V, kind, F, comps, need_grad):
+    """The pass in C++ (src_cpp/dksd.hpp, OpenMP over rows) on host copies, one transfer each
+    way (a no-op for NumPy)."""
+    from .. import _core
+
+    xp, dev = aa.namespace(U=U)
+    Fh = np.ascontiguousarray(aa.to_host(F).reshape(-1))
+    total, Gv, Gf = _core.dksd_pass(
+        aa.to_host(U), aa.to_host(V), Fh, kind == "full",
+        np.asarray([int(b.code) for b, _ in comps], dtype=np.intc),
+        np.asarray([float(b.sigma) for b, _ in comps]),
+        np.asarray([float(b.beta) for b, _ in comps]),
+        np.asarray([float(lam) for _, lam in comps]),
+        bool(need_grad),
+    )
+    if not need_grad:
+        return total, None, None
+    return total, aa.from_host(Gv, xp=xp, device=dev), aa.from_host(Gf, xp=xp, device=dev)
+
+
+def _pair_pass(U, V, kind, F, comps, need_grad, block_size=None, vectorise=True,
+               backend="auto"):
     """U-statistic sum_{i != j} k0(x_i, x_j) / (n (n - 1)) in canonical form, and its adjoints.
 
     U: (n, d) whitened points; V: (n, d) transformed v; kind "diag" (F (n, d)) or "full"
     (F (n, d, d)); comps: per-component (base, lambda). Returns (loss, G_V, G_F).
+    ``backend``: "auto" runs NumPy inputs in C++ and other namespaces through the array API
+    (blocked); "array_api" forces the latter (the reference the C++ pass is tested against).
     """
+    xp, _ = aa.namespace(U=U)
+    if backend == "cpp" or (backend == "auto" and aa.is_numpy(xp)):
+        return _pair_pass_cpp(U, V, kind, F, comps, need_grad)
     if vectorise and kind == "diag" and len({id(base) for base, _ in comps}) == 1:
         return _pair_pass_shared_diag(U, V, F, comps[0][0], [lam for _, lam in comps],
                                       need_grad, block_size)
@@ -533,7 +562,7 @@ def _pair_pass(U, V, kind, F, comps, need_grad, block_size=None, vectorise=True)
     return total, xp.concat(gv_parts, axis=0), xp.concat(gf_parts, axis=0)
 
 
-def _dksd(model, X, theta, kernel, diff, need_grad, block_size=None):
+def _dksd(model, X, theta, kernel, diff, need_grad, block_size=None, backend="auto"):
     """DKSD^2 U-statistic (Eq. 7) and optionally its theta-gradient (host (p,))."""
     xp, dev = aa.namespace(X=X)
     n, d = int(X.shape[0]), int(X.shape[1])
@@ -568,7 +597,8 @@ def _dksd(model, X, theta, kernel, diff, need_grad, block_size=None):
         else:
             F = m
         ckind = "diag"
-    total, GV, GF = _pair_pass(U, V, ckind, F, plan.comps, need_grad, block_size)
+    total, GV, GF = _pair_pass(U, V, ckind, F, plan.comps, need_grad, block_size,
+                               backend=backend)
     if not need_grad:
         return total, None
     # back to the original v and m
@@ -654,13 +684,13 @@ def _dsm_value(model, X, theta, diff) -> float:
     return float(xp.mean(val))
 
 
-def _value(model, X, theta, discrepancy, kernel, diff, block_size=None):
+def _value(model, X, theta, discrepancy, kernel, diff, block_size=None, backend="auto"):
     if discrepancy == "ksd":
-        if block_size is None:
+        if block_size is None and backend == "auto":
             return _ksd_value(_ksd_kernel_matrix(model, X, theta, kernel))
-        return _dksd(model, X, theta, kernel, None, False, block_size)[0]
+        return _dksd(model, X, theta, kernel, None, False, block_size, backend)[0]
     if discrepancy == "dksd":
-        return _dksd(model, X, theta, kernel, diff, False, block_size)[0]
+        return _dksd(model, X, theta, kernel, diff, False, block_size, backend)[0]
     if discrepancy == "sm":
         return 0.5 * _dsm_value(model, X, theta, None)
     if discrepancy == "dsm":
@@ -713,7 +743,7 @@ def _validate(model, theta, X, discrepancy, kernel, diffusion, theta_name="theta
 
 
 def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
-         block_size=None) -> float:
+         block_size=None, backend="auto") -> float:
     """The estimated Stein discrepancy of the sample X to p_theta (the quantity fit() minimises).
 
     Parameters
@@ -736,7 +766,11 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
     diffusion : callable m(x, theta) or Diffusion, optional
         (n,), (n, d) or (n, d, d) per point (scalar, diagonal, full); default m = I.
     block_size : int, optional
-        Rows per slab of the blocked pair pass.
+        Rows per slab of the blocked (array-API) pair pass.
+    backend : {"auto", "cpp", "array_api"}
+        ksd / dksd pair pass: "auto" runs NumPy input in C++ (src_cpp/dksd.hpp) and every
+        other namespace through the blocked array-API code; "array_api" forces the latter.
+        (``"ksd"`` values go through :class:`~stein_coreset.kernels.KernelMatrix` under "auto".)
 
     Returns
     -------
@@ -744,11 +778,17 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
     for sm / dsm / nnsm.
     """
     X, theta, diff = _validate(model, theta, X, discrepancy, kernel, diffusion)
-    return _value(model, X, theta, discrepancy, kernel, diff, block_size)
+    _check_backend(backend)
+    return _value(model, X, theta, discrepancy, kernel, diff, block_size, backend)
+
+
+def _check_backend(backend):
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
 
 
 def loss_and_grad(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
-                  gradient="analytic", block_size=None):
+                  gradient="analytic", block_size=None, backend="auto"):
     """Loss and its theta-gradient, ``(float, (p,) numpy array)``.
 
     ``gradient="analytic"`` (ksd / dksd): one blocked pass gives dL/dv_i and dL/dm_i, chained
@@ -759,9 +799,10 @@ def loss_and_grad(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=
     X, theta, diff = _validate(model, theta, X, discrepancy, kernel, diffusion)
     if gradient not in ("analytic", "fd"):
         raise ValueError(f"gradient must be 'analytic' or 'fd', got {gradient!r}")
+    _check_backend(backend)
     if gradient == "analytic" and discrepancy in _KERNEL_BASED:
-        return _dksd(model, X, theta, kernel, diff, True, block_size)
-    f = lambda t: _value(model, X, t, discrepancy, kernel, diff, block_size)  # noqa: E731
+        return _dksd(model, X, theta, kernel, diff, True, block_size, backend)
+    f = lambda t: _value(model, X, t, discrepancy, kernel, diff, block_size, backend)  # noqa: E731
     return f(theta), _fd_grad(f, theta)
 
 

@@ -1,23 +1,33 @@
 #include "kt_swap_ls.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include "soa_kernel.hpp"
 
 namespace sc {
 
 namespace {
 
-// col[j] = k_P(x_j, x_i) for all j.
-void column(const KernelSpec& K, int64_t i, double* col) {
+// col[j] = k_P(x_j, x_i) for all j, by the vectorised evaluator over the SoA copy P.
+void column(const KernelSpec& K, const SoAPoints& P, int64_t i, double* col) {
+    const int64_t n = K.n, nb = (n + kSoABlock - 1) / kSoABlock;
 #pragma omp parallel for schedule(static)
-    for (int64_t j = 0; j < K.n; ++j) col[j] = eval(K, j, i);
+    for (int64_t blk = 0; blk < nb; ++blk) {
+        const int64_t a = blk * kSoABlock, e = std::min(n, a + kSoABlock);
+        soa_eval(K, i, P, a, e, col + a);
+    }
 }
 
 }  // namespace
 
 double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t s, int fmt) {
     const int64_t n = K.n;
+    DynamicTeams teams;  // team size fixed once from the current load (see soa_kernel.hpp)
+    SoAPoints P;
+    P.load_all(K);
     std::vector<double> kdiag(static_cast<size_t>(n)), g(static_cast<size_t>(n)),
         g_old(static_cast<size_t>(n)), col_i(static_cast<size_t>(n)), col_k(static_cast<size_t>(n));
     diag(K, kdiag.data());
@@ -27,11 +37,11 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
         if (w[j] != 0.0) supp.push_back(j);
     }
     const int64_t ns = static_cast<int64_t>(supp.size());
-#pragma omp parallel for schedule(static)
-    for (int64_t j = 0; j < n; ++j) {
-        double acc = 0.0;
-        for (int64_t a = 0; a < ns; ++a) acc += w[supp[a]] * eval(K, j, supp[a]);
-        g[j] = acc;
+    std::fill(g.begin(), g.end(), 0.0);
+    for (int64_t a = 0; a < ns; ++a) {
+        const double wa = w[supp[a]];
+        column(K, P, supp[a], col_i.data());
+        for (int64_t j = 0; j < n; ++j) g[j] += wa * col_i[j];
     }
     double D = 0.0;
     for (int64_t a = 0; a < ns; ++a) D += w[supp[a]] * g[supp[a]];
@@ -44,7 +54,7 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
         if (wi == 0.0 || std::fabs(1.0 - wi) < 1e-9) continue;
         const double D_old = D;
         g_old = g;
-        column(K, i, col_i.data());
+        column(K, P, i, col_i.data());
         // Remove i, renormalise: (g, D) <- Scale(Add(g, D, i, -w_i), 1 / (1 - w_i)).
         const double sc = 1.0 / (1.0 - wi);
         D = (D - 2.0 * wi * g[i] + wi * wi * kdiag[i]) * sc * sc;
@@ -93,7 +103,7 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
             if (w[j] != 0.0) w[j] *= keep;
         }
         w[kbest] += t;
-        column(K, kbest, col_k.data());
+        column(K, P, kbest, col_k.data());
         for (int64_t j = 0; j < n; ++j) g[j] = keep * g[j] + t * col_k[j];
         D = Dbest;
     }

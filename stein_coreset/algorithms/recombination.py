@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.linalg
 
 from .. import _array_api as aa
 from ..kernels import KernelMatrix
@@ -181,7 +182,9 @@ def _affine_weights(KJ: np.ndarray) -> np.ndarray:
     """argmin_{1^T w = 1} w^T KJ w, i.e. KJ^{-1} 1 / (1^T KJ^{-1} 1) (Eq. 64), solved stably.
 
     Symmetric diagonal scaling to a unit diagonal (w = y / d, constraint c^T y = 1 with
-    c = 1 / d), then an eigendecomposition Ks = Q diag(lam) Q^T: with b = Q^T c the minimiser
+    c = 1 / d). A Cholesky solve y ~ Ks^{-1} c when its pivots show Ks well conditioned
+    (min/max squared pivot > 1e-10); otherwise an eigendecomposition Ks = Q diag(lam) Q^T:
+    with b = Q^T c the minimiser
     is z = (b / lam) / sum(b^2 / lam) in eigen-coordinates. Eigenvalues below p * eps * lam_max
     count as zero; when c has a component there the minimum is 0 and is reached inside that
     numerical null space. O(|J|^3).
@@ -194,6 +197,19 @@ def _affine_weights(KJ: np.ndarray) -> np.ndarray:
     Ks = KJ / d[:, None] / d[None, :]
     Ks = 0.5 * (Ks + Ks.T)
     c = 1.0 / d
+    # Well-conditioned Ks (the usual case): Cholesky, ~10x cheaper than the eigendecomposition.
+    try:
+        L = np.linalg.cholesky(Ks)
+    except np.linalg.LinAlgError:
+        L = None
+    if L is not None:
+        dl = np.diag(L)
+        if float(dl.min()) ** 2 > 1e-10 * float(dl.max()) ** 2:
+            y = scipy.linalg.cho_solve((L, True), c)
+            w = y / d
+            s = w.sum()
+            if s > 0 and np.all(np.isfinite(w)):
+                return w / s
     lam, Q = np.linalg.eigh(Ks)
     b = Q.T @ c
     tiny = lam <= p * np.finfo(float).eps * max(float(lam[-1]), 0.0)

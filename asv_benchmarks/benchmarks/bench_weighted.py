@@ -2,7 +2,9 @@
 burn-in-like setting of the paper's Table I.1 (d = 4, m = rank = n^tau).
 
 ``python asv_benchmarks/benchmarks/bench_weighted.py`` runs every case once and prints the
-times with their ratio to the paper's GPU times (Table I.1, RTX 6000, JAX).
+times with their ratio to the paper's GPU times (Table I.1, RTX 6000, JAX). On a shared, busy
+machine run it with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``: the per-pivot kernel columns
+and BLAS calls of weighted RPCholesky otherwise stall on descheduled threads.
 """
 
 import time

@@ -9,9 +9,11 @@ namespace sc {
 
 // Runs steps t = t0 + 1, ..., t0 + steps of Alg. F.2 from the state (w_{t0}, v_{t0}) (both
 // length n, simplex, overwritten with the state after the last step; at t0 = 0, v = w).
-// F: row-major (n, r); res: (n,) diagonal residual K_ii - |F_i|^2; eta: step size.
-// Zero entries of v stay zero. Single-threaded (memory-bound; a busy machine punishes teams).
-void amd_lowrank(const double* F, const double* res, int64_t n, int64_t r, int64_t t0,
+// F: row-major (n, r), stored in single precision (the pass is memory-bound; products are
+// accumulated in double); res: (n,) diagonal residual K_ii - |F_i|^2; eta: step size.
+// Zero entries of v stay zero. Rows are processed in fixed chunks whose partial sums are merged
+// in order, so the result does not depend on the number of OpenMP threads.
+void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_t t0,
                  int64_t steps, double eta, double* w, double* v);
 
 }  // namespace sc

@@ -80,7 +80,7 @@ cdef extern from "soa_kernel.hpp" nogil:
 
 
 cdef extern from "amd.hpp" nogil:
-    void sc_amd_lowrank "sc::amd_lowrank"(const double* F, const double* res, int64_t n,
+    void sc_amd_lowrank "sc::amd_lowrank"(const float* F, const double* res, int64_t n,
                                           int64_t r, int64_t t0, int64_t steps, double eta,
                                           double* w, double* v) except +
 

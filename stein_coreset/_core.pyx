@@ -236,9 +236,11 @@ def matvec_soa(Kernel K, const double[::1] w):
 
 # AMD on F F^T + diag(res) (issue 4) -------------------------------------------------------------
 
-def amd_lowrank(const double[:, ::1] F, const double[::1] res, double[::1] w, double[::1] v,
+def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, double[::1] v,
                 int64_t t0, int64_t steps, double eta):
-    """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); state (w, v) updated in place."""
+    """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); state (w, v) updated in place.
+
+    F is float32 (the pass over it is memory-bound; products accumulate in double)."""
     cdef int64_t n = F.shape[0], r = F.shape[1]
     if res.shape[0] != n or w.shape[0] != n or v.shape[0] != n:
         raise ValueError(f"res, w and v must have length n = {n}")
@@ -246,7 +248,7 @@ def amd_lowrank(const double[:, ::1] F, const double[::1] res, double[::1] w, do
         raise ValueError("t0 and steps must be >= 0")
     if n == 0 or steps == 0:
         return
-    cdef const double* Fp = NULL
+    cdef const float* Fp = NULL
     if r > 0:
         Fp = &F[0, 0]
     with nogil:

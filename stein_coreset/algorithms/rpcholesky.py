@@ -55,6 +55,8 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     F = xp.zeros((n, rank), dtype=xp.float64, device=dev)
     ar = xp.arange(n, dtype=xp.int64, device=dev)
     host = aa.is_numpy(xp)
+    if host:
+        from .. import _core
     pivots = []
     it = range(rank)
     if progress:
@@ -69,8 +71,8 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
         u = float(rng.random())
         s = xp.searchsorted(cum, xp.reshape(total * u, (1,)), side="right")
         s = xp.clip(s, 0, n - 1)
-        if host:  # the C++ column: O(n d), no (1, n) temporaries per term
-            col = K.block_cpp(np.asarray(s, dtype=np.int64)).reshape(n)
+        if host:  # the C++ column: O(n d), serial, no (1, n) temporaries per term
+            col = _core.kernel_column(K.handle(), int(s[0]))
         else:
             col = xp.reshape(K.block(s), (n,))
         col = col * sw * xp.take(sw, s)

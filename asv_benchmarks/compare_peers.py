@@ -33,7 +33,7 @@ def _biased_chain(n, d, seed):
     return X, -X
 
 
-def compare_st(n=1 << 14, d=4, m=128, seed=0, repeat=3):
+def compare_st(n=1 << 14, d=4, m=128, seed=0, repeat=7):
     """Stein thinning (Alg. D.1) against the `stein-thinning` package's ``thin``.
 
     Same points, scores and kernel: the package's defaults (standardize=True,

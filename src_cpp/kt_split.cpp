@@ -55,6 +55,15 @@ void halve(const KernelSpec& K, const int64_t* in, int64_t len, double log_mult,
     SoAPoints L(K, pairs), R(K, pairs);
     for (int64_t k = 0; k < pairs; ++k) {
         const int64_t x1 = in[2 * k], x2 = in[2 * k + 1];
+        if (x1 == x2) {
+            // a repeated point (multiplicity): b = 0, the walk and sigma are unchanged and both
+            // children get the point, so the pair costs nothing (its uniform is still drawn)
+            if (!uniforms) (*gen)();
+            left[k] = right[k] = x1;
+            L.set(k, K, x1);
+            R.set(k, K, x1);
+            continue;
+        }
         const double b2 = eval(K, x1, x1) + eval(K, x2, x2) - 2.0 * eval(K, x1, x2);
         double thresh = std::sqrt(std::max(sig2 * b2 * log_mult, 0.0));
         if (b2 > thresh) thresh = b2;

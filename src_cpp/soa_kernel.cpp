@@ -2,6 +2,16 @@
 
 #include <algorithm>
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+// the block buffers are written up to `len` before being read; GCC cannot see that through the
+// vector loads of the AVX-512 path
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace sc {
 
 // The evaluator is built three times — AVX-512 (256-bit vectors, which run faster than 512-bit
@@ -10,20 +20,22 @@ namespace sc {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define SC_MULTI_ISA 1
 namespace isa_avx512 {
-#pragma GCC push_options
-#pragma GCC target("arch=icelake-server,prefer-vector-width=256")
+#define SC_TARGET __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=256")))
+#define SC_RSQRT14 1
 #include "soa_kernel_impl.inc"
-#pragma GCC pop_options
+#undef SC_RSQRT14
+#undef SC_TARGET
 }  // namespace isa_avx512
 namespace isa_avx2 {
-#pragma GCC push_options
-#pragma GCC target("arch=haswell")
+#define SC_TARGET __attribute__((target("avx2,fma")))
 #include "soa_kernel_impl.inc"
-#pragma GCC pop_options
+#undef SC_TARGET
 }  // namespace isa_avx2
 #endif
 namespace isa_base {
+#define SC_TARGET
 #include "soa_kernel_impl.inc"
+#undef SC_TARGET
 }  // namespace isa_base
 
 namespace {

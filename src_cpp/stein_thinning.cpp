@@ -47,15 +47,16 @@ ArgMin add_column_argmin(const KernelSpec& K, const SoAPoints& P, int64_t j, dou
         double v = std::numeric_limits<double>::infinity();
         if (j >= 0) {
             soa_eval(K, j, P, a, e, buf);
-#pragma omp simd reduction(min : v)
-            for (int64_t b = 0; b < len; ++b) {
-                s[b] += 2.0 * buf[b];
-                v = std::min(v, s[b]);
-            }
-        } else {
-#pragma omp simd reduction(min : v)
-            for (int64_t b = 0; b < len; ++b) v = std::min(v, s[b]);
+            for (int64_t b = 0; b < len; ++b) s[b] += 2.0 * buf[b];
         }
+        // minimum in 4 independent lanes (no loop-carried dependency on one register)
+        double m4[4] = {v, v, v, v};
+        int64_t b = 0;
+        for (; b + 4 <= len; b += 4) {
+            for (int l = 0; l < 4; ++l) m4[l] = s[b + l] < m4[l] ? s[b + l] : m4[l];
+        }
+        for (; b < len; ++b) m4[0] = s[b] < m4[0] ? s[b] : m4[0];
+        v = std::min(std::min(m4[0], m4[1]), std::min(m4[2], m4[3]));
         best[static_cast<size_t>(blk)] = ArgMin{v, a};
     }
     ArgMin r = best[0];

@@ -21,6 +21,22 @@ cdef extern from "stein_kernel.hpp" nogil:
     void sc_matvec "sc::matvec"(const KernelSpec& K, const double* w, double* out) except +
 
 
+cdef extern from "dksd.hpp" nogil:
+    cdef cppclass DKSDSpec "sc::DKSDSpec":
+        int64_t n
+        int64_t d
+        const double* U
+        const double* V
+        const double* F
+        bint full
+        const int* base
+        const double* sigma
+        const double* beta
+        const double* lam
+
+    double sc_dksd_pass "sc::dksd_pass"(const DKSDSpec& S, double* Gv, double* Gf) except +
+
+
 cdef class Kernel:
     cdef KernelSpec spec
     cdef object _keep

@@ -229,3 +229,52 @@ def kernel_row_means(Kernel K, const int64_t[::1] rows):
     with nogil:
         sc_kernel_row_means(K.spec, &rows[0], nr, &ov[0])
     return out
+
+
+def dksd_pass(const double[:, ::1] U, const double[:, ::1] V, const double[::1] F, bint full,
+              const int[::1] base, const double[::1] sigma, const double[::1] beta,
+              const double[::1] lam, bint need_grad):
+    """DKSD U-statistic and its adjoints (src_cpp/dksd.hpp); F is the flattened diffusion."""
+    cdef int64_t n = U.shape[0], d = U.shape[1]
+    cdef int64_t fsize = n * d * d if full else n * d
+    cdef DKSDSpec S
+    cdef double total
+    cdef double* gvp = NULL
+    cdef double* gfp = NULL
+    cdef double[:, ::1] gvv
+    cdef double[::1] gfv
+    if n < 2:
+        raise ValueError("dksd_pass needs at least 2 points")
+    if V.shape[0] != n or V.shape[1] != d:
+        raise ValueError("V must have the shape of U")
+    if F.shape[0] != fsize:
+        raise ValueError(f"F must have {fsize} entries, got {F.shape[0]}")
+    if base.shape[0] != d or sigma.shape[0] != d or beta.shape[0] != d or lam.shape[0] != d:
+        raise ValueError("base, sigma, beta and lam need one entry per coordinate")
+    for i in range(d):
+        if base[i] < 0 or base[i] > 3:
+            raise ValueError(f"unknown base kernel code {base[i]}")
+    Gv = Gf = None
+    if need_grad:
+        Gv = np.empty((n, d), dtype=np.float64)
+        Gf = np.empty(fsize, dtype=np.float64)
+        gvv = Gv
+        gfv = Gf
+        gvp = &gvv[0, 0]
+        gfp = &gfv[0]
+    S.n = n
+    S.d = d
+    S.U = &U[0, 0]
+    S.V = &V[0, 0]
+    S.F = &F[0]
+    S.full = full
+    S.base = &base[0]
+    S.sigma = &sigma[0]
+    S.beta = &beta[0]
+    S.lam = &lam[0]
+    with nogil:
+        total = sc_dksd_pass(S, gvp, gfp)
+    if need_grad:
+        Gf = Gf.reshape((int(n), int(d), int(d))) if full else Gf.reshape((int(n), int(d)))
+    return total, Gv, Gf
+

@@ -540,7 +540,7 @@ def compress(
     if rank is not None:
         rank = aa.check_size(rank, n, "rank")
     if weights is not None:
-        weights = aa.check_weights(weights, n, xp, simplex=True)
+        weights = aa.check_weights(weights, n, xp, simplex=True, device=dev)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
     t0 = time.perf_counter()

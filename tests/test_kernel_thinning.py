@@ -58,11 +58,13 @@ def _reference_split(Kd, seq, t, delta, uniforms):
     return cores
 
 
-@pytest.mark.parametrize("t", [1, 3])
-def test_kt_split_equals_reference_halving(t):
+@pytest.mark.parametrize("t, grouped", [(1, False), (3, False), (3, True)])
+def test_kt_split_equals_reference_halving(t, grouped):
     K = _stein(n=96)
     rng = np.random.default_rng(5)
     seq = rng.integers(0, K.n, size=88)  # with repeats, 88 = 8 * 11
+    if grouped:  # repeats next to each other (as SKT passes them): pairs of one point
+        seq = np.sort(rng.integers(0, 30, size=88))
     u = rng.random((t, seq.size // 2))
     got = kt_split(K, seq, t, delta=0.5, uniforms=u)
     want = _reference_split(K.dense(), seq, t, 0.5, u)
@@ -209,3 +211,34 @@ def test_kt_bad_input():
     with pytest.raises(TypeError, match="K"):
         kt_swap(np.eye(4), [np.arange(2)])
     assert isinstance(K, KernelMatrix)
+
+
+def test_results_do_not_depend_on_the_number_of_threads():
+    """KT-SPLIT's random streams and every parallel sum are fixed per coreset / chunk, so one
+    seed gives one answer whatever OMP_NUM_THREADS is."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, stein_coreset as sc\n"
+        "from stein_coreset.algorithms import kt_split, kt_swap, stein_thinning\n"
+        "X = np.random.default_rng(0).normal(size=(3000, 3))\n"
+        "K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, -X)\n"
+        "c = kt_split(K, np.arange(3000), 3, rng=1)\n"
+        "s = stein_thinning(K, 375)\n"
+        "print(np.concatenate(c + [kt_swap(K, c, baseline=s), s]).tolist())\n"
+    )
+    outs = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, OMP_NUM_THREADS=threads)
+        run = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + "/tests",
+        )
+        outs.append(run.stdout)
+    assert outs[0] == outs[1]

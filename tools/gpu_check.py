@@ -26,68 +26,97 @@ def biased_chain(n, d, seed=0):
     return X, -X
 
 
-def run(method, X, S, size, seed):
+def run(method, X, S, size, seed, sync=lambda: None):
     import stein_coreset as sc
 
     t0 = time.perf_counter()
-    res = sc.compress(X, S, size=size, method=method, seed=seed,
-                      kernel=sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(2 * X.shape[1])))))
-    try:  # make GPU timings honest: wait for the device
-        import cupy
-
-        cupy.cuda.Device().synchronize()
-    except Exception:
-        pass
+    res = sc.compress(
+        X,
+        S,
+        size=size,
+        method=method,
+        seed=seed,
+        kernel=sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(2 * X.shape[1])))),
+    )
+    sync()  # GPU timings wait for the device
     return res, time.perf_counter() - t0
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--n", type=int, nargs="+", default=[1 << 14, 1 << 16])
     p.add_argument("--d", type=int, default=4)
     p.add_argument("--methods", nargs="+", default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--xp",
+        choices=["cupy", "strict"],
+        default="cupy",
+        help="'strict': array_api_strict on a non-default device instead of CuPy, "
+        "to check agreement and transfer volumes on a machine without a GPU",
+    )
     args = p.parse_args(argv)
 
     import stein_coreset as sc
     from stein_coreset import _array_api as aa
 
-    try:
-        import cupy
-    except ImportError:
-        print("gpu_check: CuPy is not installed (pip install '.[gpu]')", file=sys.stderr)
-        return 2
-    dev = cupy.cuda.Device()
-    print(f"CuPy {cupy.__version__}, device {dev.id}: "
-          f"{cupy.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}")
+    if args.xp == "strict":
+        import array_api_strict as strict
+
+        dev = strict.Device("device1")
+        to_dev = lambda a: strict.asarray(a, device=dev)  # noqa: E731
+        is_ours = lambda a: a.device == dev  # noqa: E731
+        sync = lambda: None  # noqa: E731
+        print(f"array_api_strict {strict.__version__} on {dev!r} (no GPU: CPU timings only)")
+    else:
+        try:
+            import cupy
+        except ImportError:
+            print("gpu_check: CuPy is not installed (pip install '.[gpu]')", file=sys.stderr)
+            return 2
+        dev = cupy.cuda.Device()
+        to_dev = cupy.asarray
+        is_ours = lambda a: isinstance(a, cupy.ndarray) and a.device == dev  # noqa: E731
+        sync = dev.synchronize
+        print(
+            f"CuPy {cupy.__version__}, device {dev.id}: "
+            f"{cupy.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}"
+        )
     methods = args.methods or sc.available_methods()
     deterministic = {"standard", "st"}
     failures = []
-    header = (f"{'method':<11}{'n':>8}{'size':>6}{'CPU s':>9}{'GPU s':>9}{'ratio':>7}"
-              f"{'KSD cpu':>11}{'rel diff':>10}{'to host MB':>11}{'from host MB':>13}  agree")
+    header = (
+        f"{'method':<11}{'n':>8}{'size':>6}{'CPU s':>9}{'dev s':>9}{'ratio':>7}"
+        f"{'KSD cpu':>11}{'rel diff':>10}{'to host MB':>11}{'from host MB':>13}  agree"
+    )
     print(header)
     print("-" * len(header))
     for n in args.n:
         Xh, Sh = biased_chain(n, args.d, args.seed)
-        Xg, Sg = cupy.asarray(Xh), cupy.asarray(Sh)
+        Xg, Sg = to_dev(Xh), to_dev(Sh)
         size = int(round(np.sqrt(n)))
         for method in methods:
+            run(method, Xh[:512], Sh[:512], 16, args.seed)  # warm-up, as on the device side
             ref, t_cpu = run(method, Xh, Sh, size, args.seed)
-            run(method, Xg[:512], Sg[:512], 16, args.seed)  # warm-up: kernels compile
+            run(method, Xg[:512, ...], Sg[:512, ...], 16, args.seed, sync)  # warm-up: compile
             before = dict(aa.TRANSFERS)
-            res, t_gpu = run(method, Xg, Sg, size, args.seed)
+            res, t_gpu = run(method, Xg, Sg, size, args.seed, sync)
             mb_to = (aa.TRANSFERS["to_host_bytes"] - before.get("to_host_bytes", 0)) / 1e6
             mb_from = (aa.TRANSFERS["from_host_bytes"] - before.get("from_host_bytes", 0)) / 1e6
-            ok = all(isinstance(a, cupy.ndarray) and a.device == dev
-                     for a in (res.indices, res.weights, res.points))
+            ok = all(is_ours(a) for a in (res.indices, res.weights, res.points))
             rel = abs(res.ksd - ref.ksd) / max(abs(ref.ksd), 1e-300)
             if method in deterministic:
-                ok &= np.array_equal(cupy.asnumpy(res.indices), ref.indices)
+                ok &= np.array_equal(aa.to_host(res.indices, np.int64), ref.indices)
             ok &= rel <= 1e-6
             if not ok:
                 failures.append((method, n))
-            print(f"{method:<11}{n:>8}{len(res):>6}{t_cpu:>9.3f}{t_gpu:>9.3f}{t_cpu / t_gpu:>7.2f}"
-                  f"{ref.ksd:>11.4g}{rel:>10.1e}{mb_to:>11.2f}{mb_from:>13.2f}  {'yes' if ok else 'NO'}")
+            print(
+                f"{method:<11}{n:>8}{len(res):>6}{t_cpu:>9.3f}{t_gpu:>9.3f}{t_cpu / t_gpu:>7.2f}"
+                f"{ref.ksd:>11.4g}{rel:>10.1e}{mb_to:>11.2f}{mb_from:>13.2f}"
+                f"  {'yes' if ok else 'NO'}"
+            )
     if failures:
         print(f"DISAGREEMENT: {failures}", file=sys.stderr)
         return 1

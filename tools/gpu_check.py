@@ -2,8 +2,8 @@
 """GPU check: every method on the same seeded input with NumPy and with CuPy.
 
 Checks that results agree (same indices for deterministic methods; KSD within 1e-6 relative
-otherwise; within 10% for the methods that run Recombination — see PATH_SENSITIVE), that CuPy inputs give CuPy outputs on the same device, and prints a timing table
-(CPU vs GPU) with the host-transfer volume of each method. Exits non-zero on any disagreement.
+otherwise; within 10% for the methods that run Recombination — see PATH_SENSITIVE), that CuPy
+inputs give CuPy outputs on the same device, and prints a timing table (CPU vs GPU) with the host-transfer volume of each method. Exits non-zero on any disagreement.
 
     python tools/gpu_check.py                 # n = 2^14 and 2^16, d = 4
     python tools/gpu_check.py --n 4096 --methods st skt
@@ -18,7 +18,6 @@ import sys
 import time
 
 import numpy as np
-
 
 #: Methods whose output is a discontinuous function of the kernel values: Recombination (Alg. G.1)
 #: returns one of many exact basic solutions, and a 1e-14 change in the RPCholesky factor (NumPy's

@@ -3,7 +3,8 @@
 
 Checks that results agree (same indices for deterministic methods; KSD within 1e-6 relative
 otherwise; within 10% for the methods that run Recombination — see PATH_SENSITIVE), that CuPy
-inputs give CuPy outputs on the same device, and prints a timing table (CPU vs GPU) with the host-transfer volume of each method. Exits non-zero on any disagreement.
+inputs give CuPy outputs on the same device, and prints a timing table (CPU vs GPU) with the
+host-transfer volume of each method. Exits non-zero on any disagreement.
 
     python tools/gpu_check.py                 # n = 2^14 and 2^16, d = 4
     python tools/gpu_check.py --n 4096 --methods st skt

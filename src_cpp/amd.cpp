@@ -5,7 +5,6 @@
 #include <limits>
 #include <vector>
 
-#include "soa_kernel.hpp"  // DynamicTeams
 
 namespace sc {
 
@@ -14,20 +13,62 @@ constexpr int64_t kRows = 2048;  // rows per chunk (fixed: results independent o
 
 // <F_i, u> with 8 independent accumulators (a single one is a latency chain the compiler may
 // not reorder); a fixed order, so the value does not depend on the build's vector width.
-inline double dot8(const float* a, const double* u, int64_t r) {
-    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t k = 0;
-    for (; k + 8 <= r; k += 8)
-        for (int j = 0; j < 8; ++j) s[j] += static_cast<double>(a[k + j]) * u[k + j];
-    double tot = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (; k < r; ++k) tot += static_cast<double>(a[k]) * u[k];
-    return tot;
+// One chunk of one AMD step: g_i = F_i . u, the log-domain mirror update of v_i, and the
+// online-max accumulation of sum_i v_i F_i. Compiled for AVX2+FMA and for the baseline ISA and
+// picked at run time (the float -> double loops are compute-bound at SSE2 width).
+#define SC_AMD_CHUNK_BODY                                                                         \
+    {                                                                                             \
+        std::fill(a, a + r, 0.0);                                                                 \
+        double M = ninf, s = 0.0;                                                                 \
+        for (int64_t i = i0; i < i1; ++i) {                                                       \
+            if (logv[i] == ninf) continue;                                                        \
+            const float* Fi = F + i * r;                                                          \
+            double acc8[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                            \
+            int64_t k = 0;                                                                        \
+            for (; k + 8 <= r; k += 8)                                                            \
+                for (int j = 0; j < 8; ++j) acc8[j] += static_cast<double>(Fi[k + j]) * u[k + j]; \
+            double g = ((acc8[0] + acc8[1]) + (acc8[2] + acc8[3])) +                              \
+                       ((acc8[4] + acc8[5]) + (acc8[6] + acc8[7]));                               \
+            for (; k < r; ++k) g += static_cast<double>(Fi[k]) * u[k];                            \
+            const double zi = (1.0 - beta) * w[i] + beta * v[i];                                  \
+            const double lv = logv[i] - cst * (g + res[i] * zi);                                  \
+            logv[i] = lv;                                                                         \
+            if (lv > M) {                                                                         \
+                const double f = std::exp(M - lv);                                                \
+                s *= f;                                                                           \
+                for (int64_t kk = 0; kk < r; ++kk) a[kk] *= f;                                    \
+                M = lv;                                                                           \
+            }                                                                                     \
+            const double e = std::exp(lv - M);                                                    \
+            s += e;                                                                               \
+            for (int64_t kk = 0; kk < r; ++kk) a[kk] += e * static_cast<double>(Fi[kk]);          \
+        }                                                                                         \
+        *pM = M;                                                                                  \
+        *ps = s;                                                                                  \
+    }
+
+#define SC_AMD_CHUNK_ARGS                                                                      \
+    const float *F, const double *res, const double *w, const double *v, double *logv,         \
+        const double *u, int64_t r, int64_t i0, int64_t i1, double beta, double cst, double *a, \
+        double *pM, double *ps, double ninf
+
+__attribute__((target("avx2,fma"))) void chunk_avx2(SC_AMD_CHUNK_ARGS) SC_AMD_CHUNK_BODY
+
+void chunk_base(SC_AMD_CHUNK_ARGS) SC_AMD_CHUNK_BODY
+
+using ChunkFn = void (*)(SC_AMD_CHUNK_ARGS);
+
+ChunkFn pick_chunk() {
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return chunk_avx2;
+#endif
+    return chunk_base;
 }
 }  // namespace
 
 void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_t t0,
                  int64_t steps, double eta, double* w, double* v) {
-    DynamicTeams guard;
+    const ChunkFn chunk = pick_chunk();
     const double ninf = -std::numeric_limits<double>::infinity();
     const int64_t nch = (n + kRows - 1) / kRows;
     std::vector<double> logv(static_cast<size_t>(n));
@@ -63,31 +104,9 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
         // u = F^T z_t with z_t = (1 - beta) w_{t-1} + beta v_{t-1}
         for (int64_t k = 0; k < r; ++k) u[k] = (1.0 - beta) * Ftw[k] + beta * Ftv[k];
 #pragma omp parallel for schedule(static)
-        for (int64_t c = 0; c < nch; ++c) {
-            double* a = pacc.data() + c * r;
-            std::fill(a, a + r, 0.0);
-            double M = ninf, s = 0.0;
-            for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
-                if (logv[i] == ninf) continue;
-                const float* Fi = F + i * r;
-                const double g = dot8(Fi, u.data(), r);
-                const double zi = (1.0 - beta) * w[i] + beta * v[i];
-                const double lv = logv[i] - cst * (g + res[i] * zi);
-                logv[i] = lv;
-                if (lv > M) {  // online max: rescale what has been summed so far
-                    const double f = std::exp(M - lv);
-                    s *= f;
-                    for (int64_t k = 0; k < r; ++k) a[k] *= f;
-                    M = lv;
-                }
-                const double e = std::exp(lv - M);
-                s += e;
-                for (int64_t k = 0; k < r; ++k) a[k] += e * static_cast<double>(Fi[k]);
-            }
-            pM[c] = M;
-            ps[c] = s;
-        }
-        // merge the chunks in order
+        for (int64_t c = 0; c < nch; ++c)
+            chunk(F, res, w, v, logv.data(), u.data(), r, c * kRows, std::min(n, (c + 1) * kRows),
+                  beta, cst, pacc.data() + c * r, pM.data() + c, ps.data() + c, ninf);
         double M = ninf;
         for (int64_t c = 0; c < nch; ++c) M = std::max(M, pM[c]);
         double s = 0.0;

@@ -9,11 +9,10 @@ constexpr int64_t kParallelEntries = 1 << 14;  // below this, a thread team cost
 }
 
 // Parallel over all nr * nc entries (not over rows), so the one-column calls of RPCholesky and
-// the greedy loops use every thread; team size fixed once per call (DynamicTeams).
+// the greedy loops use every thread.
 void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* cols, int64_t nc,
           double* out) {
     const int64_t total = nr * nc;
-    DynamicTeams teams;
 #pragma omp parallel for schedule(static) if (total > kParallelEntries)
     for (int64_t e = 0; e < total; ++e) {
         const int64_t a = e / nc, b = e - a * nc;
@@ -22,13 +21,11 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
 }
 
 void diag(const KernelSpec& K, double* out) {
-    DynamicTeams teams;
 #pragma omp parallel for schedule(static) if (K.n > kParallelEntries)
     for (int64_t i = 0; i < K.n; ++i) out[i] = eval(K, i, i);
 }
 
 void matvec(const KernelSpec& K, const double* w, double* out) {
-    DynamicTeams teams;
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < K.n; ++i) {
         double acc = 0.0;

@@ -51,7 +51,8 @@ class Chain:
     acceptance_rate : fraction of accepted proposals (1.0 for unadjusted samplers).
     reference : (n_ref, d) array approximately distributed as P (a long well-mixed run or exact
         draws), for the energy distance; None when not simulated.
-    info : dict of run details (sampler, step size, start, target).
+    info : dict of run details (sampler, step size, start, target; ``burn_in``: the first state
+        whose log density reaches the 1% quantile of the reference sample's).
     """
 
     X: np.ndarray
@@ -550,8 +551,9 @@ def goodwin_chain(
                 progress=progress,
                 desc=f"reference {c + 1}/{reference_chains}",
             )
-            parts.append(rc.X[100:])
-        ref = np.concatenate(parts)[:n_reference]
+            parts.append((rc.X[100:], rc.log_density[100:]))
+        ref = np.concatenate([p[0] for p in parts])[:n_reference]
+        chain.info["burn_in"] = _burn_in(chain.log_density, np.concatenate([p[1] for p in parts]))
     chain.reference = ref
     chain.info.update(target="goodwin", start=q0, precond="Laplace covariance at theta*")
     return chain
@@ -583,8 +585,17 @@ def gmm_chain(
         desc="GMM MALA",
     )
     chain.reference = target.sample(n_reference, rng) if n_reference else None
+    if n_reference:
+        chain.info["burn_in"] = _burn_in(chain.log_density, target.log_density(chain.reference))
     chain.info.update(target="gmm", start=np.asarray(start, np.float64))
     return chain
+
+
+def _burn_in(log_density, reference_log_density, q: float = 0.01) -> int:
+    """First state whose log density reaches the q-quantile of the reference sample's: a
+    single-chain, known-target estimate of the burn-in (for display, not for the methods)."""
+    hit = np.flatnonzero(log_density >= np.quantile(reference_log_density, q))
+    return int(hit[0]) if hit.size else int(log_density.shape[0])
 
 
 def burn_in_oracle(chains, threshold: float = 1.01, grid: int = 50) -> int:

@@ -269,14 +269,17 @@ def _require_matplotlib():
     return plt
 
 
-def demo_chain(target: str, n: int, seed: int, progress: bool = False):
+def demo_chain(
+    target: str, n: int, seed: int, progress: bool = False, n_reference: int | None = None
+):
     """The demo's input: a biased chain with scores and a reference sample."""
     from . import datasets
 
+    kw = {} if n_reference is None else {"n_reference": n_reference}
     if target == "goodwin":
-        return datasets.goodwin_chain(n, seed=seed, progress=progress)
+        return datasets.goodwin_chain(n, seed=seed, progress=progress, **kw)
     if target == "gmm":
-        return datasets.gmm_chain(n, seed=seed, progress=progress)
+        return datasets.gmm_chain(n, seed=seed, progress=progress, **kw)
     raise CLIError(f"unknown --target {target!r}; use goodwin or gmm")
 
 
@@ -356,7 +359,9 @@ def _cmd_demo(args) -> int:
         raise CLIError(f"--size must be between 1 and n = {n}, got {size}")
 
     t0 = time.perf_counter()
-    chain = demo_chain(args.target, n, args.seed, args.progress)
+    if args.reference is not None and args.reference < 10:
+        raise CLIError(f"--reference must be at least 10, got {args.reference}")
+    chain = demo_chain(args.target, n, args.seed, args.progress, args.reference)
     t_sim = time.perf_counter() - t0
     kernel = sc.SteinKernel(sc.IMQ(sigma=sc.median_bandwidth(chain.X)))
     if args.target == "goodwin":
@@ -436,8 +441,8 @@ def _plot_demo(plt, path, chain, rows, curves, target):
     X = chain.X
     b = int(chain.info.get("burn_in", 0))
     label = ("log a1", "log a2") if target == "goodwin" else ("x1", "x2")
-    lim_lo, lim_hi = np.percentile(X[:, :2], 0.5, axis=0), np.percentile(X[:, :2], 99.5, axis=0)
-    pad = 0.1 * (lim_hi - lim_lo)
+    lim_lo, lim_hi = X[:, :2].min(axis=0), X[:, :2].max(axis=0)
+    pad = 0.05 * (lim_hi - lim_lo)
     for i, r in enumerate(ok):
         ax = fig.add_subplot(gs[i // ncols, i % ncols])
         ax.plot(X[:, 0], X[:, 1], color="0.8", lw=0.4, zorder=1)
@@ -445,7 +450,7 @@ def _plot_demo(plt, path, chain, rows, curves, target):
         res = r["result"]
         P = np.asarray(res.points)
         w = np.asarray(res.weights)
-        sz = 400.0 * np.abs(w) / max(np.abs(w).max(), 1e-300) + 2.0
+        sz = np.clip(25.0 * np.abs(w) * len(w), 2.0, 400.0)  # equal weights: 25 pt^2
         col = np.where(w >= 0, "tab:blue", "tab:orange")
         ax.scatter(P[:, 0], P[:, 1], s=sz, c=col, edgecolors="k", linewidths=0.3, zorder=3)
         ax.set_title(f"{r['method']} ({r['kind']}, m={r['size']})", fontsize=9)
@@ -523,6 +528,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--n", type=int, default=None, help="chain length (default 4096)")
     demo.add_argument("--size", type=int, default=None, help="coreset size (default sqrt(n))")
     demo.add_argument("--seed", type=int, default=0, help="seed of the chain and the methods")
+    demo.add_argument(
+        "--reference",
+        type=int,
+        default=None,
+        metavar="N",
+        help="size of the reference sample for the energy distance (default 2000 for goodwin, "
+        "4000 for gmm)",
+    )
     demo.add_argument("--methods", default=None, help="comma-separated subset of the methods")
     demo.add_argument("--plot", metavar="FILE.png", default=None, help="write a figure")
     demo.add_argument(

@@ -143,7 +143,7 @@ def run_one(cfg: Config, X, S, n0, seed, kernel, reference, burn_in=0):
 
 
 def sweep(configs, X, S, n0s, seeds, kernel, reference, burn_in=0, log=print):
-    """results[label] = {"method", "panel", "m": [...], "ksd": [...], "energy": [...]} with
+    """results["panel: label"] = {"method", "panel", "m", "ksd", "energy", ...} (lists) with
     medians over the seeds, one entry per n0; methods this build lacks are skipped."""
     available = set(sc.available_methods())
     results = {}
@@ -172,7 +172,7 @@ def sweep(configs, X, S, n0s, seeds, kernel, reference, burn_in=0, log=print):
                 f"  {cfg.label:<34} n0={n0:<6} m={row['m'][-1]:<4} KSD={row['ksd'][-1]:<10.4g} "
                 f"energy={row['energy'][-1]:<10.4g} ({row['time'][-1]:.2f} s)"
             )
-        results[cfg.label] = row
+        results[f"{cfg.panel}: {cfg.label}"] = row
     return results
 
 
@@ -200,8 +200,9 @@ def plot(results, path, suptitle, metric_labels=("KSD (MMD to P)", "Energy dista
             if r["panel"] != panel:
                 continue
             style = "--" if "oracle" in label.lower() else "-"
+            name = label.split(": ", 1)[1]
             for i, key in enumerate(("ksd", "energy")):
-                axes[i, j].plot(r["m"], r[key], style, marker="o", ms=3, label=label)
+                axes[i, j].plot(r["m"], r[key], style, marker="o", ms=3, label=name)
         for i in range(2):
             ax = axes[i, j]
             ax.set_xscale("log", base=2)

@@ -403,7 +403,7 @@ def _cmd_demo(args) -> int:
     if missing and not args.methods:
         print(f"not yet implemented: {', '.join(missing)}")
     if plt is not None:
-        curves = _size_curves(chain, methods, size, kernel, args.seed) if not args.no_curves else {}
+        curves = {} if args.no_curves else _size_curves(chain, rows, size, kernel, args.seed)
         _plot_demo(plt, args.plot, chain, rows, curves, args.target)
         print(f"wrote {args.plot}")
     failed = [r["method"] for r in rows if "error" in r]
@@ -413,21 +413,28 @@ def _cmd_demo(args) -> int:
     return 0
 
 
-def _size_curves(chain, methods, size, kernel, seed):
-    """KSD of each method at a few coreset sizes up to ``size``, for the plot."""
+def _size_curves(chain, rows, size, kernel, seed):
+    """KSD of each method at four coreset sizes up to ``size`` (the table's run is reused)."""
     import stein_coreset as sc
 
-    sizes = sorted({int(s) for s in np.geomspace(4, max(size, 8), 5).round()})
+    sizes = sorted({int(s) for s in np.geomspace(min(8, size), size, 4).round()})
+    ok = [r for r in rows if "error" not in r]
+    print(f"KSD-vs-size curves: m in {sizes} for {len(ok)} methods", flush=True)
     curves = {}
-    for method in methods:
+    for r in ok:
         vals = []
         for m in sizes:
+            if m == size:
+                vals.append(r["ksd"])
+                continue
             try:
-                res = sc.compress(chain.X, chain.S, size=m, method=method, kernel=kernel, seed=seed)
+                res = sc.compress(
+                    chain.X, chain.S, size=m, method=r["method"], kernel=kernel, seed=seed
+                )
                 vals.append(res.ksd)
             except Exception:
                 vals.append(math.nan)
-        curves[method] = (sizes, vals)
+        curves[r["method"]] = (sizes, vals)
     return curves
 
 

@@ -363,6 +363,16 @@ def _cmd_demo(args) -> int:
         raise CLIError(f"--reference must be at least 10, got {args.reference}")
     chain = demo_chain(args.target, n, args.seed, args.progress, args.reference)
     t_sim = time.perf_counter() - t0
+    if args.save_chain:
+        path = args.save_chain if args.save_chain.endswith(".npz") else args.save_chain + ".npz"
+        np.savez(
+            path,
+            X=chain.X,
+            S=chain.S,
+            log_density=chain.log_density,
+            reference=chain.reference if chain.reference is not None else np.empty((0, 0)),
+        )
+        print(f"saved the chain to {path} (arrays X, S, log_density, reference)")
     kernel = sc.SteinKernel(sc.IMQ(sigma=sc.median_bandwidth(chain.X)))
     if args.target == "goodwin":
         what = "P-MALA chain on the Goodwin oscillator posterior (d = 4, log-parameters)"
@@ -547,6 +557,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--plot", metavar="FILE.png", default=None, help="write a figure")
     demo.add_argument(
         "--no-curves", action="store_true", help="with --plot: skip the KSD-vs-size curves"
+    )
+    demo.add_argument(
+        "--save-chain",
+        metavar="FILE.npz",
+        default=None,
+        help="also save the simulated chain (X, S, ...) for `stein-coreset compress FILE.npz`",
     )
     demo.add_argument("--progress", action="store_true", help="show progress bars")
     demo.set_defaults(func=_cmd_demo)

@@ -380,3 +380,36 @@ def test_methods_lists_every_name(capsys):
     rc, out, _ = _run(["methods"], capsys)
     assert rc == 0
     assert [line.split()[0] for line in out.splitlines()] == list(ALL_METHOD_NAMES)
+
+
+def test_demo_saved_chain_compresses_to_the_demo_ksd_from_the_command_line(tmp_path, capsys):
+    chain = tmp_path / "chain.npz"
+    rc, out, _ = _run(
+        [
+            "demo",
+            "--target",
+            "gmm",
+            "--n",
+            196,
+            "--reference",
+            50,
+            "--methods",
+            "standard",
+            "--save-chain",
+            chain,
+        ],
+        capsys,
+    )
+    assert rc == 0 and f"saved the chain to {chain}" in out
+    demo_ksd = float(next(ln.split()[3] for ln in out.splitlines() if ln.startswith("standard")))
+    z = _load(chain)
+    assert z["X"].shape == z["S"].shape == (196, 2) and z["reference"].shape == (50, 2)
+    rc, _, _ = _run(
+        ["compress", chain, "--method", "standard", "--size", 14, "--out", tmp_path / "c.npz"],
+        capsys,
+    )
+    assert rc == 0
+    c = _load(tmp_path / "c.npz")
+    assert json.loads(str(c["info"]))["scores_file"].endswith("chain.npz:S")  # found by name
+    # same points, same default kernel (median bandwidth of X): the demo's KSD
+    assert float(c["ksd"]) == pytest.approx(demo_ksd, rel=1e-3)

@@ -350,6 +350,9 @@ def _cmd_demo(args) -> int:
     from .compress import ALL_METHOD_NAMES, available_methods
 
     plt = _require_matplotlib() if args.plot else None
+    for flag, path in (("--plot", args.plot), ("--save-chain", args.save_chain)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise CLIError(f"{flag}: directory does not exist: {os.path.dirname(path)}")
     methods = _demo_methods(args.methods)
     n = args.n or DEMO_DEFAULT_N[args.target]
     if n < 16:

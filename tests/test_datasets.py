@@ -136,8 +136,9 @@ def test_burn_in_oracle_finds_a_shifted_prefix():
     for c, shift in zip(chains, [8, -8, 5, -5, 8, -8], strict=True):
         c[:400] += shift
     b = ds.burn_in_oracle(chains)
-    # R-hat tolerates a short shifted tail: most of the burn-in goes, little of the rest
-    assert 340 <= b <= 600
-    assert ds.burn_in_oracle([rng.standard_normal((2000, 2)) for _ in range(6)]) < 100
+    # R-hat misses a window [b, 2b) whose first ~15% is still shifted, and the grid is
+    # geometric (~10% steps): most of the burn-in goes, almost nothing after it
+    assert 300 <= b <= 440
+    assert ds.burn_in_oracle([rng.standard_normal((2000, 2)) for _ in range(6)]) < 50
     with pytest.raises(ValueError, match="2 chains"):
         ds.burn_in_oracle(chains[:1])

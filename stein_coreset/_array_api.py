@@ -29,8 +29,9 @@ __all__ = [
     "TRANSFERS",
 ]
 
-#: Number of host transfers made by :func:`to_host` / :func:`from_host`, by direction.
-#: Tests use it to check that no transfer happens inside a per-point loop.
+#: Host transfers made by :func:`to_host` / :func:`from_host`: counts ("to_host", "from_host")
+#: and bytes ("to_host_bytes", "from_host_bytes"). NumPy inputs cross for free and are not
+#: counted. Tests use it to check that no transfer happens inside a per-point loop.
 TRANSFERS: Counter = Counter()
 
 
@@ -82,12 +83,15 @@ def to_host(x, dtype=np.float64) -> np.ndarray:
         return np.ascontiguousarray(x, dtype=dtype)
     TRANSFERS["to_host"] += 1
     if array_api_compat.is_cupy_array(x):
-        return np.ascontiguousarray(x.get(), dtype=dtype)
-    if array_api_compat.is_array_api_strict_namespace(array_api_compat.array_namespace(x)):
-        import array_api_strict
+        out = np.ascontiguousarray(x.get(), dtype=dtype)
+    else:
+        if array_api_compat.is_array_api_strict_namespace(array_api_compat.array_namespace(x)):
+            import array_api_strict
 
-        x = x.to_device(array_api_strict.Device("CPU_DEVICE"))
-    return np.ascontiguousarray(np.from_dlpack(x), dtype=dtype)
+            x = x.to_device(array_api_strict.Device("CPU_DEVICE"))
+        out = np.ascontiguousarray(np.from_dlpack(x), dtype=dtype)
+    TRANSFERS["to_host_bytes"] += out.nbytes
+    return out
 
 
 def from_host(y: np.ndarray, like=None, *, xp=None, device=None):
@@ -98,6 +102,7 @@ def from_host(y: np.ndarray, like=None, *, xp=None, device=None):
     if is_numpy(xp):
         return y
     TRANSFERS["from_host"] += 1
+    TRANSFERS["from_host_bytes"] += np.asarray(y).nbytes
     return xp.asarray(y, device=device)
 
 
@@ -143,10 +148,13 @@ def check_scores(S, X, xp, name: str = "S", *, allow_nonfinite: bool = False):
     return check_points(S, xp, name, allow_nonfinite=allow_nonfinite)
 
 
-def check_weights(w, n: int, xp, name: str = "weights", *, simplex: bool = False):
-    """Validate a weight vector of length ``n`` (finite; on the simplex when ``simplex``)."""
+def check_weights(w, n: int, xp, name: str = "weights", *, simplex: bool = False, device=None):
+    """Validate a weight vector of length ``n`` (finite; on the simplex when ``simplex``).
+
+    ``None`` becomes uniform weights on ``device``.
+    """
     if w is None:
-        return xp.full((n,), 1.0 / n, dtype=xp.float64)
+        return xp.full((n,), 1.0 / n, dtype=xp.float64, device=device)
     if w.ndim != 1 or w.shape[0] != n:
         raise ValueError(f"{name} must have shape ({n},), got {tuple(w.shape)}")
     w = _float_dtype(xp, w, name)
@@ -168,6 +176,13 @@ def check_size(size, n: int, name: str = "size") -> int:
     if size < 1 or size > n:
         raise ValueError(f"{name} must be between 1 and n = {n}, got {size}")
     return size
+
+
+def host_indices(idx) -> np.ndarray:
+    """An int64 NumPy array from a host sequence or an index array of any namespace."""
+    if isinstance(idx, (np.ndarray, list, tuple, range)):
+        return np.ascontiguousarray(idx, dtype=np.int64)
+    return to_host(idx, np.int64)
 
 
 def as_index_array(xp, idx, device):

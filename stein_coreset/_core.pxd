@@ -1,5 +1,5 @@
 # Declarations of the C++ core in src_cpp/ (plain C++17, no Python headers).
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 
 
 cdef extern from "stein_kernel.hpp" nogil:
@@ -21,6 +21,70 @@ cdef extern from "stein_kernel.hpp" nogil:
     void sc_matvec "sc::matvec"(const KernelSpec& K, const double* w, double* out) except +
 
 
+cdef extern from "dksd.hpp" nogil:
+    cdef cppclass DKSDSpec "sc::DKSDSpec":
+        int64_t n
+        int64_t d
+        const double* U
+        const double* V
+        const double* F
+        bint full
+        const int* base
+        const double* sigma
+        const double* beta
+        const double* lam
+
+    double sc_dksd_pass "sc::dksd_pass"(const DKSDSpec& S, double* Gv, double* Gf) except +
+
+
 cdef class Kernel:
     cdef KernelSpec spec
     cdef object _keep
+
+
+cdef extern from "recombination.hpp" nogil:
+    int64_t sc_recombination "sc::recombination"(const double* A, int64_t m, int64_t n,
+                                                 const double* x0, double* x) except +
+    int64_t sc_recombination_strided "sc::recombination_strided"(
+        const double* A, int64_t m, int64_t n, int64_t rs, int64_t cs, const double* x0,
+        double* x) except +
+
+
+cdef extern from "kt_swap_ls.hpp" nogil:
+    double sc_kt_swap_ls "sc::kt_swap_ls"(const KernelSpec& K, double* w, const int64_t* order,
+                                          int64_t s, int fmt) except +
+
+
+cdef extern from "stein_thinning.hpp" nogil:
+    void sc_kernel_column "sc::kernel_column"(const KernelSpec& K, int64_t j, double* out) except +
+    void sc_stein_thinning "sc::stein_thinning"(const KernelSpec& K, int64_t m, int64_t* out,
+                                               double* score) except +
+
+
+cdef extern from "kt_split.hpp" nogil:
+    int64_t sc_kt_split_size "sc::kt_split_size"(int64_t N, int t)
+    void sc_kt_split "sc::kt_split"(const KernelSpec& K, const int64_t* idx, int64_t N, int t,
+                                    double delta, uint64_t seed, const double* uniforms,
+                                    int64_t* out) except +
+
+
+cdef extern from "kt_swap.hpp" nogil:
+    void sc_coreset_sums "sc::coreset_sums"(const KernelSpec& K, const int64_t* C, int64_t L,
+                                            int64_t m, double* out) except +
+    int64_t sc_kt_swap_refine "sc::kt_swap_refine"(const KernelSpec& K, int64_t* I, int64_t m,
+                                                   int passes) except +
+
+
+cdef extern from "soa_kernel.hpp" nogil:
+    void sc_soa_matvec "sc::soa_matvec"(const KernelSpec& K, const double* w, double* out) except +
+
+
+cdef extern from "amd.hpp" nogil:
+    void sc_amd_lowrank "sc::amd_lowrank"(const float* F, const double* res, int64_t n,
+                                          int64_t r, int64_t t0, int64_t steps, double eta,
+                                          double* w, double* v) except +
+
+
+cdef extern from "compresspp.hpp" nogil:
+    void sc_kernel_row_means "sc::kernel_row_means"(const KernelSpec& K, const int64_t* rows,
+                                                    int64_t nr, double* out) except +

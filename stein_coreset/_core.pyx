@@ -99,3 +99,221 @@ def matvec(Kernel K, const double[::1] w):
     with nogil:
         sc_matvec(K.spec, &w[0], &ov[0])
     return out
+
+
+def recombination(const double[:, ::1] A, const double[::1] x0, bint points_major=False):
+    """x >= 0 with A x = A x0 and at most rank(A) <= m nonzeros (Alg. G.1).
+
+    A is (m, n), or (n, m) holding A^T when ``points_major`` (no transpose copy needed).
+    """
+    cdef int64_t m = A.shape[1] if points_major else A.shape[0]
+    cdef int64_t n = A.shape[0] if points_major else A.shape[1]
+    cdef int64_t rs = 1 if points_major else n
+    cdef int64_t cs = m if points_major else 1
+    if x0.shape[0] != n:
+        raise ValueError(f"x0 must have length n = {n}, got {x0.shape[0]}")
+    out = np.zeros(n, dtype=np.float64)
+    cdef double[::1] ov = out
+    if n == 0:
+        return out
+    cdef const double* aptr = &A[0, 0] if m > 0 else NULL
+    with nogil:
+        sc_recombination_strided(aptr, m, n, rs, cs, &x0[0], &ov[0])
+    return out
+
+
+def kt_swap_ls(Kernel K, double[::1] w, const int64_t[::1] order, int fmt):
+    """KT-Swap-LS (Alg. G.2) in place on the dense weights w; returns the tracked w^T K w."""
+    cdef int64_t s = order.shape[0], i
+    cdef double D
+    if w.shape[0] != K.spec.n:
+        raise ValueError(f"w must have length n = {K.spec.n}")
+    if fmt != 0 and fmt != 1:
+        raise ValueError("fmt must be 0 (simplex) or 1 (constant-preserving)")
+    for i in range(s):
+        if order[i] < 0 or order[i] >= K.spec.n:
+            raise IndexError(f"index {order[i]} out of range for n = {K.spec.n}")
+    if s == 0:
+        return float(np.dot(w, matvec(K, w)))
+    with nogil:
+        D = sc_kt_swap_ls(K.spec, &w[0], &order[0], s, fmt)
+    return D
+
+
+# ---- equal-weighted compression: Stein thinning, KT-SPLIT, KT-Swap (src_cpp/stein_thinning,
+# kt_split, kt_swap) ---------------------------------------------------------------------------
+
+cdef _check_indices(Kernel K, const int64_t[::1] idx, str name):
+    cdef int64_t i
+    for i in range(idx.shape[0]):
+        if idx[i] < 0 or idx[i] >= K.spec.n:
+            raise IndexError(f"{name} index {idx[i]} out of range for n = {K.spec.n}")
+
+
+def kernel_column(Kernel K, int64_t j):
+    """(n,) column k_P(x_i, x_j)."""
+    if j < 0 or j >= K.spec.n:
+        raise IndexError(f"column index {j} out of range for n = {K.spec.n}")
+    out = np.empty(K.spec.n, dtype=np.float64)
+    cdef double[::1] ov = out
+    with nogil:
+        sc_kernel_column(K.spec, j, &ov[0])
+    return out
+
+
+def stein_thinning(Kernel K, int64_t m):
+    """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order."""
+    if m < 1:
+        raise ValueError("m must be >= 1")
+    out = np.empty(m, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    with nogil:
+        sc_stein_thinning(K.spec, m, &ov[0], NULL)
+    return out
+
+
+def kt_split(Kernel K, const int64_t[::1] idx, int t, double delta, uint64_t seed,
+             uniforms=None):
+    """KT-SPLIT of the index sequence idx: (2^t, size) int64 array of coresets."""
+    cdef int64_t N = idx.shape[0]
+    cdef const double[::1] uv
+    cdef const double* uptr = NULL
+    if t < 0 or t > 40:
+        raise ValueError("t must be in [0, 40]")
+    _check_indices(K, idx, "idx")
+    cdef int64_t size = sc_kt_split_size(N, t)
+    if size < 1:
+        raise ValueError(f"{N} indices cannot be halved {t} times")
+    if uniforms is not None:
+        uv = uniforms
+        if uv.shape[0] < t * (N // 2):
+            raise ValueError("uniforms must hold t * (N // 2) values")
+        uptr = &uv[0]
+    out = np.empty(((<int64_t> 1) << t, size), dtype=np.int64)
+    cdef int64_t[:, ::1] ov = out
+    with nogil:
+        sc_kt_split(K.spec, &idx[0], N, t, delta, seed, uptr, &ov[0, 0])
+    return out
+
+
+def coreset_sums(Kernel K, const int64_t[:, ::1] C):
+    """(L,) sums sum_{a,b} k_P(C[l, a], C[l, b]) of L equal-size coresets."""
+    cdef int64_t L = C.shape[0], m = C.shape[1], l, a
+    for l in range(L):
+        for a in range(m):
+            if C[l, a] < 0 or C[l, a] >= K.spec.n:
+                raise IndexError(f"coreset index {C[l, a]} out of range for n = {K.spec.n}")
+    out = np.zeros(L, dtype=np.float64)
+    cdef double[::1] ov = out
+    if L == 0 or m == 0:
+        return out
+    with nogil:
+        sc_coreset_sums(K.spec, &C[0, 0], L, m, &ov[0])
+    return out
+
+
+def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1):
+    """Greedy KT-Swap (Alg. D.3) on the coreset I, in place; returns the number of swaps."""
+    cdef int64_t m = I.shape[0], changed
+    if m < 1:
+        raise ValueError("the coreset is empty")
+    _check_indices(K, I, "coreset")
+    with nogil:
+        changed = sc_kt_swap_refine(K.spec, &I[0], m, passes)
+    return changed
+
+
+def matvec_soa(Kernel K, const double[::1] w):
+    """K w like :func:`matvec`, with the vectorised structure-of-arrays evaluator."""
+    if w.shape[0] != K.spec.n:
+        raise ValueError(f"w must have length n = {K.spec.n}")
+    out = np.empty(K.spec.n, dtype=np.float64)
+    cdef double[::1] ov = out
+    with nogil:
+        sc_soa_matvec(K.spec, &w[0], &ov[0])
+    return out
+
+
+# AMD on F F^T + diag(res) (issue 4) -------------------------------------------------------------
+
+def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, double[::1] v,
+                int64_t t0, int64_t steps, double eta):
+    """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); state (w, v) updated in place.
+
+    F is float32 (the pass over it is memory-bound; products accumulate in double)."""
+    cdef int64_t n = F.shape[0], r = F.shape[1]
+    if res.shape[0] != n or w.shape[0] != n or v.shape[0] != n:
+        raise ValueError(f"res, w and v must have length n = {n}")
+    if t0 < 0 or steps < 0:
+        raise ValueError("t0 and steps must be >= 0")
+    if n == 0 or steps == 0:
+        return
+    cdef const float* Fp = NULL
+    if r > 0:
+        Fp = &F[0, 0]
+    with nogil:
+        sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0])
+
+
+def kernel_row_means(Kernel K, const int64_t[::1] rows):
+    """(len(rows),) means (1/n) sum_j k(x_rows[a], x_j) over all n points of K."""
+    cdef int64_t nr = rows.shape[0], i
+    for i in range(nr):
+        if rows[i] < 0 or rows[i] >= K.spec.n:
+            raise IndexError(f"row index {rows[i]} out of range for n = {K.spec.n}")
+    out = np.empty(nr, dtype=np.float64)
+    cdef double[::1] ov = out
+    if nr == 0:
+        return out
+    with nogil:
+        sc_kernel_row_means(K.spec, &rows[0], nr, &ov[0])
+    return out
+
+
+def dksd_pass(const double[:, ::1] U, const double[:, ::1] V, const double[::1] F, bint full,
+              const int[::1] base, const double[::1] sigma, const double[::1] beta,
+              const double[::1] lam, bint need_grad):
+    """DKSD U-statistic and its adjoints (src_cpp/dksd.hpp); F is the flattened diffusion."""
+    cdef int64_t n = U.shape[0], d = U.shape[1]
+    cdef int64_t fsize = n * d * d if full else n * d
+    cdef DKSDSpec S
+    cdef double total
+    cdef double* gvp = NULL
+    cdef double* gfp = NULL
+    cdef double[:, ::1] gvv
+    cdef double[::1] gfv
+    if n < 2:
+        raise ValueError("dksd_pass needs at least 2 points")
+    if V.shape[0] != n or V.shape[1] != d:
+        raise ValueError("V must have the shape of U")
+    if F.shape[0] != fsize:
+        raise ValueError(f"F must have {fsize} entries, got {F.shape[0]}")
+    if base.shape[0] != d or sigma.shape[0] != d or beta.shape[0] != d or lam.shape[0] != d:
+        raise ValueError("base, sigma, beta and lam need one entry per coordinate")
+    for i in range(d):
+        if base[i] < 0 or base[i] > 3:
+            raise ValueError(f"unknown base kernel code {base[i]}")
+    Gv = Gf = None
+    if need_grad:
+        Gv = np.empty((n, d), dtype=np.float64)
+        Gf = np.empty(fsize, dtype=np.float64)
+        gvv = Gv
+        gfv = Gf
+        gvp = &gvv[0, 0]
+        gfp = &gfv[0]
+    S.n = n
+    S.d = d
+    S.U = &U[0, 0]
+    S.V = &V[0, 0]
+    S.F = &F[0]
+    S.full = full
+    S.base = &base[0]
+    S.sigma = &sigma[0]
+    S.beta = &beta[0]
+    S.lam = &lam[0]
+    with nogil:
+        total = sc_dksd_pass(S, gvp, gfp)
+    if need_grad:
+        Gf = Gf.reshape((int(n), int(d), int(d))) if full else Gf.reshape((int(n), int(d)))
+    return total, Gv, Gf
+

@@ -38,9 +38,9 @@ def ksd(X, S, weights=None, kernel=None) -> float:
 
     Cost: O(n^2 d) kernel evaluations, O(n) memory beyond one slab.
     """
-    xp, _ = aa.namespace(X=X, S=S, weights=weights)
+    xp, dev = aa.namespace(X=X, S=S, weights=weights)
     K = _stein(kernel).bind(X, S)
-    w = aa.check_weights(weights, K.n, xp)
+    w = aa.check_weights(weights, K.n, xp, device=dev)
     return math.sqrt(max(K.quad(w), 0.0))
 
 
@@ -50,8 +50,8 @@ def _two_sample(X, Y, wx, wy):
     Y = aa.check_points(Y, xp, "Y")
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"X and Y must have the same dimension, got {X.shape[1]} and {Y.shape[1]}")
-    wx = aa.check_weights(wx, X.shape[0], xp, "wx")
-    wy = aa.check_weights(wy, Y.shape[0], xp, "wy")
+    wx = aa.check_weights(wx, X.shape[0], xp, "wx", device=dev)
+    wy = aa.check_weights(wy, Y.shape[0], xp, "wy", device=dev)
     return xp, dev, X, Y, wx, wy
 
 

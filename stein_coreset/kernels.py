@@ -112,10 +112,11 @@ class IMQ(_RadialKernel):
 
     def radial(self, xp, q):
         s2 = self.sigma**2
-        b = 1.0 + q / s2
         beta = self._beta
-        p = b ** (beta - 2.0)
-        return p * b * b, (beta / s2) * p * b, q * (beta * (beta - 1.0) / (s2 * s2)) * p
+        ib = 1.0 / (1.0 + q / s2)
+        k0 = xp.sqrt(ib) if beta == -0.5 else ib ** (-beta)
+        k1 = (beta / s2) * k0 * ib
+        return k0, k1, ((beta - 1.0) / s2) * q * k1 * ib
 
     def __repr__(self):
         return f"IMQ(sigma={self.sigma:.6g}, beta={self._beta:.6g})"
@@ -316,9 +317,18 @@ class KernelMatrix:
     Built by :meth:`SteinKernel.bind` (Stein kernel) or :func:`centred_kernel_matrix`
     (a base kernel centred at the input). ``U`` are whitened points, ``T`` whitened scores or
     ``None``, ``mean``/``mean_all`` the centring of a base kernel.
+
+    ``backend``: "auto" evaluates NumPy inputs with the C++ evaluator (O(d) per entry, threads)
+    and every other namespace with the array-API code; "array_api" forces the latter (the
+    reference the C++ path is tested against); "cpp" forces the former (host arrays).
     """
 
-    def __init__(self, base: _RadialKernel, U, T=None, mean=None, mean_all: float = 0.0):
+    def __init__(
+        self, base: _RadialKernel, U, T=None, mean=None, mean_all: float = 0.0, backend="auto"
+    ):
+        if backend not in ("auto", "cpp", "array_api"):
+            raise ValueError(f"backend must be 'auto', 'cpp' or 'array_api', got {backend!r}")
+        self.backend = backend
         self.base = base
         self.U = U
         self.T = T
@@ -330,6 +340,14 @@ class KernelMatrix:
         self._diag = None
 
     @property
+    def uses_cpp(self) -> bool:
+        return self.backend == "cpp" or (self.backend == "auto" and aa.is_numpy(self.xp))
+
+    def with_backend(self, backend: str) -> KernelMatrix:
+        """The same matrix evaluated by another backend."""
+        return KernelMatrix(self.base, self.U, self.T, self.mean, self.mean_all, backend)
+
+    @property
     def is_stein(self) -> bool:
         return self.T is not None
 
@@ -339,29 +357,37 @@ class KernelMatrix:
         idx = aa.as_index_array(xp, idx, self.device)
         T = None if self.T is None else xp.take(self.T, idx, axis=0)
         mean = None if self.mean is None else xp.take(self.mean, idx, axis=0)
-        return KernelMatrix(self.base, xp.take(self.U, idx, axis=0), T, mean, self.mean_all)
+        return KernelMatrix(
+            self.base, xp.take(self.U, idx, axis=0), T, mean, self.mean_all, self.backend
+        )
 
     def _entries(self, Ua, Ub, Ta=None, Tb=None, ma=None, mb=None):
+        # Differences are formed coordinate by coordinate (not by the |a|^2 + |b|^2 - 2ab
+        # expansion): near the diagonal the expansion cancels, and sqrt(q) (Matern) amplifies it.
         xp = self.xp
-        q = _sqdist(xp, Ua, Ub)
+        q = xp.zeros((Ua.shape[0], Ub.shape[0]), dtype=xp.float64, device=self.device)
+        ut = None if Ta is None else xp.zeros_like(q)
+        for c in range(self.d):
+            du = Ua[:, c : c + 1] - Ub[:, c][None, :]
+            q = q + du * du
+            if Ta is not None:
+                ut = ut + du * (Ta[:, c : c + 1] - Tb[:, c][None, :])
         k0, k1, qk2 = self.base.radial(xp, q)
         if Ta is None:
             out = k0
         else:
-            tt = Ta @ Tb.T
-            ut = (
-                xp.sum(Ua * Ta, axis=1)[:, None]
-                - Ua @ Tb.T
-                - (Ta @ Ub.T)
-                + xp.sum(Ub * Tb, axis=1)[None, :]
-            )
-            out = k0 * tt - 2.0 * k1 * ut - 4.0 * qk2 - (2.0 * self.d) * k1
+            out = k0 * (Ta @ Tb.T) - 2.0 * k1 * ut - 4.0 * qk2 - (2.0 * self.d) * k1
         if ma is not None:
             out = out + self.mean_all - ma[:, None] - mb[None, :]
         return out
 
     def block(self, rows, cols=None):
         """Block k_P(x_rows, x_cols) in the array namespace, shape (len(rows), len(cols) or n)."""
+        if self.uses_cpp:
+            out = self.block_cpp(
+                aa.host_indices(rows), None if cols is None else aa.host_indices(cols)
+            )
+            return aa.from_host(out, xp=self.xp, device=self.device)
         xp = self.xp
         rows = aa.as_index_array(xp, rows, self.device)
         take = lambda A, i: None if A is None else xp.take(A, i, axis=0)  # noqa: E731
@@ -397,6 +423,8 @@ class KernelMatrix:
 
     def dense(self):
         """The full (n, n) matrix; O(n^2) memory, for small n and tests."""
+        if self.uses_cpp:
+            return aa.from_host(self.block_cpp(np.arange(self.n)), xp=self.xp, device=self.device)
         return self._entries(self.U, self.U, self.T, self.T, self.mean, self.mean)
 
     def slabs(self, block_size: int | None = None):
@@ -410,6 +438,8 @@ class KernelMatrix:
 
         ``w`` may be (n,) or (n, k).
         """
+        if self.uses_cpp and w.ndim == 1:
+            return aa.from_host(self.matvec_cpp(aa.to_host(w)), like=w)
         xp = self.xp
         parts = []
         for a, b in self.slabs(block_size):
@@ -452,7 +482,9 @@ class KernelMatrix:
     def matvec_cpp(self, w) -> np.ndarray:
         from . import _core
 
-        return _core.matvec(self.handle(), np.ascontiguousarray(w, dtype=np.float64))
+        # the vectorised evaluator of src_cpp/soa_kernel (same product as _core.matvec, faster,
+        # and it picks its thread count once, so small products do not stall on a busy machine)
+        return _core.matvec_soa(self.handle(), np.ascontiguousarray(w, dtype=np.float64))
 
 
 def centred_kernel_matrix(base: _RadialKernel, X, M=None, reference=None) -> KernelMatrix:
@@ -471,10 +503,17 @@ def centred_kernel_matrix(base: _RadialKernel, X, M=None, reference=None) -> Ker
     wh = _Whitening(M, X.shape[1], xp, dev)
     U, V = wh.points(X), wh.points(R)
     plain = KernelMatrix(base, U)
-    means = []
-    for a, b in plain.slabs():
-        means.append(xp.mean(base.radial(xp, _sqdist(xp, U[a:b, ...], V))[0], axis=1))
-    mean = xp.concat(means, axis=0)
+    if reference is None and aa.is_numpy(xp):
+        # host input: the C++ product (vectorised, OpenMP) instead of NumPy slabs
+        from . import _core
+
+        n = int(U.shape[0])
+        mean = _core.matvec_soa(plain.handle(), np.full(n, 1.0 / n))
+    else:
+        means = []
+        for a, b in plain.slabs():
+            means.append(xp.mean(base.radial(xp, _sqdist(xp, U[a:b, ...], V))[0], axis=1))
+        mean = xp.concat(means, axis=0)
     if reference is None:
         mean_all = float(xp.mean(mean))
     else:

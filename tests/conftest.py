@@ -32,8 +32,8 @@ def _namespaces():
             )
         )
     try:
-        import cupy  # noqa: F401
         import array_api_compat.cupy as cp_xp
+        import cupy  # noqa: F401
 
         cupy.cuda.runtime.getDeviceCount()
         out.append(pytest.param((cp_xp, None), id="cupy"))

@@ -53,6 +53,7 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     d = xp.where(d > 0.0, d, 0.0)
     scale = float(xp.sum(d))
     F = xp.zeros((n, rank), dtype=xp.float64, device=dev)
+    ar = xp.arange(n, dtype=xp.int64, device=dev)
     pivots = []
     it = range(rank)
     if progress:
@@ -75,7 +76,9 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
         f = g / xp.sqrt(gs)
         F[:, i] = f
         d = d - f * f
-        d = xp.where(d > 0.0, d, 0.0)
+        # max(d, 0) fix; the pivot's own residual is exactly zero (rounding could leave a
+        # 1e-17 there and let the pivot be drawn again)
+        d = xp.where((d > 0.0) & (ar != s), d, 0.0)
         pivots.append(s)
     r = len(pivots)
     piv = aa.to_host(xp.concat(pivots), np.int64) if r else np.zeros(0, dtype=np.int64)

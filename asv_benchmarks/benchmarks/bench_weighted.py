@@ -1,0 +1,107 @@
+"""Weighted compression: Recombination alone (Alg. G.1), and RT / CT (Alg. 4 / 6) on the
+burn-in-like setting of the paper's Table I.1 (d = 4, m = rank = n^tau).
+
+``python asv_benchmarks/benchmarks/bench_weighted.py`` runs every case once and prints the
+times with their ratio to the paper's GPU times (Table I.1, RTX 6000, JAX). On a shared, busy
+machine run it with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``: the per-pivot kernel columns
+and BLAS calls of weighted RPCholesky otherwise stall on descheduled threads.
+"""
+
+import time
+
+import numpy as np
+
+import stein_coreset as sc
+from stein_coreset.algorithms import cholesky_thinning, recombination, recombination_thinning
+
+#: Table I.1 of the paper (seconds; median of 3 runs on one NVIDIA RTX 6000 GPU).
+PAPER_TABLE_I1 = {
+    ("rt", 0.5, 1 << 14): 0.79,
+    ("rt", 0.4, 1 << 14): 0.60,
+    ("ct", 0.5, 1 << 14): 2.06,
+    ("ct", 0.4, 1 << 14): 1.96,
+    ("rt", 0.5, 1 << 16): 2.59,
+    ("rt", 0.4, 1 << 16): 1.68,
+    ("ct", 0.5, 1 << 16): 3.66,
+    ("ct", 0.4, 1 << 16): 3.04,
+}
+
+
+def _stein_problem(n, d=4, seed=0):
+    """Biased input (shifted, over-dispersed Gaussian) for the target N(0, I_d)."""
+    rng = np.random.default_rng(seed)
+    X = 0.7 + 1.5 * rng.standard_normal((n, d))
+    K = sc.SteinKernel(sc.IMQ(sigma=sc.median_bandwidth(X))).bind(X, -X)
+    K.handle()
+    K.diag()
+    return K, np.full(n, 1.0 / n)
+
+
+def _thin(K, w, method, tau, seed=0):
+    m = round(K.n**tau)
+    thin = recombination_thinning if method == "rt" else cholesky_thinning
+    return thin(K, w, m, rng=seed)
+
+
+class Recombination:
+    """Recombination alone on a dense random A with a constant row (target: < 2 s, one core)."""
+
+    params = ([64], [10**5, 10**6])
+    param_names = ["m", "n"]
+    timeout = 300
+
+    def setup(self, m, n):
+        rng = np.random.default_rng(0)
+        self.A = rng.standard_normal((m, n))
+        self.A[0] = 1.0
+        self.x0 = rng.random(n)
+
+    def time_recombination(self, m, n):
+        recombination(self.A, self.x0)
+
+    def peakmem_recombination(self, m, n):
+        recombination(self.A, self.x0)
+
+
+class WeightedThinning:
+    """RT and CT with m = rank = n^tau from uniform input weights (Table I.1's RT / CT columns)."""
+
+    params = ([1 << 14, 1 << 16], [0.4, 0.5], ["rt", "ct"])
+    param_names = ["n", "tau", "method"]
+    timeout = 600
+
+    def setup(self, n, tau, method):
+        self.K, self.w = _stein_problem(n)
+
+    def time_thinning(self, n, tau, method):
+        _thin(self.K, self.w, method, tau)
+
+    def peakmem_thinning(self, n, tau, method):
+        _thin(self.K, self.w, method, tau)
+
+
+def main():
+    for m, n in [(64, 10**6)]:
+        case = Recombination()
+        case.setup(m, n)
+        t = time.perf_counter()
+        case.time_recombination(m, n)
+        print(f"recombination m={m} n={n}: {time.perf_counter() - t:.3f} s")
+    for n in (1 << 14, 1 << 16):
+        K, w = _stein_problem(n)
+        for method in ("rt", "ct"):
+            for tau in (0.4, 0.5):
+                t = time.perf_counter()
+                idx, wts = _thin(K, w, method, tau)
+                dt = time.perf_counter() - t
+                paper = PAPER_TABLE_I1[(method, tau, n)]
+                ksd = np.sqrt(max(K.take(idx).quad(np.asarray(wts)), 0.0))
+                print(
+                    f"{method.upper()}({tau}) n=2^{n.bit_length() - 1} m={round(n**tau)}: "
+                    f"{dt:.2f} s, {idx.size} points, KSD {ksd:.4g}; "
+                    f"paper (GPU) {paper:.2f} s, ratio ours/paper {dt / paper:.2f}"
+                )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+// Stein Thinning with sufficient statistics (paper Alg. D.1) and the kernel-column helpers the
+// equal-weighted algorithms share.
+//
+// The greedy rule picks, at step t, j = argmin_i { k_P(x_i, x_i) + 2 sum_{s<t} k_P(x_i, x_{j_s}) },
+// i.e. Alg. D.1's argmin_i { t g_i + k_P(x_i, x_i) } with g = 2 K w; only the running sum of the
+// selected columns is kept: O(n m) kernel evaluations, O(n) memory.
+#pragma once
+
+#include <cstdint>
+
+#include "stein_kernel.hpp"
+
+namespace sc {
+
+// out[i] = k_P(x_i, x_j) for all n points (OpenMP over i).
+void kernel_column(const KernelSpec& K, int64_t j, double* out);
+
+// Greedy Stein thinning: writes m indices (with repeats) into out, in selection order.
+// Ties go to the smallest index (as numpy.argmin). If `score` is not null it must hold n values
+// and receives the final objective k_P(x_i, x_i) + 2 sum_s k_P(x_i, x_{j_s}).
+void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score = nullptr);
+
+}  // namespace sc

@@ -1,0 +1,345 @@
+"""Recombination (Alg. G.1), KT-Swap-LS (Alg. G.2) and Recombination Thinning (Alg. 4).
+
+The serial parts (the Caratheodory reduction and the line-search swaps) are C++
+(``src_cpp/recombination.*``, ``src_cpp/kt_swap_ls.*``); the weighted RPCholesky factor is built
+on the array API in K's namespace, and only its (support x rank) slab crosses to the host.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg
+
+from .. import _array_api as aa
+from ..kernels import KernelMatrix
+from .resample import resample
+from .rpcholesky import weighted_rpcholesky
+
+__all__ = ["recombination", "kt_swap_ls", "recombination_thinning"]
+
+_FORMATS = {"splx": 0, "cp": 1}
+
+
+def _check_kernel(K):
+    if not isinstance(K, KernelMatrix):
+        raise TypeError(f"K must be a KernelMatrix, got {type(K).__name__}")
+
+
+def _host_vector(a, name, dtype=np.float64):
+    """A 1-D host copy of a NumPy / array-API vector or a sequence (one explicit transfer)."""
+    if isinstance(a, (list, tuple, range)):
+        a = np.asarray(a)
+    elif not isinstance(a, np.ndarray):
+        a = aa.to_host(a, dtype)
+    a = np.ascontiguousarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if dtype is np.int64:
+        if a.size and not np.issubdtype(a.dtype, np.integer):
+            raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
+        return a.astype(np.int64, copy=False)
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    return a.astype(np.float64, copy=False)
+
+
+def recombination(A, x0):
+    """Sparse non-negative vector with the same image: Recombination (Alg. G.1).
+
+    Returns ``x >= 0`` with ``A x = A x0`` and at most ``rank(A) <= m`` nonzeros (Tchernychova,
+    2016, Alg. 1, in the paper's 2m-block form): the support is split into 2m blocks, each block
+    is collapsed to the column ``A[:, I] x[I]``, the m x 2m problem is reduced exactly by
+    Find-BFS, and the support halves per round.
+
+    Parameters
+    ----------
+    A : (m, n) array
+        Test functions evaluated at the points. The paper asks for one all-positive row (the
+        constant function, which makes ``sum(x) = sum(x0)``); the implementation moves along
+        whichever sign of a null vector has a positive entry, so it is valid without one.
+    x0 : (n,) array
+        Non-negative weights.
+
+    Returns
+    -------
+    x : (n,) array in A's namespace, ``x >= 0``, at most m nonzeros (exact zeros elsewhere).
+
+    Notes
+    -----
+    O(m n + m^3 log(n / m)) time on one core, O(m^2) extra memory besides a copy of A on the
+    host. Rows are equilibrated and the null spaces come from a pivoted Householder QR, so the
+    residual ``A x - A x0`` is at rounding level relative to ``|A| x0`` row by row.
+    """
+    xp, dev = aa.namespace(A=A, x0=x0)
+    if A.ndim != 2:
+        raise ValueError(f"A must be a 2-D array of shape (m, n), got shape {tuple(A.shape)}")
+    n = int(A.shape[1])
+    if x0.ndim != 1 or x0.shape[0] != n:
+        raise ValueError(f"x0 must have shape ({n},) to match A's columns, got {tuple(x0.shape)}")
+    # A Fortran-ordered NumPy A is A^T in C order: hand it over points-major, without a copy.
+    points_major = (
+        isinstance(A, np.ndarray)
+        and A.dtype == np.float64
+        and A.T.flags.c_contiguous
+        and not A.flags.c_contiguous
+    )
+    Ah = A.T if points_major else aa.to_host(A)
+    xh = aa.to_host(x0)
+    if not np.all(np.isfinite(Ah)):
+        raise ValueError("A has NaN or inf entries")
+    if not np.all(np.isfinite(xh)):
+        raise ValueError("x0 has NaN or inf entries")
+    if np.any(xh < 0):
+        raise ValueError("x0 must be non-negative")
+    from .. import _core
+
+    x = _core.recombination(Ah, np.ascontiguousarray(xh), points_major)
+    return aa.from_host(x, xp=xp, device=dev)
+
+
+def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
+    """Greedy support swaps with exact line search: KT-Swap-LS (Alg. G.2).
+
+    Visits the given support points in order; each is removed (the rest renormalised) and the
+    single point ``k`` of all n with the best line-searched weight ``t`` is added back,
+    ``w <- (1 - t) w + t e_k``. Putting the removed point back is one of the candidates, so
+    ``MMD_{k_P}`` never increases and the support never grows.
+
+    Parameters
+    ----------
+    K : KernelMatrix
+        The n x n kernel matrix of k_P.
+    indices : (s,) int sequence or array
+        Distinct support indices into the n points (visited in this order).
+    weights : (s,) array
+        Their weights, summing to 1; non-negative for ``fmt="splx"``.
+    fmt : {"splx", "cp"}
+        "splx": the line search is clipped to t in [0, 1], so weights stay in the simplex.
+        "cp": unconstrained t (constant-preserving weights, any sign, sum 1).
+
+    Returns
+    -------
+    indices : (k,) int64 NumPy array of the new support (k <= s), increasing.
+    weights : (k,) array in K's namespace, summing to 1.
+
+    Notes
+    -----
+    O(n s) kernel evaluations and O(n s) arithmetic with the sufficient statistics
+    g = K w and D = w^T K w (C++, on host copies of the points).
+    """
+    _check_kernel(K)
+    if not isinstance(fmt, str) or fmt.lower() not in _FORMATS:
+        raise ValueError(f"fmt must be 'splx' or 'cp', got {fmt!r}")
+    code = _FORMATS[fmt.lower()]
+    idx = _host_vector(indices, "indices", np.int64)
+    w = _host_vector(weights, "weights")
+    if idx.shape != w.shape:
+        raise ValueError(
+            f"indices and weights must have the same length, got {idx.size} and {w.size}"
+        )
+    if idx.size == 0:
+        raise ValueError("indices must not be empty")
+    if idx.min() < 0 or idx.max() >= K.n:
+        raise ValueError(f"indices must lie in [0, {K.n}), got range [{idx.min()}, {idx.max()}]")
+    if np.unique(idx).size != idx.size:
+        raise ValueError("indices must be distinct")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("weights has NaN or inf entries")
+    if code == 0 and np.any(w < 0):
+        raise ValueError("weights must be non-negative for fmt='splx'")
+    if not math.isclose(float(w.sum()), 1.0, rel_tol=1e-6):
+        raise ValueError(f"weights must sum to 1, got sum {w.sum():.6g}")
+    idx, w = _kt_swap_ls_host(K, idx, w, code)
+    return idx, aa.from_host(w, xp=K.xp, device=K.device)
+
+
+def _input_weights(K, w):
+    """Validated simplex input weights in K's namespace (uniform when None)."""
+    xp = K.xp
+    if w is None:
+        return xp.full((K.n,), 1.0 / K.n, dtype=xp.float64, device=K.device)
+    aa.namespace(K=K.U, w=w)
+    w = aa.check_weights(w, K.n, xp, "w", simplex=True, device=K.device)
+    return w / xp.sum(w)
+
+
+def _kt_swap_ls_host(K, idx, w, code):
+    from .. import _core
+
+    dense = np.zeros(K.n)
+    dense[idx] = w
+    _core.kt_swap_ls(K.handle(), dense, np.ascontiguousarray(idx, dtype=np.int64), int(code))
+    out = np.flatnonzero(dense)
+    return out.astype(np.int64), dense[out]
+
+
+# ---- small dense quadratic programs on the support (O(|J|^3)) ----------------------------------
+
+
+def _affine_weights(KJ: np.ndarray) -> np.ndarray:
+    """argmin_{1^T w = 1} w^T KJ w, i.e. KJ^{-1} 1 / (1^T KJ^{-1} 1) (Eq. 64), solved stably.
+
+    Symmetric diagonal scaling to a unit diagonal (w = y / d, constraint c^T y = 1 with
+    c = 1 / d). A Cholesky solve y ~ Ks^{-1} c when its pivots show Ks well conditioned
+    (min/max squared pivot > 1e-10); otherwise an eigendecomposition Ks = Q diag(lam) Q^T:
+    with b = Q^T c the minimiser
+    is z = (b / lam) / sum(b^2 / lam) in eigen-coordinates. Eigenvalues below p * eps * lam_max
+    count as zero; when c has a component there the minimum is 0 and is reached inside that
+    numerical null space. O(|J|^3).
+    """
+    p = KJ.shape[0]
+    if p == 1:
+        return np.ones(1)
+    dg = np.diag(KJ).copy()
+    d = np.sqrt(np.where(dg > 0, dg, 1.0))
+    Ks = KJ / d[:, None] / d[None, :]
+    Ks = 0.5 * (Ks + Ks.T)
+    c = 1.0 / d
+    # Well-conditioned Ks (the usual case): Cholesky, ~10x cheaper than the eigendecomposition.
+    try:
+        L = np.linalg.cholesky(Ks)
+    except np.linalg.LinAlgError:
+        L = None
+    if L is not None:
+        dl = np.diag(L)
+        if float(dl.min()) ** 2 > 1e-10 * float(dl.max()) ** 2:
+            y = scipy.linalg.cho_solve((L, True), c)
+            w = y / d
+            s = w.sum()
+            if s > 0 and np.all(np.isfinite(w)):
+                return w / s
+    lam, Q = np.linalg.eigh(Ks)
+    b = Q.T @ c
+    tiny = lam <= p * np.finfo(float).eps * max(float(lam[-1]), 0.0)
+    bn = b[tiny]
+    if bn.size and float(bn @ bn) > 1e-12 * float(b @ b):
+        z = np.zeros(p)
+        z[tiny] = bn / float(bn @ bn)
+    else:
+        z = np.where(tiny, 0.0, b / np.where(tiny, 1.0, lam))
+    y = Q @ z
+    w = y / d
+    s = w.sum()
+    return w / s if s != 0 and np.isfinite(s) else np.full(p, 1.0 / p)
+
+
+def _quad(KJ, w) -> float:
+    return float(w @ KJ @ w)
+
+
+def _simplex_weights(KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None) -> np.ndarray:
+    """argmin over the simplex of w^T KJ w by a primal active-set method, from feasible w0.
+
+    Each iteration solves the affine problem on the free set (``_affine_weights``) and either
+    moves to it, stops at the first blocking constraint, or frees the most negative multiplier.
+    The objective never increases; O(|J|^3) per iteration.
+    """
+    p = KJ.shape[0]
+    w = np.clip(w0, 0.0, None)
+    w = w / w.sum()
+    best, fbest = w.copy(), _quad(KJ, w)
+    free = w > 0
+    scale = max(float(np.max(np.abs(np.diag(KJ)))), 1e-300)
+    for _ in range(max_iter or 20 * p + 20):
+        P = np.flatnonzero(free)
+        z = np.zeros(p)
+        z[P] = _affine_weights(KJ[np.ix_(P, P)])
+        if np.all(z[P] >= 0):
+            w = z
+            grad = 2.0 * (KJ @ w)
+            lam = float(w @ grad)
+            nu = grad - lam
+            nu[P] = 0.0
+            j = int(np.argmin(nu))
+            if nu[j] >= -1e-12 * scale:
+                f = _quad(KJ, w)
+                if f <= fbest:
+                    best, fbest = w.copy(), f
+                break
+            free[j] = True
+        else:
+            neg = P[z[P] < 0]
+            ratio = w[neg] / (w[neg] - z[neg])
+            alpha = float(ratio.min())
+            w = w + alpha * (z - w)
+            w[neg[ratio <= alpha]] = 0.0
+            w = np.clip(w, 0.0, None)
+            w = w / w.sum()
+            free = w > 0
+        f = _quad(KJ, w)
+        if f <= fbest:
+            best, fbest = w.copy(), f
+    return best
+
+
+def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None):
+    """Simplex-weighted coreset of at most m points: Recombination Thinning (RT, Alg. 4).
+
+    Resample(w, n) prunes small weights; weighted RPCholesky gives ``rank`` test vectors F;
+    Recombination on ``[F, 1]^T`` finds a sparse simplex vector matching ``F^T w``; KT-Swap-LS
+    (simplex format) refines the support; a simplex QP reoptimises the weights on it.
+
+    Parameters
+    ----------
+    K : KernelMatrix
+        k_P on the n input points (Stein kernel, or a base kernel centred at the input).
+    w : (n,) array
+        Simplex weights of the input (e.g. from Stein thinning or low-rank debiasing), in K's
+        namespace.
+    m : int
+        Output size bound, 1 <= m <= n.
+    rank : int, optional
+        Number of RPCholesky test vectors, 0 <= rank <= m - 1 (default m - 1).
+    rng : numpy.random.Generator or seed, optional
+
+    Returns
+    -------
+    indices : (k,) int64 NumPy array, k <= m, distinct and increasing.
+    weights : (k,) array in K's namespace, non-negative, summing to 1.
+
+    Notes
+    -----
+    O((d + m) n m) for RPCholesky and KT-Swap-LS, O(m^3 log n) for Recombination and O(m^3)
+    per active-set step of the final QP (Prop. G.1).
+    """
+    _check_kernel(K)
+    xp, n = K.xp, K.n
+    m = aa.check_size(m, n, "m")
+    rank = m - 1 if rank is None else rank
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)):
+        raise TypeError(f"rank must be an integer, got {type(rank).__name__}")
+    if not 0 <= rank <= m - 1:
+        raise ValueError(f"rank must be between 0 and m - 1 = {m - 1}, got {rank}")
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    w = _input_weights(K, w)
+
+    # Resample(w, n) (Alg. E.3): equal weights 1/n on a multiset; small weights are pruned.
+    counts = np.bincount(resample(w, n, rng), minlength=n)
+    supp_h = np.flatnonzero(counts)
+    ws = counts[supp_h] / float(n)
+    if rank > 0:
+        w1 = aa.from_host(counts / float(n), xp=xp, device=K.device)
+        _, F = weighted_rpcholesky(K, w1, rank, rng)
+        Fs = aa.to_host(xp.take(F, aa.as_index_array(xp, supp_h, K.device), axis=0))
+    else:
+        Fs = np.zeros((supp_h.size, 0))
+    # [F, 1]^T stored points-major: row j holds (F_j, 1), so no transpose is formed.
+    P = np.empty((Fs.shape[0], Fs.shape[1] + 1))
+    P[:, :-1] = Fs
+    P[:, -1] = 1.0
+    from .. import _core
+
+    x = _core.recombination(P, ws, True)
+    keep = x > 0
+    idx, wr = supp_h[keep], x[keep] / x[keep].sum()
+
+    idx, wr = _kt_swap_ls_host(K, idx, wr, _FORMATS["splx"])
+    KJ = K.block_cpp(idx, idx)
+    wq = _simplex_weights(KJ, wr)
+    if _quad(KJ, wq) > _quad(KJ, wr):
+        wq = wr
+    keep = wq > 0
+    idx, wq = idx[keep], wq[keep] / wq[keep].sum()
+    return idx, aa.from_host(wq, xp=xp, device=K.device)

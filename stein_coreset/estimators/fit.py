@@ -1,0 +1,176 @@
+"""``fit``: minimum Stein discrepancy estimation (Barp et al., 2019, Eq. 4) in one call."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _array_api as aa
+from ..kernels import IMQ, SteinKernel, median_bandwidth
+from . import losses as _losses
+from . import optimize as _opt
+
+__all__ = ["fit", "FitResult", "OPTIMIZERS"]
+
+OPTIMIZERS = ("riemannian_sgd", "sgd", "lbfgs", "closed_form")
+
+
+@dataclass
+class FitResult:
+    """Result of :func:`fit`.
+
+    Attributes
+    ----------
+    theta : (p,) numpy array, the estimate.
+    loss : float, the full-data loss at ``theta``.
+    history : (iterations + 1, p) numpy array, the parameter trajectory (theta0 first).
+    information : (p, p) numpy array, the information tensor g(theta) (Props. 3-4) on the data.
+    losses : list of the losses seen along the way (minibatch losses for the SGD methods).
+    optimizer, discrepancy : str.
+    n_iter : int. converged : bool. message : str.
+    """
+
+    theta: np.ndarray
+    loss: float
+    history: np.ndarray
+    information: np.ndarray
+    losses: list
+    optimizer: str
+    discrepancy: str
+    n_iter: int
+    converged: bool
+    message: str
+
+
+def _fix_kernel(kernel, X, discrepancy):
+    """Resolve data-dependent bandwidths once on the full sample (not per minibatch)."""
+    if discrepancy not in _losses._KERNEL_BASED:
+        return kernel
+    if kernel is None:
+        return IMQ(sigma=median_bandwidth(X))
+    if isinstance(kernel, SteinKernel):
+        kernel._resolve_base(X)
+    elif isinstance(kernel, _losses.SeparableKernel) and kernel.base is None:
+        kernel = _losses.SeparableKernel(IMQ(sigma=median_bandwidth(X)), kernel.B)
+    return kernel
+
+
+def _check_int(value, name, lo):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {value}")
+    return int(value)
+
+
+def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
+        optimizer: str = "riemannian_sgd", theta0=None, steps: int = 500,
+        batch_size: int | None = None, lr: float | None = None, seed=None,
+        gradient: str = "analytic", reg: float = 1e-8) -> FitResult:
+    """Minimum Stein discrepancy estimate argmin_theta SD_hat(X || P_theta) (Eq. 4).
+
+    Parameters
+    ----------
+    model : model object
+        ``score(x, theta)`` and optionally ``score_dtheta``, ``score_dx`` (see ``models``).
+    X : (n, d) array
+        The sample, any array-API namespace.
+    discrepancy : {"ksd", "dksd", "sm", "dsm", "nnsm"}
+        See :func:`stein_coreset.estimators.loss`.
+    kernel, diffusion
+        As in :func:`stein_coreset.estimators.loss`. A median bandwidth is fixed once on X.
+    optimizer : {"riemannian_sgd", "sgd", "lbfgs", "closed_form"}
+        Riemannian SGD (Eq. 16) with the minibatch information tensor, plain SGD, L-BFGS-B on
+        the full loss, or the exact minimiser of the quadratic loss of an exponential family
+        (needs ``model.linear_in_theta`` and a theta-independent diffusion).
+    theta0 : (p,) array-like, optional
+        Start; default ``model.default_theta0(X)`` (median / MAD) or zeros for exponential
+        families. Must lie in the parameter domain.
+    steps : int
+        SGD iterations, or the L-BFGS iteration limit.
+    batch_size : int, optional
+        Minibatch size for the SGD methods; default min(n, 200). Ignored by lbfgs/closed_form.
+    lr : float, optional
+        Constant step size; default 0.2 for riemannian_sgd (the metric makes the step
+        dimensionless: near the minimiser L ~ (theta - theta*)^T g (theta - theta*), so 1/2 would
+        be a Newton step; smaller steps average the minibatch noise), 0.1 for sgd.
+    seed : int or numpy Generator, optional
+        Minibatch draws.
+    gradient : {"analytic", "fd"}
+        theta-gradients of ksd / dksd (see :func:`loss_and_grad`).
+    reg : float
+        Relative eigenvalue floor of the information tensor before inversion.
+
+    Returns
+    -------
+    FitResult
+    """
+    if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
+    xp, dev = aa.namespace(X=X)
+    X = aa.check_points(X, xp, "X")
+    n = int(X.shape[0])
+    steps = _check_int(steps, "steps", 1)
+    if theta0 is None:
+        init = getattr(model, "default_theta0", None)
+        if init is None:
+            raise ValueError("theta0 is required for a model without default_theta0")
+        theta0 = init(X)
+    kernel = _fix_kernel(kernel, X, discrepancy)
+    X, theta0, diff = _losses._validate(model, theta0, X, discrepancy, kernel, diffusion,
+                                        "theta0")
+    if batch_size is None:
+        batch_size = min(n, 200)
+    batch_size = _check_int(batch_size, "batch_size", 2)
+    if batch_size > n:
+        raise ValueError(f"batch_size must be at most n = {n}, got {batch_size}")
+    if lr is None:
+        lr = 0.2 if optimizer == "riemannian_sgd" else 0.1
+    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating)) or not (
+        math.isfinite(lr) and lr > 0
+    ):
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    in_domain = getattr(model, "in_domain", None)
+
+    def take(batch):
+        if batch is None:
+            return X
+        return xp.take(X, aa.as_index_array(xp, batch, dev), axis=0)
+
+    def grad(theta, batch):
+        Xb = take(batch)
+        if gradient == "analytic" and discrepancy in _losses._KERNEL_BASED:
+            return _losses._dksd(model, Xb, theta, kernel, diff, True)
+        f = lambda t: _losses._value(model, Xb, t, discrepancy, kernel, diff)  # noqa: E731
+        return f(theta), _losses._fd_grad(f, theta)
+
+    def metric(theta, batch):
+        return _losses._information(model, take(batch), theta, discrepancy, kernel, diff)
+
+    if optimizer == "riemannian_sgd":
+        res = _opt.riemannian_sgd(grad, metric, theta0, n=n, steps=steps, lr=float(lr),
+                                  batch_size=batch_size, rng=rng, in_domain=in_domain, reg=reg)
+    elif optimizer == "sgd":
+        res = _opt.sgd(grad, theta0, n=n, steps=steps, lr=float(lr), batch_size=batch_size,
+                       rng=rng, in_domain=in_domain)
+    elif optimizer == "lbfgs":
+        res = _opt.lbfgs(grad, theta0, steps=steps, bounds=getattr(model, "bounds", None))
+    else:
+        if not getattr(model, "linear_in_theta", False):
+            raise ValueError(
+                "optimizer='closed_form' needs an exponential-family model (score affine in "
+                f"theta, e.g. ExponentialFamily); {model!r} is not one"
+            )
+        if diff is not None and diff.is_theta_dependent(X, theta0):
+            raise ValueError("optimizer='closed_form' needs a diffusion independent of theta")
+        res = _opt.closed_form(grad, theta0)
+    theta = res.theta
+    if in_domain is not None and not in_domain(theta):  # pragma: no cover - guarded above
+        raise ValueError(f"the optimiser left the parameter domain: theta = {theta}")
+    final = _losses._value(model, X, theta, discrepancy, kernel, diff)
+    info = _losses._information(model, X, theta, discrepancy, kernel, diff)
+    return FitResult(theta, final, res.history, info, res.losses, optimizer, discrepancy,
+                     res.n_iter, res.converged, res.message)

@@ -1,0 +1,129 @@
+"""AMD (Alg. F.2): accelerated entropic mirror descent for min_w w^T K w over the simplex."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.optimize
+
+import stein_coreset as sc
+from stein_coreset.algorithms import LowRankPlusDiagonal, amd, weighted_rpcholesky
+
+
+def simplex_qp(K):
+    """Exact min of w^T K w on the simplex: NNLS on [L^T; lam 1^T] w = [0; lam], K = L L^T
+    (an active-set method, exact up to the O(1/lam^2) penalty on sum(w) = 1)."""
+    n = K.shape[0]
+    ev, U = np.linalg.eigh(K)
+    Lt = (U * np.sqrt(np.clip(ev, 0.0, None))).T
+    lam = 1e3 * math.sqrt(np.abs(K).max())
+    w, _ = scipy.optimize.nnls(np.vstack([Lt, np.full((1, n), lam)]), np.r_[np.zeros(n), lam],
+                               maxiter=50 * n)
+    return w / w.sum()
+
+
+@pytest.fixture(scope="module")
+def stein_300():
+    rng = np.random.default_rng(0)
+    X = 0.7 + 1.5 * rng.standard_normal((300, 2))
+    Km = sc.SteinKernel(sc.IMQ(sigma=1.5)).bind(X, -X)
+    K = Km.dense()
+    w_opt = simplex_qp(K)
+    return Km, K, w_opt, float(w_opt @ K @ w_opt)
+
+
+def test_simplex_qp_reference_satisfies_kkt(stein_300):
+    """The reference is optimal: K w* >= lambda everywhere, = lambda on its support."""
+    _, K, w, f = stein_300
+    g = K @ w
+    assert np.all(w >= 0) and math.isclose(w.sum(), 1.0)
+    np.testing.assert_allclose(g[w > 0], f, rtol=1e-5)
+    assert g.min() >= f * (1 - 1e-5)
+
+
+def test_amd_objective_matches_qp_optimum(stein_300):
+    _, K, _, f_opt = stein_300
+    w0 = amd(K, 2000)
+    w = amd(K, 30000, w0, agg=True)
+    assert np.all(w >= 0) and math.isclose(float(w.sum()), 1.0, rel_tol=1e-12)
+    assert (w @ K @ w - f_opt) / f_opt < 1e-3
+
+
+def test_amd_meets_its_convergence_bound(stein_300):
+    """Lem. F.3: f(w_T) - f* <= 16 log(n) max_i K_ii / T^2 with the default step."""
+    _, K, _, f_opt = stein_300
+    n = K.shape[0]
+    for T in (10, 50, 200):
+        w = amd(K, T)
+        assert w @ K @ w - f_opt <= 16 * math.log(n) * K.diagonal().max() / T**2
+
+
+def test_amd_keeps_the_support_of_its_start(stein_300):
+    _, K, _, _ = stein_300
+    w0 = np.zeros(300)
+    w0[::3] = 1.0 / 100
+    w = amd(K, 200, w0, agg=True)
+    assert np.all(w[w0 == 0] == 0.0) and math.isclose(w.sum(), 1.0)
+    assert w @ K @ w < w0 @ K @ w0
+
+
+def test_amd_on_low_rank_plus_diagonal_matches_dense(xp, stein_300):
+    """Running on F F^T + diag(K - F F^T) through O(n r) products = running on that dense matrix."""
+    Km, _, _, _ = stein_300
+    X = np.asarray(Km.U)
+    Kx = sc.SteinKernel(Km.base).bind(xp.asarray(X), xp.asarray(-X))
+    _, F = weighted_rpcholesky(Kx, rank=20, rng=np.random.default_rng(1))
+    op = LowRankPlusDiagonal(F, Kx.diag())
+    D = xp.to_numpy(op.dense())
+    np.testing.assert_allclose(np.diag(D), xp.to_numpy(Kx.diag()), rtol=1e-12)
+    z = np.random.default_rng(2).random(300)
+    np.testing.assert_allclose(xp.to_numpy(op.matvec(xp.asarray(z))), D @ z, rtol=1e-10)
+    w = amd(op, 100, engine="array_api")
+    xp.same_place(w, F)
+    np.testing.assert_allclose(xp.to_numpy(w), amd(D, 100), rtol=1e-8, atol=1e-14)
+    w_auto = amd(op, 100)  # the C++ engine on NumPy, the same loop elsewhere
+    xp.same_place(w_auto, F)
+    np.testing.assert_allclose(xp.to_numpy(w_auto), xp.to_numpy(w), rtol=1e-5, atol=1e-12)
+    assert math.isclose(op.quad(w), float(xp.to_numpy(w) @ D @ xp.to_numpy(w)), rel_tol=1e-10)
+
+
+def test_amd_underflowing_weights_stay_valid():
+    """Huge steps drive most weights to exp(-1e4): the log-domain update keeps a valid simplex."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((50, 5))
+    K = A @ A.T + np.diag(rng.random(50))
+    w = amd(K, 50, step_size=1e3)
+    assert np.all(np.isfinite(w)) and math.isclose(w.sum(), 1.0) and np.all(w >= 0)
+
+
+def test_amd_rejects_bad_input(stein_300):
+    _, K, _, _ = stein_300
+    with pytest.raises(ValueError, match="steps"):
+        amd(K, -1)
+    with pytest.raises(ValueError, match="w0"):
+        amd(K, 5, np.ones(300))
+    with pytest.raises(ValueError, match="step_size"):
+        amd(K, 5, step_size=0.0)
+    with pytest.raises(TypeError, match="K must be"):
+        amd("not a matrix", 5)
+
+
+def test_amd_cpp_engine_matches_array_api_loop(stein_300):
+    """The fused C++ steps (one pass over a float32 F per step) give the array-API iterates up
+    to the float32 rounding of F."""
+    Km, _, _, _ = stein_300
+    _, F = weighted_rpcholesky(Km, rank=17, rng=np.random.default_rng(4))
+    op = LowRankPlusDiagonal(F, Km.diag())
+    w0 = np.random.default_rng(5).random(300)
+    w0[::4] = 0.0
+    w0 /= w0.sum()
+    for agg in (False, True):
+        a = amd(op, 150, w0, agg=agg, engine="array_api")
+        b = amd(op, 150, w0, agg=agg, engine="cpp")
+        c = amd(op, 150, w0, agg=agg, engine="cpp", progress=True)  # run in chunks
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-12)
+        assert abs(op.quad(b) - op.quad(a)) <= 1e-6 * op.quad(a)
+        np.testing.assert_allclose(c, b, rtol=1e-12, atol=1e-16)
+        assert np.all(b[w0 == 0] == 0.0)
+    with pytest.raises(ValueError, match="engine"):
+        amd(Km.dense(), 5, engine="cpp")

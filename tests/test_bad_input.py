@@ -1,0 +1,131 @@
+"""SPEC "Bad input": every public function raises with a message naming the argument."""
+
+import numpy as np
+import pytest
+
+import stein_coreset as sc
+
+
+@pytest.fixture
+def sample():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 2))
+    return X, -X
+
+
+def test_nan_rows_in_points_are_counted(sample):
+    X, S = sample
+    X = X.copy()
+    X[[3, 9, 11], 0] = np.nan
+    X[4, 1] = np.inf
+    with pytest.raises(ValueError, match=r"X has NaN or inf in 4 of its 50 rows"):
+        sc.ksd(X, S)
+    with pytest.raises(ValueError, match=r"4 of its 50 rows"):
+        sc.compress(X, S, size=5, method="standard")
+
+
+def test_nan_scores_are_reported(sample):
+    X, S = sample
+    S = S.copy()
+    S[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"S has NaN or inf in 1 of"):
+        sc.SteinKernel(sc.IMQ()).matrix(X, S)
+
+
+def test_nan_policy_omit_drops_rows_and_reports_count(sample):
+    X, S = sample
+    X = X.copy()
+    X[[1, 2], 0] = np.nan
+    res = sc.compress(X, S, size=10, method="standard", nan_policy="omit")
+    assert res.info["n_dropped"] == 2
+    assert not np.isin([1, 2], res.indices).any()
+    assert np.isfinite(res.points).all()
+    np.testing.assert_array_equal(res.points, X[res.indices])
+
+
+def test_shape_mismatch_between_points_and_scores(sample):
+    X, S = sample
+    with pytest.raises(ValueError, match=r"S must have the same shape"):
+        sc.ksd(X, S[:-1])
+    with pytest.raises(ValueError, match=r"X must be a 2-D array"):
+        sc.ksd(X[:, 0], S[:, 0])
+    with pytest.raises(ValueError, match=r"weights must have shape \(50,\)"):
+        sc.ksd(X, S, weights=np.ones(49) / 49)
+    with pytest.raises(ValueError, match=r"same dimension"):
+        sc.mmd(X, np.ones((4, 3)))
+
+
+@pytest.mark.parametrize(
+    "M, msg",
+    [
+        (np.array([[1.0, 2.0], [2.0, 1.0]]), "Cholesky"),
+        (np.array([[1.0, 0.5], [0.0, 1.0]]), "not symmetric"),
+        (np.eye(3), r"M must have shape \(2, 2\)"),
+        (np.array([[1.0, np.nan], [np.nan, 1.0]]), "M has NaN"),
+    ],
+)
+def test_non_spd_preconditioner_is_rejected(sample, M, msg):
+    X, S = sample
+    with pytest.raises(ValueError, match=msg):
+        sc.SteinKernel(sc.IMQ(), M=M).matrix(X, S)
+
+
+def test_zero_median_bandwidth_is_an_error():
+    X = np.ones((20, 2))
+    with pytest.raises(ValueError, match="median pairwise distance of X is zero"):
+        sc.median_bandwidth(X)
+    with pytest.raises(ValueError, match="median pairwise distance"):
+        sc.ksd(X, -X)
+
+
+def test_bad_kernel_parameters():
+    with pytest.raises(ValueError, match="sigma must be positive"):
+        sc.IMQ(sigma=0.0)
+    with pytest.raises(ValueError, match="beta must lie in"):
+        sc.IMQ(beta=0.5)
+    with pytest.raises(ValueError, match="nu must be 1.5 or 2.5"):
+        sc.Matern(nu=0.5)
+    with pytest.raises(TypeError, match="sigma must be a real number"):
+        sc.Gaussian(sigma="wide")
+    with pytest.raises(TypeError, match="base must be"):
+        sc.SteinKernel(base="imq")
+
+
+def test_mixed_namespaces_are_rejected(sample):
+    strict = pytest.importorskip("array_api_strict")
+    X, S = sample
+    with pytest.raises(TypeError, match="different array libraries"):
+        sc.ksd(strict.asarray(X), S)
+    with pytest.raises(TypeError, match="different array libraries"):
+        sc.compress(X, strict.asarray(S), size=3, method="standard")
+
+
+def test_mixed_devices_are_rejected(sample):
+    strict = pytest.importorskip("array_api_strict")
+    X, S = sample
+    a = strict.asarray(X, device=strict.Device("device1"))
+    b = strict.asarray(S)
+    with pytest.raises(TypeError, match="on device"):
+        sc.ksd(a, b)
+
+
+def test_non_array_input_is_a_type_error(sample):
+    X, S = sample
+    with pytest.raises(TypeError, match="X must be an array"):
+        sc.ksd(X.tolist(), S)
+
+
+def test_compress_size_and_method_are_validated(sample):
+    X, S = sample
+    with pytest.raises(ValueError, match=r"size must be between 1 and n = 50, got 0"):
+        sc.compress(X, S, size=0, method="standard")
+    with pytest.raises(ValueError, match=r"got 51"):
+        sc.compress(X, S, size=51, method="standard")
+    with pytest.raises(TypeError, match="size must be an integer"):
+        sc.compress(X, S, size=2.5, method="standard")
+    with pytest.raises(ValueError, match=r"unknown method 'stein'; valid methods: st, skt"):
+        sc.compress(X, S, size=5, method="stein")
+    with pytest.raises(ValueError, match="nan_policy"):
+        sc.compress(X, S, size=5, method="standard", nan_policy="ignore")
+    with pytest.raises(TypeError, match="unknown option"):
+        sc.compress(X, S, size=5, method="standard", bogus=1)

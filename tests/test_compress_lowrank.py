@@ -1,0 +1,122 @@
+"""compress(method="lskt" | "compresspp"): Low-rank SKT (Alg. 3) and the KT-Compress++ baseline."""
+
+import math
+
+import numpy as np
+import pytest
+
+import stein_coreset as sc
+
+
+@pytest.fixture(scope="module")
+def biased_4d():
+    rng = np.random.default_rng(0)
+    X = 0.7 + 1.5 * rng.standard_normal((2**14, 4))
+    return X, -X
+
+
+@pytest.mark.parametrize("method", ["lskt", "compresspp"])
+def test_lowrank_methods_return_equal_weights(method, biased_gaussian):
+    X, S = biased_gaussian(n=1024, seed=1)
+    res = sc.compress(X, S, size=32, method=method, seed=0)
+    assert res.kind == "equal" and res.method == method
+    assert len(res) <= 32 and np.unique(res.indices).size == len(res)
+    counts = res.weights * 32
+    np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
+    assert math.isclose(res.weights.sum(), 1.0)
+    assert res.info["size_used"] == 32 and res.info["n_prime"] == 1024
+    assert res.ksd is not None and res.ksd > 0
+
+
+@pytest.mark.parametrize("method", ["lskt", "compresspp"])
+def test_lowrank_methods_are_seeded(method, biased_gaussian):
+    X, S = biased_gaussian(n=1024, seed=2)
+    a = sc.compress(X, S, size=32, method=method, seed=7)
+    b = sc.compress(X, S, size=32, method=method, seed=7)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.weights, b.weights)
+
+
+@pytest.mark.slow
+def test_lskt_close_to_skt_on_a_biased_chain(biased_4d):
+    """The issue's check: n = 2^14, d = 4, m = 128: KSD(LSKT) within 1.5x of KSD(SKT)."""
+    X, S = biased_4d
+    lskt = sc.compress(X, S, size=128, method="lskt", seed=0)
+    skt = sc.compress(X, S, size=128, method="skt", seed=0)
+    st = sc.compress(X[::128], S[::128], size=128, method="standard")
+    assert lskt.ksd < 1.5 * skt.ksd, (lskt.ksd, skt.ksd)
+    assert lskt.ksd < 0.1 * st.ksd
+    assert lskt.info["rank"] == 128 and lskt.info["rounds"] == 3 and lskt.info["steps"] == 896
+
+
+def test_lskt_size_rounds_down_and_standard_thins(biased_gaussian):
+    """size = 40 -> m = 32 (a power of two, KT halves); 32^2 < n so Rem. 2 thins to 1024 first."""
+    X, S = biased_gaussian(n=3000, seed=3)
+    res = sc.compress(X, S, size=40, method="lskt", seed=0)
+    assert len(res) <= 32
+    assert res.info["size_used"] == 32 and res.info["standard_thin"]
+    assert res.info["n_thinned"] == 1024 and res.info["n_prime"] == 1024
+    off = sc.compress(X, S, size=40, method="lskt", seed=0, standard_thin=False)
+    assert not off.info["standard_thin"] and off.info["n_prime"] == 4096
+
+
+def test_lskt_n_not_a_power_of_four_resamples_up(biased_gaussian):
+    X, S = biased_gaussian(n=700, seed=4)
+    res = sc.compress(X, S, size=32, method="lskt", seed=0, rounds=2, steps=50)
+    assert res.info["n_prime"] == 1024 and res.info["rounds"] == 2 and res.info["steps"] == 50
+    assert len(res) <= 32 and res.indices.max() < 700
+
+
+def test_lskt_large_size_raises_oversampling(biased_gaussian):
+    """size 256 from n' = 1024 with g = 1: COMPRESS would give 2^1 sqrt(n') = 64 < 256 points,
+    so the oversampling is raised to g = 3 (2^3 * 32 = 256)."""
+    X, S = biased_gaussian(n=1024, seed=5)
+    res = sc.compress(X, S, size=256, method="lskt", seed=0, g=1)
+    assert res.info["size_used"] == 256 and res.info["g"] == 3
+    assert len(res) <= 256
+
+
+def test_compresspp_beats_iid_on_unbiased_input():
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((4096, 2))
+    base = sc.Gaussian(1.0)
+    res = sc.compress(X, size=64, method="compresspp", kernel=base, seed=0)
+    assert res.info["swap_target"] == "input" and res.info["compress_size"] == 1024
+    iid = sc.compress(X, size=64, method="iid", seed=0)
+    m_cpp = sc.mmd(X, res.points, wy=res.weights, kernel=base)
+    m_iid = sc.mmd(X, iid.points, wy=iid.weights, kernel=base)
+    assert m_cpp < 0.4 * m_iid
+    for target in ("compress", "input_all"):
+        r = sc.compress(X[:1024], size=32, method="compresspp", kernel=base, seed=0,
+                        swap_target=target)
+        assert r.info["swap_target"] == target and len(r) <= 32
+
+
+def test_lowrank_methods_progress_bars(biased_gaussian, capsys):
+    X, S = biased_gaussian(n=256, seed=7)
+    sc.compress(X, S, size=16, method="lskt", seed=0, progress=True)
+    err = capsys.readouterr().err
+    assert "low-rank debiasing" in err and "AMD" in err and "RPCholesky" in err
+
+
+def test_lowrank_methods_in_callers_namespace(xp, biased_gaussian):
+    X, S = biased_gaussian(n=256, seed=8)
+    res = sc.compress(xp.asarray(X), xp.asarray(S), size=16, method="lskt", seed=0)
+    xp.same_place(res.points, xp.asarray(X))
+    xp.same_place(res.weights, xp.asarray(X))
+    ref = sc.compress(X, S, size=16, method="lskt", seed=0)
+    np.testing.assert_array_equal(xp.to_numpy(res.indices), ref.indices)
+
+
+def test_lowrank_methods_reject_bad_options(biased_gaussian):
+    X, S = biased_gaussian(n=256, seed=9)
+    with pytest.raises(ValueError, match="weights"):
+        sc.compress(X, S, size=16, method="lskt", weights=np.full(256, 1 / 256))
+    with pytest.raises(ValueError, match="swap_target"):
+        sc.compress(X, size=16, method="compresspp", swap_target="P")
+    with pytest.raises(ValueError, match="g must"):
+        sc.compress(X, S, size=16, method="lskt", g=-2)
+    with pytest.raises(TypeError, match="unknown option"):
+        sc.compress(X, S, size=16, method="lskt", bogus=1)
+    with pytest.raises(ValueError, match="debiased"):
+        sc.compress(X, size=16, method="lskt")

@@ -1,0 +1,89 @@
+"""Weighted RPCholesky (Alg. F.1): a low-rank factor F with K ~ F F^T, O(n r) kernel columns."""
+
+import numpy as np
+import pytest
+
+import stein_coreset as sc
+from stein_coreset.algorithms import weighted_rpcholesky
+
+
+def _stein_matrix(xp, n=120, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = 0.7 + 1.5 * rng.standard_normal((n, d))
+    return sc.SteinKernel(sc.IMQ(sigma=1.5)).bind(xp.asarray(X), xp.asarray(-X))
+
+
+def _weighted_trace_error(K, F, w):
+    """tr(D (K - F F^T) D) with D = diag(sqrt w): the nuclear norm of the PSD residual."""
+    R = K - F @ F.T
+    return float(np.sum(w * np.diag(R)))
+
+
+def test_weighted_rpcholesky_trace_error_decreases_with_rank(xp):
+    Kmat = _stein_matrix(xp)
+    K = xp.to_numpy(Kmat.dense())
+    n = K.shape[0]
+    w = np.full(n, 1.0 / n)
+    errs = []
+    for r in (2, 5, 10, 20, 40):
+        # the same seed replays the same draws: a rank-r2 run extends the rank-r1 run,
+        # so the residual (a Schur complement) can only shrink
+        piv, F = weighted_rpcholesky(Kmat, rank=r, rng=np.random.default_rng(3))
+        errs.append(_weighted_trace_error(K, xp.to_numpy(F), w))
+        assert errs[-1] >= -1e-9 * np.trace(K) / n
+    assert all(b < a for a, b in zip(errs[:-1], errs[1:], strict=True)), errs
+    assert errs[-1] < 0.05 * errs[0]
+
+
+def test_weighted_rpcholesky_with_weights_reproduces_matrix_on_support():
+    Kmat = _stein_matrix(np, n=60)
+    K = Kmat.dense()
+    rng = np.random.default_rng(1)
+    w = rng.random(60)
+    w[::4] = 0.0
+    w /= w.sum()
+    piv, F = weighted_rpcholesky(Kmat, w, rank=60, rng=rng)
+    s = w > 0
+    assert np.all(s[piv]), "a zero-weight point was chosen as a pivot"
+    np.testing.assert_allclose((F @ F.T)[np.ix_(s, s)], K[np.ix_(s, s)], atol=1e-8 * K.max())
+    assert np.all(F[~s] == 0.0)
+
+
+def test_weighted_rpcholesky_full_rank_reproduces_matrix(xp):
+    Kmat = _stein_matrix(xp, n=50)
+    K = xp.to_numpy(Kmat.dense())
+    piv, F = weighted_rpcholesky(Kmat, rank=50, rng=np.random.default_rng(0))
+    np.testing.assert_allclose(xp.to_numpy(F) @ xp.to_numpy(F).T, K, atol=1e-8 * np.abs(K).max())
+
+
+def test_weighted_rpcholesky_pivots_are_distinct_host_int64(xp):
+    Kmat = _stein_matrix(xp, n=200)
+    piv, F = weighted_rpcholesky(Kmat, rank=80, rng=np.random.default_rng(5))
+    assert isinstance(piv, np.ndarray) and piv.dtype == np.int64
+    assert piv.shape == (80,) and np.unique(piv).size == 80
+    assert F.shape == (200, 80)
+    xp.same_place(F, Kmat.U)
+
+
+def test_weighted_rpcholesky_pivot_columns_are_exact(xp):
+    """F F^T interpolates K on the pivot columns (the Nystrom property)."""
+    Kmat = _stein_matrix(xp, n=100)
+    K = xp.to_numpy(Kmat.dense())
+    piv, F = weighted_rpcholesky(Kmat, rank=15, rng=np.random.default_rng(2))
+    F = xp.to_numpy(F)
+    np.testing.assert_allclose((F @ F.T)[:, piv], K[:, piv], atol=1e-9 * np.abs(K).max())
+
+
+def test_weighted_rpcholesky_centred_base_kernel_rank_one_matrix_stops_early():
+    """A centred kernel of two distinct points has rank 1: the run stops after one pivot."""
+    X = np.array([[0.0, 0.0], [1.0, 1.0]] * 5)
+    Kmat = sc.kernels.centred_kernel_matrix(sc.Gaussian(1.0), X)
+    piv, F = weighted_rpcholesky(Kmat, rank=6, rng=np.random.default_rng(0))
+    assert piv.size == 1
+    np.testing.assert_allclose(F @ F.T, Kmat.dense(), atol=1e-12)
+
+
+def test_weighted_rpcholesky_rejects_bad_rank():
+    Kmat = _stein_matrix(np, n=10)
+    with pytest.raises(ValueError, match="rank"):
+        weighted_rpcholesky(Kmat, rank=0)

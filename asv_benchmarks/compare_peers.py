@@ -259,6 +259,8 @@ def compare_lskt_scaling(ns=(1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16), d=4, 
 
     import stein_coreset as sc
 
+    Xw, Sw = _biased_chain(1024, d, seed)
+    sc.compress(Xw, Sw, size=32, method="lskt", seed=seed)  # warm-up: thread pools, caches
     rows = []
     for n in ns:
         X, S = _biased_chain(n, d, seed)

@@ -99,13 +99,17 @@ def test_lowrank_methods_progress_bars(biased_gaussian, capsys):
     assert "low-rank debiasing" in err and "AMD" in err and "RPCholesky" in err
 
 
-def test_lowrank_methods_in_callers_namespace(xp, biased_gaussian):
+@pytest.mark.parametrize("method", ["lskt", "compresspp"])
+def test_lowrank_methods_in_callers_namespace(method, xp, biased_gaussian):
     X, S = biased_gaussian(n=256, seed=8)
-    res = sc.compress(xp.asarray(X), xp.asarray(S), size=16, method="lskt", seed=0)
+    res = sc.compress(xp.asarray(X), xp.asarray(S), size=16, method=method, seed=0)
     xp.same_place(res.points, xp.asarray(X))
     xp.same_place(res.weights, xp.asarray(X))
-    ref = sc.compress(X, S, size=16, method="lskt", seed=0)
-    np.testing.assert_array_equal(xp.to_numpy(res.indices), ref.indices)
+    ref = sc.compress(X, S, size=16, method=method, seed=0)
+    if method == "compresspp":  # the same decisions in every namespace
+        np.testing.assert_array_equal(xp.to_numpy(res.indices), ref.indices)
+    else:  # NumPy runs AMD in C++ on a float32 factor: the same up to near-ties
+        assert abs(res.ksd - ref.ksd) <= 0.2 * ref.ksd
 
 
 def test_lowrank_methods_reject_bad_options(biased_gaussian):

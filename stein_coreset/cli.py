@@ -456,7 +456,7 @@ def _plot_demo(plt, path, chain, rows, curves, target):
     k = len(ok)
     ncols = min(4, max(k, 1))
     nrows = -(-k // ncols) if k else 1
-    fig = plt.figure(figsize=(3.2 * ncols + 4.5, 3.0 * max(nrows, 1) + 0.4))
+    fig = plt.figure(figsize=(2.7 * ncols + 4.0, 2.5 * max(nrows, 1) + 0.4))
     gs = fig.add_gridspec(max(nrows, 1), ncols + 2)
     X = chain.X
     b = int(chain.info.get("burn_in", 0))
@@ -481,17 +481,31 @@ def _plot_demo(plt, path, chain, rows, curves, target):
             ax.set_ylabel(label[1], fontsize=8)
         ax.set_xlabel(label[0], fontsize=8)
     ax = fig.add_subplot(gs[:, ncols:])
-    for method, (sizes, vals) in curves.items():
-        ax.plot(sizes, vals, marker="o", ms=3, label=method)
+    from .compress import METHODS
+
+    for i, (method, (sizes, vals)) in enumerate(curves.items()):
+        debiased = method in METHODS and METHODS[method].debiased
+        ax.plot(
+            sizes,
+            vals,
+            "-" if debiased else "--",
+            color=plt.cm.tab20(i % 20),
+            marker="o",
+            ms=3,
+            label=method,
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("coreset size m")
     ax.set_ylabel("KSD (MMD to P)")
-    ax.set_title("KSD vs coreset size\n(chain in grey, burn-in in red)", fontsize=9)
+    ax.set_title(
+        "KSD vs coreset size (dashed: unbiased baselines)\n(chain in grey, burn-in in red)",
+        fontsize=9,
+    )
     if curves:
         ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=72)
     plt.close(fig)
 
 

@@ -10,7 +10,7 @@ median over 5 seeds.
 
     python docs/experiments/burn_in.py            # writes burn_in.png, burn_in_trajectory.png,
                                                   # burn_in.json (about 10 minutes on 2 cores)
-    python docs/experiments/burn_in.py --quick    # smaller n and n0, 3 seeds (about 2 minutes)
+    python docs/experiments/burn_in.py --quick    # smaller n and n0, 3 seeds (a few minutes)
 """
 
 from __future__ import annotations

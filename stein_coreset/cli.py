@@ -172,6 +172,25 @@ def _check_method(name: str):
         )
 
 
+def _kernel_from_args(args, X):
+    """The Stein kernel of ``--bandwidth`` / ``--precond`` (None: compress's default)."""
+    import stein_coreset as sc
+
+    if args.bandwidth is None and args.precond is None:
+        return None
+    M = None
+    if args.precond is not None:
+        M = load_array(args.precond, "--precond", ("M", "precond", "cov"))
+        d = X.shape[1]
+        if M.shape != (d, d):
+            raise CLIError(f"--precond must be a ({d}, {d}) matrix, got shape {M.shape}")
+    if args.bandwidth is not None and not args.bandwidth > 0:
+        raise CLIError(f"--bandwidth must be positive, got {args.bandwidth}")
+    good = np.isfinite(X).all(axis=1)
+    sigma = args.bandwidth or sc.median_bandwidth(X[good], M=M)
+    return sc.SteinKernel(sc.IMQ(sigma=sigma), M=M)
+
+
 def _cmd_compress(args) -> int:
     import stein_coreset as sc
 
@@ -205,11 +224,13 @@ def _cmd_compress(args) -> int:
     out_dir = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out_dir):
         raise CLIError(f"--out: directory does not exist: {out_dir}")
+    kernel = _kernel_from_args(args, X)
     res = sc.compress(
         X,
         S,
         size=args.size,
         method=args.method,
+        kernel=kernel,
         rank=args.rank,
         seed=args.seed,
         progress=args.progress,
@@ -229,6 +250,8 @@ def _cmd_compress(args) -> int:
         scores_file=scores,
         seed=args.seed,
         options=options,
+        bandwidth=None if kernel is None else kernel.base.sigma,
+        precond_file=args.precond,
     )
     np.savez(
         out,
@@ -604,6 +627,18 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--size", type=int, required=True, help="coreset size")
     comp.add_argument("--out", default="coreset.npz", help="output .npz (default coreset.npz)")
     comp.add_argument("--rank", type=int, default=None, help="rank of the low-rank methods")
+    comp.add_argument(
+        "--bandwidth",
+        type=float,
+        default=None,
+        help="IMQ bandwidth sigma of the Stein kernel (default: median M-distance)",
+    )
+    comp.add_argument(
+        "--precond",
+        metavar="M",
+        default=None,
+        help="(d, d) SPD preconditioner M of the kernel, from .npy/.npz/.csv (default identity)",
+    )
     comp.add_argument("--seed", type=int, default=None)
     comp.add_argument(
         "--nan-policy",

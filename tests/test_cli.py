@@ -415,3 +415,55 @@ def test_demo_saved_chain_compresses_to_the_demo_ksd_from_the_command_line(tmp_p
     assert json.loads(str(c["info"]))["scores_file"].endswith("chain.npz:S")  # found by name
     # same points, same default kernel (median bandwidth of X): the demo's KSD
     assert float(c["ksd"]) == pytest.approx(demo_ksd, rel=1e-3)
+
+
+def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd(sample, capsys):
+    import stein_coreset as sc
+
+    d, X, S = sample
+    M = np.array([[2.0, 0.3], [0.3, 0.5]])
+    np.save(d / "M.npy", M)
+    rc, _, _ = _run(
+        [
+            "compress",
+            d / "X.npy",
+            d / "S.npy",
+            "--method",
+            "standard",
+            "--size",
+            10,
+            "--bandwidth",
+            0.7,
+            "--precond",
+            d / "M.npy",
+            "--out",
+            d / "k.npz",
+        ],
+        capsys,
+    )
+    assert rc == 0
+    z = _load(d / "k.npz")
+    want = sc.ksd(
+        z["points"],
+        S[z["indices"]],
+        weights=z["weights"],
+        kernel=sc.SteinKernel(sc.IMQ(sigma=0.7), M=M),
+    )
+    assert float(z["ksd"]) == pytest.approx(want, rel=1e-10)
+    assert json.loads(str(z["info"]))["bandwidth"] == 0.7
+    np.save(d / "M3.npy", np.eye(3))
+    rc, _, err = _run(
+        [
+            "compress",
+            d / "X.npy",
+            d / "S.npy",
+            "--method",
+            "standard",
+            "--size",
+            10,
+            "--precond",
+            d / "M3.npy",
+        ],
+        capsys,
+    )
+    assert "--precond must be a (2, 2) matrix" in _one_line_error(rc, err)

@@ -1,0 +1,469 @@
+"""The ``stein-coreset`` command, through ``main([...])`` and one real ``python -m`` process."""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from stein_coreset import cli
+from stein_coreset.compress import ALL_METHOD_NAMES, Method, available_methods
+
+# the module (the package's ``compress`` attribute is the function)
+compress_mod = importlib.import_module("stein_coreset.compress")
+
+
+@pytest.fixture
+def sample(tmp_path):
+    rng = np.random.default_rng(0)
+    X = 0.7 + 1.5 * rng.standard_normal((50, 2))
+    S = -X
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "S.npy", S)
+    return tmp_path, X, S
+
+
+def _run(argv, capsys):
+    rc = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _one_line_error(rc, err):
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("stein-coreset: error: ")
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _load(path):
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+# --- compress: reading, writing ---------------------------------------------------------------
+
+
+def test_compress_npy_writes_indices_weights_points_and_info(sample, capsys):
+    d, X, S = sample
+    out = d / "c.npz"
+    rc, stdout, _ = _run(
+        ["compress", d / "X.npy", d / "S.npy", "--method", "standard", "--size", 10, "--out", out],
+        capsys,
+    )
+    assert rc == 0
+    assert "standard: 10 of 50 points" in stdout and str(out) in stdout
+    z = _load(out)
+    assert z["indices"].shape == (10,) and len(set(z["indices"].tolist())) == 10
+    np.testing.assert_allclose(z["weights"].sum(), 1.0)
+    np.testing.assert_array_equal(z["points"], X[z["indices"]])
+    info = json.loads(str(z["info"]))
+    assert info["method"] == "standard" and info["n"] == 50 and info["kind"] == "equal"
+    assert np.isfinite(float(z["ksd"])) and info["ksd"] == pytest.approx(float(z["ksd"]))
+
+
+def test_compress_reads_named_arrays_from_one_npz_and_csv_with_header(sample, capsys):
+    d, X, S = sample
+    np.savez(d / "chain.npz", points=X, scores=S)
+    rc, _, _ = _run(
+        [
+            "compress",
+            d / "chain.npz",
+            "--method",
+            "iid",
+            "--size",
+            5,
+            "--seed",
+            1,
+            "--out",
+            d / "a.npz",
+        ],
+        capsys,
+    )
+    assert rc == 0
+    info = json.loads(str(_load(d / "a.npz")["info"]))
+    assert info["scores_file"].endswith("chain.npz:scores")  # scores found in the same file
+    # FILE.npz:NAME picks an array; CSV with a header line
+    np.savez(d / "other.npz", a=X, b=S)
+    with open(d / "S.csv", "w") as f:
+        f.write("s1,s2\n")
+        np.savetxt(f, S, delimiter=",")
+    rc, _, _ = _run(
+        [
+            "compress",
+            f"{d / 'other.npz'}:a",
+            d / "S.csv",
+            "--method",
+            "iid",
+            "--size",
+            5,
+            "--seed",
+            1,
+            "--out",
+            d / "b.npz",
+        ],
+        capsys,
+    )
+    assert rc == 0
+    a, b = _load(d / "a.npz"), _load(d / "b.npz")
+    np.testing.assert_array_equal(a["indices"], b["indices"])  # same data, same seed
+    np.testing.assert_allclose(a["ksd"], b["ksd"], rtol=1e-12)
+
+
+def test_compress_nan_policy_omit_drops_the_bad_rows_and_reports_them(sample, capsys):
+    d, X, S = sample
+    X = X.copy()
+    X[[3, 7]] = np.nan
+    S = S.copy()
+    S[11, 0] = np.inf
+    np.save(d / "Xn.npy", X)
+    np.save(d / "Sn.npy", S)
+    rc, stdout, _ = _run(
+        [
+            "compress",
+            d / "Xn.npy",
+            d / "Sn.npy",
+            "--method",
+            "iid",
+            "--size",
+            47,
+            "--nan-policy",
+            "omit",
+            "--seed",
+            0,
+            "--out",
+            d / "o.npz",
+        ],
+        capsys,
+    )
+    assert rc == 0 and "dropped 3 rows" in stdout
+    z = _load(d / "o.npz")
+    assert not set(z["indices"].tolist()) & {3, 7, 11}
+    assert np.all(np.isfinite(z["points"]))
+    assert json.loads(str(z["info"]))["n_dropped"] == 3
+
+
+def test_compress_appends_npz_suffix_and_accepts_options_and_progress(sample, capsys):
+    d, X, S = sample
+    rc, _, _ = _run(
+        [
+            "compress",
+            d / "X.npy",
+            "--method",
+            "standard",
+            "--size",
+            4,
+            "--out",
+            d / "plain",
+            "--progress",
+        ],
+        capsys,
+    )
+    assert rc == 0 and os.path.exists(d / "plain.npz")
+    assert np.isnan(_load(d / "plain.npz")["ksd"])  # no scores, no KSD
+    rc, _, err = _run(
+        [
+            "compress",
+            d / "X.npy",
+            "--method",
+            "standard",
+            "--size",
+            4,
+            "--out",
+            d / "p.npz",
+            "--option",
+            "bogus=1",
+        ],
+        capsys,
+    )
+    assert "bogus" in _one_line_error(rc, err)  # unknown options are refused by compress
+
+
+# --- compress: error paths, one line and exit code 2 ----------------------------------------
+
+
+def test_missing_file_is_one_line_exit_2(sample, capsys):
+    d, _, _ = sample
+    rc, _, err = _run(
+        ["compress", d / "nope.npy", d / "S.npy", "--method", "standard", "--size", 3], capsys
+    )
+    line = _one_line_error(rc, err)
+    assert "POINTS: file not found" in line and "nope.npy" in line
+
+
+def test_shape_mismatch_is_one_line_exit_2(sample, capsys):
+    d, X, S = sample
+    np.save(d / "S_short.npy", S[:40])
+    rc, _, err = _run(
+        ["compress", d / "X.npy", d / "S_short.npy", "--method", "standard", "--size", 3], capsys
+    )
+    line = _one_line_error(rc, err)
+    assert "shape mismatch" in line and "(40, 2)" in line and "(50, 2)" in line
+
+
+def test_nan_rows_are_counted_in_a_one_line_error(sample, capsys):
+    d, X, S = sample
+    X = X.copy()
+    X[[0, 5, 9], 1] = np.nan
+    np.save(d / "Xn.npy", X)
+    rc, _, err = _run(
+        ["compress", d / "Xn.npy", d / "S.npy", "--method", "standard", "--size", 3], capsys
+    )
+    line = _one_line_error(rc, err)
+    assert "3 of the 50 rows" in line and "--nan-policy omit" in line
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--method", "nosuch", "--size", 3], "unknown method 'nosuch'"),
+        (["--method", "standard", "--size", 0], "size"),
+        (["--method", "standard", "--size", 51], "size"),
+    ],
+)
+def test_bad_method_or_size_is_one_line_exit_2(sample, capsys, argv, needle):
+    d, _, _ = sample
+    rc, _, err = _run(["compress", d / "X.npy", d / "S.npy", *argv], capsys)
+    assert needle in _one_line_error(rc, err)
+
+
+def test_unsupported_file_type_and_ambiguous_npz_are_one_line_errors(sample, capsys):
+    d, X, S = sample
+    (d / "X.txt").write_text("1 2\n")
+    rc, _, err = _run(["compress", d / "X.txt", "--method", "standard", "--size", 1], capsys)
+    assert "unsupported file type '.txt'" in _one_line_error(rc, err)
+    np.savez(d / "two.npz", a=X, b=S)
+    rc, _, err = _run(["compress", d / "two.npz", "--method", "standard", "--size", 1], capsys)
+    assert "pick one with" in _one_line_error(rc, err)
+    rc, _, err = _run(
+        ["compress", f"{d / 'two.npz'}:c", "--method", "standard", "--size", 1], capsys
+    )
+    assert "no array 'c'" in _one_line_error(rc, err)
+
+
+def test_debiased_method_without_scores_is_refused(sample, capsys, monkeypatch):
+    d, _, _ = sample
+    # a stand-in debiased method, so the check runs whatever this build implements
+    monkeypatch.setitem(
+        compress_mod.METHODS, "st", Method("equal", True, compress_mod._standard, "stand-in")
+    )
+    rc, _, err = _run(["compress", d / "X.npy", "--method", "st", "--size", 3], capsys)
+    assert "needs SCORES" in _one_line_error(rc, err)
+
+
+def test_debug_shows_the_traceback_before_or_after_the_command(sample):
+    d, _, _ = sample
+    args = ["compress", str(d / "nope.npy"), "--method", "standard", "--size", "3"]
+    with pytest.raises(cli.CLIError, match="file not found"):
+        cli.main(["--debug", *args])
+    with pytest.raises(cli.CLIError, match="file not found"):
+        cli.main([*args, "--debug"])
+
+
+def test_python_dash_m_process_exits_2_with_one_line_and_no_traceback(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stein_coreset",
+            "compress",
+            "missing.npy",
+            "--method",
+            "standard",
+            "--size",
+            "3",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "stein-coreset: error: POINTS: file not found: missing.npy"
+    ]
+    assert proc.stdout == ""
+
+
+# --- demo -----------------------------------------------------------------------------------
+
+
+def test_demo_gmm_prints_a_row_per_available_method(capsys):
+    rc, out, _ = _run(["demo", "--target", "gmm", "--n", 400, "--reference", 300], capsys)
+    assert rc == 0
+    assert "Gaussian mixture" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    assert "(input)" in rows
+    for m in available_methods():
+        assert m in rows, m
+        assert rows[m][1] in ("equal", "simplex", "constant")
+        ksd, energy = float(rows[m][3]), float(rows[m][4])
+        assert ksd >= 0 and energy >= 0
+    missing = [m for m in ALL_METHOD_NAMES if m not in available_methods()]
+    if missing:
+        assert f"not yet implemented: {', '.join(missing)}" in out
+
+
+def test_demo_keeps_working_with_any_subset_and_reports_a_broken_method(capsys, monkeypatch):
+    def broken(job):
+        raise RuntimeError("boom")
+
+    only = {"standard": compress_mod.METHODS["standard"], "iid": Method("equal", False, broken, "")}
+    monkeypatch.setattr(compress_mod, "METHODS", only)
+    rc, out, err = _run(
+        ["demo", "--target", "gmm", "--n", 200, "--reference", 100, "--size", 8], capsys
+    )
+    assert rc == 1  # a failed method is reported, the others still run
+    assert "standard    equal" in out and "iid         failed: RuntimeError: boom" in out
+    assert "method(s) failed: iid" in err
+    assert "not yet implemented: st, skt" in out
+
+
+def test_demo_goodwin_runs_at_small_size(capsys):
+    rc, out, _ = _run(
+        ["demo", "--n", 150, "--reference", 60, "--methods", "standard", "--size", 10], capsys
+    )
+    assert rc == 0
+    assert "Goodwin" in out and "burn-in" in out
+    assert any(line.startswith("standard") for line in out.splitlines())
+
+
+def test_demo_rejects_unknown_method_and_bad_size(capsys):
+    rc, _, err = _run(["demo", "--methods", "standard,nosuch"], capsys)
+    assert "unknown method 'nosuch'" in _one_line_error(rc, err)
+    rc, _, err = _run(["demo", "--target", "gmm", "--n", 100, "--size", 101], capsys)
+    assert "--size" in _one_line_error(rc, err)
+    rc, _, err = _run(["demo", "--save-chain", "/nonexistent-dir/c.npz"], capsys)
+    assert "--save-chain: directory does not exist" in _one_line_error(rc, err)
+
+
+def test_demo_plot_writes_a_png_or_says_matplotlib_is_missing(tmp_path, capsys):
+    png = tmp_path / "demo.png"
+    argv = [
+        "demo",
+        "--target",
+        "gmm",
+        "--n",
+        200,
+        "--reference",
+        100,
+        "--size",
+        8,
+        "--methods",
+        "standard,iid",
+        "--plot",
+        png,
+    ]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        rc, _, err = _run(argv, capsys)
+        assert "pip install 'stein_coreset[plot]'" in _one_line_error(rc, err)
+    else:
+        rc, out, _ = _run(argv, capsys)
+        assert rc == 0 and f"wrote {png}" in out
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_fails_fast_with_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    monkeypatch.setattr(cli, "demo_chain", lambda *a, **k: pytest.fail("simulated before check"))
+    rc, _, err = _run(["demo", "--plot", tmp_path / "x.png"], capsys)
+    line = _one_line_error(rc, err)
+    assert "--plot needs matplotlib" in line and "stein_coreset[plot]" in line
+
+
+def test_methods_lists_every_name(capsys):
+    rc, out, _ = _run(["methods"], capsys)
+    assert rc == 0
+    assert [line.split()[0] for line in out.splitlines()] == list(ALL_METHOD_NAMES)
+
+
+def test_demo_saved_chain_compresses_to_the_demo_ksd_from_the_command_line(tmp_path, capsys):
+    chain = tmp_path / "chain.npz"
+    rc, out, _ = _run(
+        [
+            "demo",
+            "--target",
+            "gmm",
+            "--n",
+            196,
+            "--reference",
+            50,
+            "--methods",
+            "standard",
+            "--save-chain",
+            chain,
+        ],
+        capsys,
+    )
+    assert rc == 0 and f"saved the chain to {chain}" in out
+    demo_ksd = float(next(ln.split()[3] for ln in out.splitlines() if ln.startswith("standard")))
+    z = _load(chain)
+    assert z["X"].shape == z["S"].shape == (196, 2) and z["reference"].shape == (50, 2)
+    rc, _, _ = _run(
+        ["compress", chain, "--method", "standard", "--size", 14, "--out", tmp_path / "c.npz"],
+        capsys,
+    )
+    assert rc == 0
+    c = _load(tmp_path / "c.npz")
+    assert json.loads(str(c["info"]))["scores_file"].endswith("chain.npz:S")  # found by name
+    # same points, same default kernel (median bandwidth of X): the demo's KSD
+    assert float(c["ksd"]) == pytest.approx(demo_ksd, rel=1e-3)
+
+
+def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd(sample, capsys):
+    import stein_coreset as sc
+
+    d, X, S = sample
+    M = np.array([[2.0, 0.3], [0.3, 0.5]])
+    np.save(d / "M.npy", M)
+    rc, _, _ = _run(
+        [
+            "compress",
+            d / "X.npy",
+            d / "S.npy",
+            "--method",
+            "standard",
+            "--size",
+            10,
+            "--bandwidth",
+            0.7,
+            "--precond",
+            d / "M.npy",
+            "--out",
+            d / "k.npz",
+        ],
+        capsys,
+    )
+    assert rc == 0
+    z = _load(d / "k.npz")
+    want = sc.ksd(
+        z["points"],
+        S[z["indices"]],
+        weights=z["weights"],
+        kernel=sc.SteinKernel(sc.IMQ(sigma=0.7), M=M),
+    )
+    assert float(z["ksd"]) == pytest.approx(want, rel=1e-10)
+    assert json.loads(str(z["info"]))["bandwidth"] == 0.7
+    np.save(d / "M3.npy", np.eye(3))
+    rc, _, err = _run(
+        [
+            "compress",
+            d / "X.npy",
+            d / "S.npy",
+            "--method",
+            "standard",
+            "--size",
+            10,
+            "--precond",
+            d / "M3.npy",
+        ],
+        capsys,
+    )
+    assert "--precond must be a (2, 2) matrix" in _one_line_error(rc, err)

@@ -25,13 +25,4 @@ void diag(const KernelSpec& K, double* out) {
     for (int64_t i = 0; i < K.n; ++i) out[i] = eval(K, i, i);
 }
 
-void matvec(const KernelSpec& K, const double* w, double* out) {
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int64_t i = 0; i < K.n; ++i) {
-        double acc = 0.0;
-        for (int64_t j = 0; j < K.n; ++j) acc += eval(K, i, j) * w[j];
-        out[i] = acc;
-    }
-}
-
 }  // namespace sc

@@ -112,7 +112,5 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
 // out[i] = k_P(i, i) for all n points.
 void diag(const KernelSpec& K, double* out);
 
-// out = K w over all n points (K never formed).
-void matvec(const KernelSpec& K, const double* w, double* out);
 
 }  // namespace sc

@@ -18,7 +18,6 @@ cdef extern from "stein_kernel.hpp" nogil:
     void sc_gram "sc::gram"(const KernelSpec& K, const int64_t* rows, int64_t nr,
                             const int64_t* cols, int64_t nc, double* out) except +
     void sc_diag "sc::diag"(const KernelSpec& K, double* out) except +
-    void sc_matvec "sc::matvec"(const KernelSpec& K, const double* w, double* out) except +
 
 
 cdef extern from "dksd.hpp" nogil:

@@ -91,16 +91,6 @@ def diag(Kernel K):
     return out
 
 
-def matvec(Kernel K, const double[::1] w):
-    if w.shape[0] != K.spec.n:
-        raise ValueError(f"w must have length n = {K.spec.n}")
-    out = np.empty(K.spec.n, dtype=np.float64)
-    cdef double[::1] ov = out
-    with nogil:
-        sc_matvec(K.spec, &w[0], &ov[0])
-    return out
-
-
 def recombination(const double[:, ::1] A, const double[::1] x0, bint points_major=False):
     """x >= 0 with A x = A x0 and at most rank(A) <= m nonzeros (Alg. G.1).
 
@@ -134,7 +124,7 @@ def kt_swap_ls(Kernel K, double[::1] w, const int64_t[::1] order, int fmt):
         if order[i] < 0 or order[i] >= K.spec.n:
             raise IndexError(f"index {order[i]} out of range for n = {K.spec.n}")
     if s == 0:
-        return float(np.dot(w, matvec(K, w)))
+        return float(np.dot(w, matvec_soa(K, w)))
     with nogil:
         D = sc_kt_swap_ls(K.spec, &w[0], &order[0], s, fmt)
     return D
@@ -224,7 +214,7 @@ def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1):
 
 
 def matvec_soa(Kernel K, const double[::1] w):
-    """K w like :func:`matvec`, with the vectorised structure-of-arrays evaluator."""
+    """K w over all n points, with the vectorised structure-of-arrays evaluator (K never formed)."""
     if w.shape[0] != K.spec.n:
         raise ValueError(f"w must have length n = {K.spec.n}")
     out = np.empty(K.spec.n, dtype=np.float64)

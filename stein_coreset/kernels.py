@@ -482,8 +482,8 @@ class KernelMatrix:
     def matvec_cpp(self, w) -> np.ndarray:
         from . import _core
 
-        # the vectorised evaluator of src_cpp/soa_kernel (same product as _core.matvec, faster,
-        # and it picks its thread count once, so small products do not stall on a busy machine)
+        # the vectorised evaluator of src_cpp/soa_kernel; it picks its thread count once per
+        # call, so small products do not stall on a busy machine
         return _core.matvec_soa(self.handle(), np.ascontiguousarray(w, dtype=np.float64))
 
 
@@ -503,12 +503,9 @@ def centred_kernel_matrix(base: _RadialKernel, X, M=None, reference=None) -> Ker
     wh = _Whitening(M, X.shape[1], xp, dev)
     U, V = wh.points(X), wh.points(R)
     plain = KernelMatrix(base, U)
-    if reference is None and aa.is_numpy(xp):
-        # host input: the C++ product (vectorised, OpenMP) instead of NumPy slabs
-        from . import _core
-
+    if reference is None:
         n = int(U.shape[0])
-        mean = _core.matvec_soa(plain.handle(), np.full(n, 1.0 / n))
+        mean = plain.matvec(xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev))
     else:
         means = []
         for a, b in plain.slabs():

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import _array_api as aa
+from ._threads import effective_n_threads
 from .kernels import (
     IMQ,
     KernelMatrix,
@@ -87,6 +88,7 @@ class Job:
     weights: Any = None
     xp: Any = None
     device: Any = None
+    n_threads: int = 1
 
     _kernel: tuple | None = None
     kernel: Any = None  # the ``kernel`` argument of compress, as given
@@ -313,18 +315,6 @@ def _baseline_base_kernel(job: Job) -> _RadialKernel:
     return base
 
 
-def _input_mean_at(K: KernelMatrix, C: np.ndarray):
-    """(1/n) sum_j k(x_c, x_j) for c in C, in K's namespace: O(|C| n) evaluations."""
-    xp, dev = K.xp, K.device
-    if aa.is_numpy(xp):
-        from . import _core
-
-        return _core.kernel_row_means(K.handle(), np.ascontiguousarray(C, dtype=np.int64))
-    ones = xp.full((K.n,), 1.0 / K.n, dtype=xp.float64, device=dev)
-    b = max(1, (1 << 22) // K.n)
-    return xp.concat([K.block(C[a : a + b]) @ ones for a in range(0, C.size, b)], axis=0)
-
-
 def _compresspp(job: Job):
     """KT-Compress++ of the input's own empirical distribution (unbiased baseline; Shetty et al.,
     2022, with the KT-SPLIT halving of Alg. F.3).
@@ -360,14 +350,14 @@ def _compresspp(job: Job):
     else:
         base = _baseline_base_kernel(job)
         Xs = job.X if sub is None else xp.take(job.X, aa.as_index_array(xp, sub, dev), axis=0)
-        K = KernelMatrix(base, Xs)
+        K = KernelMatrix(base, Xs, n_threads=job.n_threads)
 
         def thin_kernel(C):
             XC = xp.take(Xs, aa.as_index_array(xp, C, dev), axis=0)
             if target == "compress":
                 return centred_kernel_matrix(base, XC)
-            mC = _input_mean_at(K, C)
-            return KernelMatrix(base, XC, None, mC, float(xp.mean(mC)))
+            mC = K.row_means(C)
+            return KernelMatrix(base, XC, None, mC, float(xp.mean(mC)), n_threads=job.n_threads)
 
     nk = K.n
     seq = (
@@ -428,10 +418,16 @@ def _centred_at_weights(job: Job):
     K = job.K
     if job.weights is None:
         return K
-    plain = KernelMatrix(K.base, K.U, backend=K.backend)
+    plain = KernelMatrix(K.base, K.U, backend=K.backend, n_threads=K.n_threads)
     mean = plain.matvec(job.weights)
     return KernelMatrix(
-        K.base, K.U, None, mean, float(K.xp.sum(job.weights * mean)), backend=K.backend
+        K.base,
+        K.U,
+        None,
+        mean,
+        float(K.xp.sum(job.weights * mean)),
+        backend=K.backend,
+        n_threads=K.n_threads,
     )
 
 
@@ -535,7 +531,7 @@ def available_methods() -> list[str]:
     return [m for m in ALL_METHOD_NAMES if m in METHODS]
 
 
-def _target_kernel(X, S, kernel, debiased: bool):
+def _target_kernel(X, S, kernel, debiased: bool, n_threads: int):
     if debiased:
         if isinstance(kernel, SteinKernel) or kernel is None:
             sk = kernel or SteinKernel()
@@ -545,13 +541,17 @@ def _target_kernel(X, S, kernel, debiased: bool):
             raise TypeError(
                 f"kernel must be a SteinKernel or base kernel, got {type(kernel).__name__}"
             )
-        return sk, sk.bind(X, S)
+        return sk, sk.bind(X, S, n_threads=n_threads)
     base = kernel.base if isinstance(kernel, SteinKernel) else kernel
     if base is None:
         base = IMQ(sigma=median_bandwidth(X))
     if not isinstance(base, _RadialKernel):
         raise TypeError(f"kernel must be a base kernel or SteinKernel, got {type(kernel).__name__}")
-    return None, centred_kernel_matrix(base, X)
+    return None, centred_kernel_matrix(base, X, n_threads=n_threads)
+
+
+#: Methods whose ``rank`` (LD rank, or RT/CT test-vector count) ``tau`` sets.
+RANKED_METHODS = ("lskt", "lsr", "lsc", "sr", "sc", "rt", "ct")
 
 
 def _stein_for_baseline(kernel, X) -> SteinKernel:
@@ -576,6 +576,8 @@ def compress(
     seed=None,
     progress: bool = False,
     nan_policy: str = "raise",
+    n_threads: int | None = None,
+    tau: float | None = None,
     **options,
 ) -> Coreset:
     """Compress the sample X (with scores S = grad log p(X)) to at most ``size`` weighted points.
@@ -597,11 +599,17 @@ def compress(
         Weights of the input sample, for the methods that accept them.
     rank : int, optional
         Rank of the low-rank methods (default n^0.5).
+    tau : float in (0, 1], optional
+        For the low-rank and weighted methods: ``rank = ceil(n^tau)`` (App. I.2 uses 0.5; 0.4
+        makes Low-rank Debiasing sub-quadratic). An explicit ``rank`` wins.
     seed : int or numpy.random.Generator, optional
     progress : bool
         Show progress on long runs.
     nan_policy : {"raise", "omit"}
         "omit" drops rows with NaN/inf in X or S and reports the count in ``res.info``.
+    n_threads : int, optional
+        Threads of the C++ loops (default, or -1: the cores this process may use). Results do
+        not depend on it.
     **options
         Method-specific options (see the method's building block); unknown ones raise.
     """
@@ -611,6 +619,17 @@ def compress(
         raise NotImplementedError(
             f"method {method!r} is not implemented yet; available: {', '.join(available_methods())}"
         )
+    n_threads = effective_n_threads(n_threads)
+    if tau is not None:
+        if method not in RANKED_METHODS:
+            raise ValueError(
+                f"tau: method {method!r} has no rank; tau applies to {', '.join(RANKED_METHODS)}"
+            )
+        if isinstance(tau, bool) or not isinstance(tau, (int, float, np.floating, np.integer)):
+            raise TypeError(f"tau must be a real number, got {type(tau).__name__}")
+        tau = float(tau)
+        if not 0.0 < tau <= 1.0:
+            raise ValueError(f"tau must lie in (0, 1], got {tau}")
     if nan_policy not in ("raise", "omit"):
         raise ValueError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
     spec = METHODS[method]
@@ -650,6 +669,9 @@ def compress(
     size = aa.check_size(size, n)
     if rank is not None:
         rank = aa.check_size(rank, n, "rank")
+    elif tau is not None:
+        rank = min(n, max(1, math.ceil(n**tau - 1e-9)))
+        info["rank_from_tau"] = rank
     if weights is not None:
         weights = aa.check_weights(weights, n, xp, simplex=True, device=dev)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -658,7 +680,7 @@ def compress(
     job = Job(
         X,
         S,
-        lambda: _target_kernel(X, S, kernel, spec.debiased),
+        lambda: _target_kernel(X, S, kernel, spec.debiased, n_threads),
         size,
         rank,
         rng,
@@ -667,6 +689,7 @@ def compress(
         weights,
         xp,
         dev,
+        n_threads,
         kernel=kernel,
     )
     idx, w, extra = spec.run(job)
@@ -675,6 +698,7 @@ def compress(
             f"unknown option(s) for method {method!r}: {', '.join(sorted(job.options))}"
         )
     info.update(extra)
+    info["n_threads"] = n_threads
     info["time_s"] = time.perf_counter() - t0
 
     local = np.asarray(idx, dtype=np.int64)
@@ -694,7 +718,7 @@ def compress(
     res_ksd = None
     if S is not None:
         sk = job.stein if spec.debiased else _stein_for_baseline(kernel, X)
-        sub = sk.bind(points, xp.take(S, local_dev, axis=0))
+        sub = sk.bind(points, xp.take(S, local_dev, axis=0), n_threads=n_threads)
         res_ksd = math.sqrt(max(sub.quad(weights_out), 0.0))
     indices = aa.from_host(original, xp=xp, device=dev)
     return Coreset(indices, weights_out, points, spec.kind, method, res_ksd, info)

@@ -22,6 +22,8 @@ import math
 import numpy as np
 
 from . import _array_api as aa
+from . import _core
+from ._threads import effective_n_threads
 
 __all__ = [
     "IMQ",
@@ -277,14 +279,17 @@ class SteinKernel:
             self.base = IMQ(sigma=median_bandwidth(X, M=self.M))
         return self.base
 
-    def bind(self, X, S, *, nan_ok: bool = False) -> KernelMatrix:
-        """The implicit Stein-kernel matrix on the points X with scores S."""
+    def bind(self, X, S, *, nan_ok: bool = False, n_threads=None) -> KernelMatrix:
+        """The implicit Stein-kernel matrix on the points X with scores S.
+
+        ``n_threads``: team size of the C++ evaluations on this matrix (default: usable cores).
+        """
         xp, dev = aa.namespace(X=X, S=S)
         X = aa.check_points(X, xp, "X")
         S = aa.check_scores(S, X, xp, "S")
         base = self._resolve_base(X)
         wh = _Whitening(self.M, X.shape[1], xp, dev)
-        return KernelMatrix(base, wh.points(X), wh.scores(S))
+        return KernelMatrix(base, wh.points(X), wh.scores(S), n_threads=n_threads)
 
     def matrix(self, X, S, Y=None, T=None):
         """Gram matrix k_p(X_i, Y_j), shape (n, n'); ``S``, ``T`` are the scores at X, Y."""
@@ -321,14 +326,25 @@ class KernelMatrix:
     ``backend``: "auto" evaluates NumPy inputs with the C++ evaluator (O(d) per entry, threads)
     and every other namespace with the array-API code; "array_api" forces the latter (the
     reference the C++ path is tested against); "cpp" forces the former (host arrays).
+
+    ``n_threads``: the team size of every C++ evaluation on this matrix (None: the usable cores,
+    :func:`stein_coreset._threads.effective_n_threads`); kept by :meth:`take` and friends.
     """
 
     def __init__(
-        self, base: _RadialKernel, U, T=None, mean=None, mean_all: float = 0.0, backend="auto"
+        self,
+        base: _RadialKernel,
+        U,
+        T=None,
+        mean=None,
+        mean_all: float = 0.0,
+        backend="auto",
+        n_threads=None,
     ):
         if backend not in ("auto", "cpp", "array_api"):
             raise ValueError(f"backend must be 'auto', 'cpp' or 'array_api', got {backend!r}")
         self.backend = backend
+        self.n_threads = effective_n_threads(n_threads)
         self.base = base
         self.U = U
         self.T = T
@@ -345,7 +361,17 @@ class KernelMatrix:
 
     def with_backend(self, backend: str) -> KernelMatrix:
         """The same matrix evaluated by another backend."""
-        return KernelMatrix(self.base, self.U, self.T, self.mean, self.mean_all, backend)
+        return KernelMatrix(
+            self.base, self.U, self.T, self.mean, self.mean_all, backend, self.n_threads
+        )
+
+    def with_threads(self, n_threads) -> KernelMatrix:
+        """The same matrix (sharing its cached handle) evaluated with another team size."""
+        out = KernelMatrix(
+            self.base, self.U, self.T, self.mean, self.mean_all, self.backend, n_threads
+        )
+        out._handle, out._diag = self._handle, self._diag
+        return out
 
     @property
     def is_stein(self) -> bool:
@@ -358,7 +384,13 @@ class KernelMatrix:
         T = None if self.T is None else xp.take(self.T, idx, axis=0)
         mean = None if self.mean is None else xp.take(self.mean, idx, axis=0)
         return KernelMatrix(
-            self.base, xp.take(self.U, idx, axis=0), T, mean, self.mean_all, self.backend
+            self.base,
+            xp.take(self.U, idx, axis=0),
+            T,
+            mean,
+            self.mean_all,
+            self.backend,
+            self.n_threads,
         )
 
     def _entries(self, Ua, Ub, Ta=None, Tb=None, ma=None, mb=None):
@@ -451,12 +483,43 @@ class KernelMatrix:
         """w^T K w (the squared MMD_{k_P} of the signed measure sum_i w_i delta_{x_i} to P)."""
         return float(self.xp.sum(w * self.matvec(w)))
 
+    def column(self, j: int):
+        """Column k_P(x_i, x_j), shape (n,), in the array namespace. O(n d)."""
+        if self.uses_cpp:
+            return aa.from_host(
+                _core.kernel_column(self.handle(), int(j)), xp=self.xp, device=self.device
+            )
+        xp = self.xp
+        return xp.reshape(self.block(xp.asarray([int(j)], dtype=xp.int64, device=self.device)),
+                          (self.n,))
+
+    def row_means(self, rows):
+        """(1/n) sum_j k_P(x_r, x_j) for r in ``rows`` (host int sequence), in the array
+        namespace: O(len(rows) n) evaluations, never more than one slab held."""
+        xp, dev = self.xp, self.device
+        rows = aa.host_indices(rows)
+        if self.uses_cpp:
+            return aa.from_host(
+                _core.kernel_row_means(self.handle(), rows), xp=xp, device=dev
+            )
+        ones = xp.full((self.n,), 1.0 / self.n, dtype=xp.float64, device=dev)
+        b = max(1, SLAB_ENTRIES // max(self.n, 1))
+        return xp.concat(
+            [self.block(rows[a : a + b]) @ ones for a in range(0, rows.size, b)], axis=0
+        )
+
+    def coreset_sums(self, coresets) -> np.ndarray:
+        """(L,) host sums sum_{a,b} k_P(C[l, a], C[l, b]) of L equal-size coresets (rows of the
+        host int array ``coresets``): O(L m^2) evaluations."""
+        C = np.ascontiguousarray(coresets, dtype=np.int64)
+        if self.uses_cpp:
+            return _core.coreset_sums(self.handle(), C)
+        return np.array([float(np.sum(aa.to_host(self.block(c, c)))) for c in C])
+
     # ---- the C++ side -------------------------------------------------------------------
     def handle(self):
         """A ``_core.Kernel`` over host copies of the whitened points (one transfer, cached)."""
         if self._handle is None:
-            from . import _core
-
             U = aa.to_host(self.U)
             T = None if self.T is None else aa.to_host(self.T)
             mean = None if self.mean is None else aa.to_host(self.mean)
@@ -473,21 +536,18 @@ class KernelMatrix:
 
     def block_cpp(self, rows, cols=None) -> np.ndarray:
         """Host block from the C++ evaluator (rows/cols are host int64 sequences)."""
-        from . import _core
-
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         cols = None if cols is None else np.ascontiguousarray(cols, dtype=np.int64)
         return _core.gram(self.handle(), rows, cols)
 
     def matvec_cpp(self, w) -> np.ndarray:
-        from . import _core
-
-        # the vectorised evaluator of src_cpp/soa_kernel; it picks its thread count once per
-        # call, so small products do not stall on a busy machine
+        # the vectorised evaluator of src_cpp/soa_kernel
         return _core.matvec_soa(self.handle(), np.ascontiguousarray(w, dtype=np.float64))
 
 
-def centred_kernel_matrix(base: _RadialKernel, X, M=None, reference=None) -> KernelMatrix:
+def centred_kernel_matrix(
+    base: _RadialKernel, X, M=None, reference=None, n_threads=None
+) -> KernelMatrix:
     """Base kernel centred at an empirical distribution: the unbiased baselines' k_P.
 
     ``k_P(x, y) = k(x, y) - E k(x, Z) - E k(Z, y) + E k(Z, Z')`` with Z, Z' drawn from the rows of
@@ -502,7 +562,7 @@ def centred_kernel_matrix(base: _RadialKernel, X, M=None, reference=None) -> Ker
         raise ValueError("reference must have the dimension of X")
     wh = _Whitening(M, X.shape[1], xp, dev)
     U, V = wh.points(X), wh.points(R)
-    plain = KernelMatrix(base, U)
+    plain = KernelMatrix(base, U, n_threads=n_threads)
     if reference is None:
         n = int(U.shape[0])
         mean = plain.matvec(xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev))
@@ -514,7 +574,7 @@ def centred_kernel_matrix(base: _RadialKernel, X, M=None, reference=None) -> Ker
     if reference is None:
         mean_all = float(xp.mean(mean))
     else:
-        ref = KernelMatrix(base, V)
+        ref = KernelMatrix(base, V, n_threads=n_threads)
         ones = xp.full((V.shape[0],), 1.0 / V.shape[0], dtype=xp.float64, device=dev)
         mean_all = ref.quad(ones)
-    return KernelMatrix(base, U, None, mean, mean_all)
+    return KernelMatrix(base, U, None, mean, mean_all, n_threads=n_threads)

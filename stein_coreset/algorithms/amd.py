@@ -7,6 +7,7 @@ import math
 import array_api_compat
 
 from .. import _array_api as aa
+from .._threads import effective_n_threads
 
 __all__ = ["amd", "LowRankPlusDiagonal"]
 
@@ -88,7 +89,7 @@ def _operator(K):
 
 
 def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = None,
-        progress: bool = False, engine: str = "auto"):
+        progress: bool = False, engine: str = "auto", n_threads: int | None = None):
     """Minimise ``w^T K w`` over the probability simplex by accelerated entropic mirror descent.
 
     Alg. F.2 (Nesterov's 1-memory method, Wang et al., 2023, Alg. 14, with the entropy
@@ -121,6 +122,8 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         chunks (results independent of the thread count); only for a
         :class:`LowRankPlusDiagonal` on NumPy arrays, which "auto" sends there.
         "array_api" is the namespace-generic loop (two products with F per step).
+    n_threads : int, optional
+        Threads of the C++ steps (default: the usable cores).
 
     Returns
     -------
@@ -161,7 +164,7 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         if not (math.isfinite(eta) and eta > 0):
             raise ValueError(f"step_size must be positive and finite, got {step_size}")
     if native:
-        return _amd_native(op, steps, w0, eta, progress)
+        return _amd_native(op, steps, w0, eta, progress, effective_n_threads(n_threads))
     supp = w0 > 0.0
     logv = xp.where(supp, xp.log(xp.where(supp, w0, 1.0)), -math.inf)
     v = w0
@@ -184,12 +187,14 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     return w
 
 
-def _amd_native(op: LowRankPlusDiagonal, steps: int, w0, eta: float, progress: bool):
+def _amd_native(
+    op: LowRankPlusDiagonal, steps: int, w0, eta: float, progress: bool, n_threads: int
+):
     """The C++ loop: the array-API iterates up to the float32 storage of F (relative error
     ~1e-7 in F F^T, far below the low-rank approximation error of K' itself)."""
     import numpy as np
 
-    from .. import _core
+    from ._native import amd_lowrank
 
     F = np.ascontiguousarray(op.F, dtype=np.float32)
     res = np.ascontiguousarray(op.residual, dtype=np.float64)
@@ -202,5 +207,5 @@ def _amd_native(op: LowRankPlusDiagonal, steps: int, w0, eta: float, progress: b
 
         starts = progress_bar(starts, desc="AMD", total=len(starts))
     for t0 in starts:
-        _core.amd_lowrank(F, res, w, v, t0, min(chunk, steps - t0), eta)
+        amd_lowrank(F, res, w, v, t0, min(chunk, steps - t0), eta, n_threads)
     return w

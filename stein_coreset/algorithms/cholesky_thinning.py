@@ -76,10 +76,10 @@ def cholesky_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rn
     c = float(xp.mean(top))
     piv, _ = weighted_rpcholesky(_shifted(K, c), w, rank, rng)
     idx = np.sort(piv)
-    w1 = _affine_weights(K.block_cpp(idx, idx))
+    w1 = _affine_weights(aa.to_host(K.block(idx, idx)))
 
     idx, w2 = _kt_swap_ls_host(K, idx, w1, _FORMATS["cp"])
-    KI = K.block_cpp(idx, idx)
+    KI = aa.to_host(K.block(idx, idx))
     w3 = _affine_weights(KI)
     if not _quad(KI, w3) <= _quad(KI, w2):
         w3 = w2

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..kernels import KernelMatrix
+from . import _native
 from .stein_thinning import _check_kernel, _check_m
 
 __all__ = ["kt_split", "kt_swap", "kernel_thinning"]
@@ -79,8 +80,6 @@ def kt_split(K: KernelMatrix, indices, t: int, delta: float = 0.5, rng=None, *, 
     -----
     O(N^2) kernel evaluations (O(N^2 d) for the Stein kernel), O(N) memory.
     """
-    from .. import _core
-
     _check_kernel(K)
     idx = _index_array(indices, K.n, "indices")
     if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
@@ -98,16 +97,14 @@ def kt_split(K: KernelMatrix, indices, t: int, delta: float = 0.5, rng=None, *, 
         seed = 0
     else:
         seed = int(_rng(rng).integers(2**63))
-    out = _core.kt_split(K.handle(), idx, t, delta, seed, uniforms)
+    out = _native.kt_split(K, idx, t, delta, seed, uniforms)
     return [np.array(row) for row in out]
 
 
 def _mmd2(K: KernelMatrix, coresets: np.ndarray) -> np.ndarray:
     """MMD^2_{k_P} of each equal-weighted coreset (row) to P; O(L m^2) kernel evaluations."""
-    from .. import _core
-
     m = coresets.shape[1]
-    return _core.coreset_sums(K.handle(), np.ascontiguousarray(coresets, dtype=np.int64)) / m**2
+    return K.coreset_sums(coresets) / m**2
 
 
 def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
@@ -139,8 +136,6 @@ def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
     -----
     O(L m^2 + passes m n) kernel evaluations for L candidates, O(n + L m) memory.
     """
-    from .. import _core
-
     _check_kernel(K)
     if isinstance(candidates, np.ndarray) and candidates.ndim == 2:
         cands = [candidates[i] for i in range(candidates.shape[0])]
@@ -164,9 +159,8 @@ def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
         if b.size != m:
             raise ValueError(f"baseline must have the candidates' size {m}, got {b.size}")
         short.append(b.copy())
-    h = K.handle()
     for I in short:
-        _core.kt_swap_refine(h, I, passes)
+        _native.kt_swap_refine(K, I, passes)
     final = _mmd2(K, np.stack(short))
     return short[int(np.argmin(final))]
 

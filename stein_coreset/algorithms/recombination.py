@@ -14,6 +14,7 @@ import scipy.linalg
 
 from .. import _array_api as aa
 from ..kernels import KernelMatrix
+from . import _native
 from .resample import resample
 from .rpcholesky import weighted_rpcholesky
 
@@ -93,9 +94,7 @@ def recombination(A, x0):
         raise ValueError("x0 has NaN or inf entries")
     if np.any(xh < 0):
         raise ValueError("x0 must be non-negative")
-    from .. import _core
-
-    x = _core.recombination(Ah, np.ascontiguousarray(xh), points_major)
+    x = _native.recombination(Ah, xh, points_major)
     return aa.from_host(x, xp=xp, device=dev)
 
 
@@ -166,11 +165,9 @@ def _input_weights(K, w):
 
 
 def _kt_swap_ls_host(K, idx, w, code):
-    from .. import _core
-
     dense = np.zeros(K.n)
     dense[idx] = w
-    _core.kt_swap_ls(K.handle(), dense, np.ascontiguousarray(idx, dtype=np.int64), int(code))
+    _native.kt_swap_ls(K, dense, idx, code)
     out = np.flatnonzero(dense)
     return out.astype(np.int64), dense[out]
 
@@ -329,14 +326,12 @@ def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = Non
     P = np.empty((Fs.shape[0], Fs.shape[1] + 1))
     P[:, :-1] = Fs
     P[:, -1] = 1.0
-    from .. import _core
-
-    x = _core.recombination(P, ws, True)
+    x = _native.recombination(P, ws, True)
     keep = x > 0
     idx, wr = supp_h[keep], x[keep] / x[keep].sum()
 
     idx, wr = _kt_swap_ls_host(K, idx, wr, _FORMATS["splx"])
-    KJ = K.block_cpp(idx, idx)
+    KJ = aa.to_host(K.block(idx, idx))
     wq = _simplex_weights(KJ, wr)
     if _quad(KJ, wq) > _quad(KJ, wr):
         wq = wr

@@ -54,9 +54,6 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     scale = float(xp.sum(d))
     F = xp.zeros((n, rank), dtype=xp.float64, device=dev)
     ar = xp.arange(n, dtype=xp.int64, device=dev)
-    host = aa.is_numpy(xp)
-    if host:
-        from .. import _core
     pivots = []
     it = range(rank)
     if progress:
@@ -71,10 +68,7 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
         u = float(rng.random())
         s = xp.searchsorted(cum, xp.reshape(total * u, (1,)), side="right")
         s = xp.clip(s, 0, n - 1)
-        if host:  # the C++ column: O(n d), serial, no (1, n) temporaries per term
-            col = _core.kernel_column(K.handle(), int(s[0]))
-        else:
-            col = xp.reshape(K.block(s), (n,))
+        col = K.column(int(s[0]))
         col = col * sw * xp.take(sw, s)
         g = col - F[:, :i] @ xp.reshape(xp.take(F, s, axis=0)[:, :i], (i,)) if i else col
         gs = xp.take(g, s)

@@ -61,9 +61,9 @@ def stein_thinning(K: KernelMatrix, m: int, *, progress: bool = False, backend: 
     if backend == "auto":
         backend = "cpp" if aa.is_numpy(K.xp) else "xp"
     if backend == "cpp":
-        from .. import _core
+        from ._native import stein_thinning as native_stein_thinning
 
-        return np.asarray(_core.stein_thinning(K.handle(), m), dtype=np.int64)
+        return native_stein_thinning(K, m)
     xp, n = K.xp, K.n
     score = xp.asarray(K.diag(), copy=True)
     out = np.empty(m, dtype=np.int64)

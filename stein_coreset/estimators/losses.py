@@ -472,17 +472,18 @@ BACKENDS = ("auto", "cpp", "array_api")
 def _pair_pass_cpp(U, V, kind, F, comps, need_grad):
     """The pass in C++ (src_cpp/dksd.hpp, OpenMP over rows) on host copies, one transfer each
     way (a no-op for NumPy)."""
-    from .. import _core
+    from ..algorithms._native import dksd_pass
 
     xp, dev = aa.namespace(U=U)
     Fh = np.ascontiguousarray(aa.to_host(F).reshape(-1))
-    total, Gv, Gf = _core.dksd_pass(
+    total, Gv, Gf = dksd_pass(
         aa.to_host(U), aa.to_host(V), Fh, kind == "full",
         np.asarray([int(b.code) for b, _ in comps], dtype=np.intc),
         np.asarray([float(b.sigma) for b, _ in comps]),
         np.asarray([float(b.beta) for b, _ in comps]),
         np.asarray([float(lam) for _, lam in comps]),
         bool(need_grad),
+        1,
     )
     if not need_grad:
         return total, None, None

@@ -9,9 +9,13 @@ Sub-commands:
   chain, its burn-in, each coreset (point size proportional to weight) and KSD-vs-size curves.
 - ``compress POINTS [SCORES]``: compress arrays read from ``.npy``, ``.npz`` or ``.csv`` files and
   write the coreset (indices, weights, points, run info) to an ``.npz`` file.
-- ``methods``: list the methods and whether they are implemented in this build.
+- ``methods``: list the methods.
 
-Errors are one line on stderr and exit code 2; ``--debug`` shows the traceback instead.
+This module parses, calls and prints: argument values are validated by ``compress`` (and the
+demo harness, :mod:`stein_coreset.demo`); their ``ValueError`` / ``TypeError`` become one line on
+stderr with exit code 2 (``--debug`` shows the traceback instead). The checks left here are about
+files and flags: readable arrays, POINTS and SCORES of one shape, NaN rows counted in the
+``--nan-policy`` vocabulary, a (d, d) ``--precond``.
 """
 
 from __future__ import annotations
@@ -19,12 +23,12 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import math
 import os
 import sys
-import time
 
 import numpy as np
+
+from .demo import demo_chain, run_demo  # noqa: F401 (demo_chain: re-exported for callers)
 
 #: Array names looked up, in order, in an ``.npz`` file when none is given.
 POINT_KEYS = ("X", "points", "samples", "x", "theta")
@@ -160,20 +164,9 @@ def _jsonable(v):
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_method(name: str):
-    from .compress import ALL_METHOD_NAMES, available_methods
-
-    if name not in ALL_METHOD_NAMES:
-        raise CLIError(f"unknown method {name!r}; valid methods: {', '.join(ALL_METHOD_NAMES)}")
-    if name not in available_methods():
-        raise CLIError(
-            f"method {name!r} is not implemented in this build; "
-            f"available: {', '.join(available_methods())}"
-        )
-
-
 def _kernel_from_args(args, X):
-    """The Stein kernel of ``--bandwidth`` / ``--precond`` (None: compress's default)."""
+    """The Stein kernel of ``--bandwidth`` / ``--precond`` (None: compress's default; without
+    ``--bandwidth`` compress resolves the median M-distance bandwidth)."""
     import stein_coreset as sc
 
     if args.bandwidth is None and args.precond is None:
@@ -184,27 +177,17 @@ def _kernel_from_args(args, X):
         d = X.shape[1]
         if M.shape != (d, d):
             raise CLIError(f"--precond must be a ({d}, {d}) matrix, got shape {M.shape}")
-    if args.bandwidth is not None and not args.bandwidth > 0:
-        raise CLIError(f"--bandwidth must be positive, got {args.bandwidth}")
-    good = np.isfinite(X).all(axis=1)
-    sigma = args.bandwidth or sc.median_bandwidth(X[good], M=M)
-    return sc.SteinKernel(sc.IMQ(sigma=sigma), M=M)
+    base = None if args.bandwidth is None else sc.IMQ(sigma=args.bandwidth)
+    return sc.SteinKernel(base, M=M)
 
 
 def _cmd_compress(args) -> int:
     import stein_coreset as sc
 
-    from .compress import METHODS
-
-    _check_method(args.method)
     options = _parse_options(args.option)
     X = load_array(args.points, "POINTS", POINT_KEYS)
     scores = args.scores or _scores_from_points_file(args.points)
     S = load_array(scores, "SCORES", SCORE_KEYS) if scores else None
-    if S is None and METHODS[args.method].debiased:
-        raise CLIError(
-            f"method {args.method!r} is debiased and needs SCORES (grad log p at the points)"
-        )
     if S is not None and S.shape != X.shape:
         raise CLIError(
             f"shape mismatch: SCORES has shape {S.shape} but POINTS has shape {X.shape}; "
@@ -250,7 +233,6 @@ def _cmd_compress(args) -> int:
         scores_file=scores,
         seed=args.seed,
         options=options,
-        bandwidth=None if kernel is None else kernel.base.sigma,
         precond_file=args.precond,
     )
     np.savez(
@@ -273,263 +255,23 @@ def _cmd_compress(args) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# demo
+# demo (the harness lives in stein_coreset.demo)
 # ---------------------------------------------------------------------------------------------
-
-DEMO_DEFAULT_N = {"goodwin": 4096, "gmm": 4096}
-
-
-def _require_matplotlib():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise CLIError(
-            "--plot needs matplotlib, which is not installed: pip install 'stein_coreset[plot]'"
-        ) from None
-    return plt
-
-
-def demo_chain(
-    target: str, n: int, seed: int, progress: bool = False, n_reference: int | None = None
-):
-    """The demo's input: a biased chain with scores and a reference sample."""
-    from . import datasets
-
-    kw = {} if n_reference is None else {"n_reference": n_reference}
-    if target == "goodwin":
-        return datasets.goodwin_chain(n, seed=seed, progress=progress, **kw)
-    if target == "gmm":
-        return datasets.gmm_chain(n, seed=seed, progress=progress, **kw)
-    raise CLIError(f"unknown --target {target!r}; use goodwin or gmm")
-
-
-def _demo_methods(requested):
-    from .compress import available_methods
-
-    if not requested:
-        return available_methods()
-    names = [m.strip() for m in requested.split(",") if m.strip()]
-    for m in names:
-        _check_method(m)
-    return names
-
-
-def run_methods(chain, methods, size, kernel, seed, progress=False, on_row=None):
-    """Compress ``chain`` with each method; one dict per method (or per failure)."""
-    import stein_coreset as sc
-
-    rows = []
-    for method in methods:
-        t0 = time.perf_counter()
-        try:
-            res = sc.compress(
-                chain.X,
-                chain.S,
-                size=size,
-                method=method,
-                kernel=kernel,
-                seed=seed,
-                progress=progress,
-            )
-        except Exception as e:  # one broken method must not hide the others
-            row = {"method": method, "error": f"{type(e).__name__}: {e}"}
-        else:
-            dt = time.perf_counter() - t0
-            ed = (
-                sc.energy_distance(res.points, chain.reference, wx=res.weights)
-                if chain.reference is not None
-                else math.nan
-            )
-            row = {
-                "method": method,
-                "kind": res.kind,
-                "size": len(res),
-                "ksd": res.ksd,
-                "energy": ed,
-                "time": dt,
-                "result": res,
-            }
-        rows.append(row)
-        if on_row is not None:
-            on_row(row)
-    return rows
-
-
-def _fmt_row(row) -> str:
-    if "error" in row:
-        return f"{row['method']:<12}failed: {row['error']}"[:160]
-    return (
-        f"{row['method']:<12}{row['kind']:<10}{row['size']:>6}{row['ksd']:>12.4g}"
-        f"{row['energy']:>12.4g}{row['time']:>10.2f}"
-    )
 
 
 def _cmd_demo(args) -> int:
-    import stein_coreset as sc
-
-    from .compress import ALL_METHOD_NAMES, available_methods
-
-    plt = _require_matplotlib() if args.plot else None
-    for flag, path in (("--plot", args.plot), ("--save-chain", args.save_chain)):
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            raise CLIError(f"{flag}: directory does not exist: {os.path.dirname(path)}")
-    methods = _demo_methods(args.methods)
-    n = args.n or DEMO_DEFAULT_N[args.target]
-    if n < 16:
-        raise CLIError(f"--n must be at least 16, got {n}")
-    size = args.size or int(round(math.sqrt(n)))
-    if not 1 <= size <= n:
-        raise CLIError(f"--size must be between 1 and n = {n}, got {size}")
-
-    t0 = time.perf_counter()
-    if args.reference is not None and args.reference < 10:
-        raise CLIError(f"--reference must be at least 10, got {args.reference}")
-    chain = demo_chain(args.target, n, args.seed, args.progress, args.reference)
-    t_sim = time.perf_counter() - t0
-    if args.save_chain:
-        path = args.save_chain if args.save_chain.endswith(".npz") else args.save_chain + ".npz"
-        np.savez(
-            path,
-            X=chain.X,
-            S=chain.S,
-            log_density=chain.log_density,
-            reference=chain.reference if chain.reference is not None else np.empty((0, 0)),
-        )
-        print(f"saved the chain to {path} (arrays X, S, log_density, reference)")
-    kernel = sc.SteinKernel(sc.IMQ(sigma=sc.median_bandwidth(chain.X)))
-    if args.target == "goodwin":
-        what = "P-MALA chain on the Goodwin oscillator posterior (d = 4, log-parameters)"
-    else:
-        what = "MALA chain on a 2-D Gaussian mixture, started far from its modes"
-    print(f"demo: {what}")
-    print(
-        f"  n = {n} states (acceptance {chain.acceptance_rate:.2f}, burn-in ~ "
-        f"{chain.info.get('burn_in', '?')} states, simulated in {t_sim:.1f} s); "
-        f"reference sample of {len(chain.reference)}; coreset size {size}"
-    )
-    print(
-        f"  Stein kernel: IMQ, median bandwidth {kernel.base.sigma:.3g}; energy distance to the "
-        "reference sample"
-    )
-    header = f"{'method':<12}{'kind':<10}{'size':>6}{'KSD':>12}{'energy':>12}{'time (s)':>10}"
-    print(header)
-    print("-" * len(header))
-    full = {
-        "method": "(input)",
-        "kind": "equal",
-        "size": n,
-        "ksd": sc.ksd(chain.X, chain.S, kernel=kernel),
-        "energy": sc.energy_distance(chain.X, chain.reference),
-        "time": 0.0,
-    }
-    print(_fmt_row(full))
-    rows = run_methods(
-        chain,
-        methods,
-        size,
-        kernel,
-        args.seed,
+    return run_demo(
+        target=args.target,
+        n=args.n,
+        size=args.size,
+        seed=args.seed,
+        reference=args.reference,
+        methods=args.methods,
+        plot=args.plot,
+        no_curves=args.no_curves,
+        save_chain=args.save_chain,
         progress=args.progress,
-        on_row=lambda r: print(_fmt_row(r), flush=True),
     )
-    missing = [m for m in ALL_METHOD_NAMES if m not in available_methods()]
-    if missing and not args.methods:
-        print(f"not yet implemented: {', '.join(missing)}")
-    if plt is not None:
-        curves = {} if args.no_curves else _size_curves(chain, rows, size, kernel, args.seed)
-        _plot_demo(plt, args.plot, chain, rows, curves, args.target)
-        print(f"wrote {args.plot}")
-    failed = [r["method"] for r in rows if "error" in r]
-    if failed:
-        print(f"stein-coreset: error: method(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _size_curves(chain, rows, size, kernel, seed):
-    """KSD of each method at four coreset sizes up to ``size`` (the table's run is reused)."""
-    import stein_coreset as sc
-
-    sizes = sorted({int(s) for s in np.geomspace(min(8, size), size, 4).round()})
-    ok = [r for r in rows if "error" not in r]
-    print(f"KSD-vs-size curves: m in {sizes} for {len(ok)} methods", flush=True)
-    curves = {}
-    for r in ok:
-        vals = []
-        for m in sizes:
-            if m == size:
-                vals.append(r["ksd"])
-                continue
-            try:
-                res = sc.compress(
-                    chain.X, chain.S, size=m, method=r["method"], kernel=kernel, seed=seed
-                )
-                vals.append(res.ksd)
-            except Exception:
-                vals.append(math.nan)
-        curves[r["method"]] = (sizes, vals)
-    return curves
-
-
-def _plot_demo(plt, path, chain, rows, curves, target):
-    ok = [r for r in rows if "error" not in r]
-    k = len(ok)
-    ncols = min(4, max(k, 1))
-    nrows = -(-k // ncols) if k else 1
-    fig = plt.figure(figsize=(2.7 * ncols + 4.0, 2.5 * max(nrows, 1) + 0.4))
-    gs = fig.add_gridspec(max(nrows, 1), ncols + 2)
-    X = chain.X
-    b = int(chain.info.get("burn_in", 0))
-    label = ("log a1", "log a2") if target == "goodwin" else ("x1", "x2")
-    lim_lo, lim_hi = X[:, :2].min(axis=0), X[:, :2].max(axis=0)
-    pad = 0.05 * (lim_hi - lim_lo)
-    for i, r in enumerate(ok):
-        ax = fig.add_subplot(gs[i // ncols, i % ncols])
-        ax.plot(X[:, 0], X[:, 1], color="0.8", lw=0.4, zorder=1)
-        ax.plot(X[:b, 0], X[:b, 1], color="tab:red", lw=0.6, alpha=0.6, zorder=2)
-        res = r["result"]
-        P = np.asarray(res.points)
-        w = np.asarray(res.weights)
-        sz = np.clip(25.0 * np.abs(w) * len(w), 2.0, 400.0)  # equal weights: 25 pt^2
-        col = np.where(w >= 0, "tab:blue", "tab:orange")
-        ax.scatter(P[:, 0], P[:, 1], s=sz, c=col, edgecolors="k", linewidths=0.3, zorder=3)
-        ax.set_title(f"{r['method']} ({r['kind']}, m={r['size']})", fontsize=9)
-        ax.set_xlim(lim_lo[0] - pad[0], lim_hi[0] + pad[0])
-        ax.set_ylim(lim_lo[1] - pad[1], lim_hi[1] + pad[1])
-        ax.tick_params(labelsize=7)
-        if i % ncols == 0:
-            ax.set_ylabel(label[1], fontsize=8)
-        ax.set_xlabel(label[0], fontsize=8)
-    ax = fig.add_subplot(gs[:, ncols:])
-    from .compress import METHODS
-
-    for i, (method, (sizes, vals)) in enumerate(curves.items()):
-        debiased = method in METHODS and METHODS[method].debiased
-        ax.plot(
-            sizes,
-            vals,
-            "-" if debiased else "--",
-            color=plt.cm.tab20(i % 20),
-            marker="o",
-            ms=3,
-            label=method,
-        )
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("coreset size m")
-    ax.set_ylabel("KSD (MMD to P)")
-    ax.set_title(
-        "KSD vs coreset size (dashed: unbiased baselines)\n(chain in grey, burn-in in red)",
-        fontsize=9,
-    )
-    if curves:
-        ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=72)
-    plt.close(fig)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -538,15 +280,11 @@ def _plot_demo(plt, path, chain, rows, curves, target):
 
 
 def _cmd_methods(args) -> int:
-    from .compress import ALL_METHOD_NAMES, METHODS
+    from .compress import METHODS
 
-    for name in ALL_METHOD_NAMES:
-        if name in METHODS:
-            m = METHODS[name]
-            tag = "debiased" if m.debiased else "baseline"
-            print(f"{name:<12}{m.kind:<10}{tag:<10}{m.summary}")
-        else:
-            print(f"{name:<12}{'-':<10}{'-':<10}not implemented in this build")
+    for name, m in METHODS.items():
+        tag = "debiased" if m.debiased else "baseline"
+        print(f"{name:<12}{m.kind:<10}{tag:<10}{m.summary}")
     return 0
 
 
@@ -672,7 +410,7 @@ def main(argv=None) -> int:
     except Exception as e:
         if args.debug:
             raise
-        known = (CLIError, ValueError, TypeError, OSError, NotImplementedError, MemoryError)
+        known = (CLIError, ValueError, TypeError, OSError, MemoryError)
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if not isinstance(e, known):
             msg = f"{type(e).__name__}: {msg} (run with --debug for the traceback)"

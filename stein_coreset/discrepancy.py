@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 from . import _array_api as aa
-from .kernels import IMQ, SteinKernel, _RadialKernel, _sqdist, median_bandwidth
+from . import _validation as val
+from .kernels import IMQ, RadialKernel, SteinKernel, _sqdist, median_bandwidth
 
 __all__ = ["ksd", "mmd", "energy_distance"]
 
@@ -19,7 +20,7 @@ def _stein(kernel) -> SteinKernel:
         return SteinKernel()
     if isinstance(kernel, SteinKernel):
         return kernel
-    if isinstance(kernel, _RadialKernel):
+    if isinstance(kernel, RadialKernel):
         return SteinKernel(kernel)
     raise TypeError(f"kernel must be a SteinKernel or a base kernel, got {type(kernel).__name__}")
 
@@ -40,18 +41,18 @@ def ksd(X, S, weights=None, kernel=None) -> float:
     """
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
     K = _stein(kernel).bind(X, S)
-    w = aa.check_weights(weights, K.n, xp, device=dev)
+    w = val.check_weights(weights, K.n, xp, device=dev)
     return math.sqrt(max(K.quad(w), 0.0))
 
 
 def _two_sample(X, Y, wx, wy):
     xp, dev = aa.namespace(X=X, Y=Y, wx=wx, wy=wy)
-    X = aa.check_points(X, xp, "X")
-    Y = aa.check_points(Y, xp, "Y")
+    X = val.check_points(X, xp, "X")
+    Y = val.check_points(Y, xp, "Y")
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"X and Y must have the same dimension, got {X.shape[1]} and {Y.shape[1]}")
-    wx = aa.check_weights(wx, X.shape[0], xp, "wx", device=dev)
-    wy = aa.check_weights(wy, Y.shape[0], xp, "wy", device=dev)
+    wx = val.check_weights(wx, X.shape[0], xp, "wx", device=dev)
+    wy = val.check_weights(wy, Y.shape[0], xp, "wy", device=dev)
     return xp, dev, X, Y, wx, wy
 
 
@@ -76,7 +77,7 @@ def mmd(X, Y, wx=None, wy=None, kernel=None) -> float:
         kernel = IMQ(sigma=median_bandwidth(xp.concat([X, Y], axis=0)))
     if isinstance(kernel, SteinKernel):
         raise TypeError("mmd takes a base kernel; for the Stein kernel use ksd")
-    if not isinstance(kernel, _RadialKernel):
+    if not isinstance(kernel, RadialKernel):
         raise TypeError(f"kernel must be IMQ, Gaussian or Matern, got {type(kernel).__name__}")
     f = lambda q: kernel.radial(xp, q)[0]  # noqa: E731
     val = (

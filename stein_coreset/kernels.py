@@ -23,9 +23,12 @@ import numpy as np
 
 from . import _array_api as aa
 from . import _core
+from . import _validation as val
 from ._threads import effective_n_threads
 
 __all__ = [
+    "RadialKernel",
+    "Whitening",
     "IMQ",
     "Gaussian",
     "Matern",
@@ -48,8 +51,13 @@ def _check_positive(value, name):
     return value
 
 
-class _RadialKernel:
-    """A base kernel k(x, y) = kappa(||x - y||_M^2); subclasses give kappa and its derivatives."""
+class RadialKernel:
+    """A base kernel k(x, y) = kappa(||x - y||_M^2); subclasses give kappa and its derivatives.
+
+    The public base type of :class:`IMQ`, :class:`Gaussian` and :class:`Matern`: a user kernel
+    subclasses it and defines ``code`` (the C++ evaluator's kernel code) and :meth:`radial`.
+    Kernel objects are immutable in use: nothing in the library sets their attributes.
+    """
 
     code: int  # base-kernel code shared with src_cpp/stein_kernel.hpp
 
@@ -74,13 +82,13 @@ class _RadialKernel:
     def __call__(self, X, Y=None, M=None):
         """Base-kernel Gram matrix k(X_i, Y_j), shape (n, n')."""
         xp, dev = aa.namespace(X=X, Y=Y)
-        X = aa.check_points(X, xp, "X")
-        Y = X if Y is None else aa.check_points(Y, xp, "Y")
+        X = val.check_points(X, xp, "X")
+        Y = X if Y is None else val.check_points(Y, xp, "Y")
         if Y.shape[1] != X.shape[1]:
             raise ValueError(
                 f"X and Y must have the same dimension, got {X.shape[1]} and {Y.shape[1]}"
             )
-        whiten = _Whitening(M, X.shape[1], xp, dev)
+        whiten = Whitening(M, X.shape[1], xp, dev)
         U, V = whiten.points(X), whiten.points(Y)
         return self.radial(xp, _sqdist(xp, U, V))[0]
 
@@ -94,7 +102,7 @@ class _RadialKernel:
         return hash((type(self).__name__, tuple(sorted(self.__dict__.items()))))
 
 
-class IMQ(_RadialKernel):
+class IMQ(RadialKernel):
     """Inverse multiquadric kernel ``(1 + r^2 / sigma^2)^beta``, ``beta`` in (-1, 0) (Ex. B.2)."""
 
     code = 0
@@ -124,7 +132,7 @@ class IMQ(_RadialKernel):
         return f"IMQ(sigma={self.sigma:.6g}, beta={self._beta:.6g})"
 
 
-class Gaussian(_RadialKernel):
+class Gaussian(RadialKernel):
     """Gaussian kernel ``exp(-r^2 / (2 sigma^2))`` (Ex. B.1)."""
 
     code = 1
@@ -135,7 +143,7 @@ class Gaussian(_RadialKernel):
         return k0, -k0 / (2.0 * s2), q * k0 / (4.0 * s2 * s2)
 
 
-class Matern(_RadialKernel):
+class Matern(RadialKernel):
     """Matern kernel with smoothness ``nu`` in {1.5, 2.5}, radial in the M-norm.
 
     Both are twice differentiable at the diagonal, as the Stein kernel needs.
@@ -176,11 +184,27 @@ def _sqdist(xp, U, V):
     return xp.clip(q, 0.0, None) if hasattr(xp, "clip") else xp.where(q > 0.0, q, 0.0)
 
 
-class _Whitening:
-    """Cholesky factor of the preconditioner M = L L^T and the maps x -> L^{-1} x, s -> L^T s."""
+class Whitening:
+    """Cholesky factor of the preconditioner M = L L^T and the maps x -> L^{-1} x, s -> L^T s.
+
+    Attributes
+    ----------
+    identity : bool
+        True when M is None (the identity; ``points`` and ``scores`` return their input).
+    M : (d, d) host array or None
+        The validated preconditioner.
+    L : (d, d) array in the caller's namespace, or None
+        Lower Cholesky factor of M (``M = L L^T``).
+    LinvT : (d, d) array in the caller's namespace, or None
+        ``(L^{-1})^T``, so that whitened points are ``X @ LinvT``.
+
+    Raises ``ValueError`` naming ``M`` on a wrong shape, NaN/inf, or a non-SPD matrix.
+    O(d^3) set-up.
+    """
 
     def __init__(self, M, d: int, xp, device):
         self.identity = M is None
+        self.M = self.L = self.LinvT = None
         if self.identity:
             return
         Mh = (
@@ -202,17 +226,27 @@ class _Whitening:
             ) from None
         Linv = np.linalg.solve(L, np.eye(d))
         self.M = Mh
-        self._LinvT = aa.from_host(np.ascontiguousarray(Linv.T), xp=xp, device=device)
-        self._L = aa.from_host(np.ascontiguousarray(L), xp=xp, device=device)
+        self.LinvT = aa.from_host(np.ascontiguousarray(Linv.T), xp=xp, device=device)
+        self.L = aa.from_host(np.ascontiguousarray(L), xp=xp, device=device)
 
     def points(self, X):
-        return X if self.identity else X @ self._LinvT
+        """Whitened points ``L^{-1} x`` (rows of X)."""
+        return X if self.identity else X @ self.LinvT
 
     def scores(self, S):
-        return S if self.identity else S @ self._L
+        """Whitened scores ``L^T s`` (rows of S)."""
+        return S if self.identity else S @ self.L
 
 
-def median_bandwidth(X, M=None, max_points: int = 1000, seed: int = 0) -> float:
+# Private spellings kept for the engine part of this module (KernelMatrix,
+# centred_kernel_matrix); use the public names.
+_RadialKernel = RadialKernel
+_Whitening = Whitening
+
+
+def median_bandwidth(
+    X, M=None, max_points: int = 1000, seed: int = 0, *, check_input: bool = True
+) -> float:
     """Median pairwise M-distance among at most ``max_points`` standard-thinned rows (Sec. 5).
 
     Standard thinning keeps every ceil(n / max_points)-th row, as the paper does; it is
@@ -225,17 +259,18 @@ def median_bandwidth(X, M=None, max_points: int = 1000, seed: int = 0) -> float:
         If every kept point is the same (the median distance is zero).
     """
     xp, dev = aa.namespace(X=X)
-    X = aa.check_points(X, xp, "X")
-    if (
-        isinstance(max_points, bool)
-        or not isinstance(max_points, (int, np.integer))
-        or max_points < 2
-    ):
-        raise ValueError(f"max_points must be an integer >= 2, got {max_points!r}")
+    if check_input:  # False: X is trusted (float64, finite, 2-D), as compress passes it
+        X = val.check_points(X, xp, "X")
+        max_points = val.check_int(max_points, "max_points", lo=2)
+    return _median_bandwidth(X, M, max_points, xp, dev)
+
+
+def _median_bandwidth(X, M, max_points: int, xp, dev) -> float:
+    """:func:`median_bandwidth` on validated points (X float64, finite)."""
     n = X.shape[0]
     step = max(1, math.ceil(n / max_points))
     Xs = X[::step, ...]
-    U = _Whitening(M, X.shape[1], xp, dev).points(Xs)
+    U = Whitening(M, X.shape[1], xp, dev).points(Xs)
     m = U.shape[0]
     if m < 2:
         raise ValueError("median_bandwidth needs at least two points")
@@ -254,9 +289,11 @@ class SteinKernel:
 
     Parameters
     ----------
-    base : IMQ, Gaussian or Matern, optional
-        Base kernel. ``None``: IMQ(beta=-1/2) with the median M-distance bandwidth of the first
-        points it is used on (Sec. 5); the bandwidth is then fixed for every later call.
+    base : RadialKernel (IMQ, Gaussian or Matern), optional
+        Base kernel. ``None``: IMQ(beta=-1/2) with the median M-distance bandwidth (Sec. 5) of
+        the points of each call, resolved per call into a new kernel (:meth:`resolve`); the
+        object itself is never changed, so one ``SteinKernel()`` used on two datasets gives
+        each its own bandwidth, and threads may share it.
     M : (d, d) array, optional
         Symmetric positive definite preconditioner (default identity).
 
@@ -265,8 +302,8 @@ class SteinKernel:
     Cost: O(n d^2 + d^3) set-up, then O(d) per entry (App. I.1).
     """
 
-    def __init__(self, base: _RadialKernel | None = None, M=None):
-        if base is not None and not isinstance(base, _RadialKernel):
+    def __init__(self, base: RadialKernel | None = None, M=None):
+        if base is not None and not isinstance(base, RadialKernel):
             raise TypeError(f"base must be IMQ, Gaussian or Matern, got {type(base).__name__}")
         self.base = base
         self.M = M
@@ -274,21 +311,37 @@ class SteinKernel:
     def __repr__(self):
         return f"SteinKernel(base={self.base!r}, M={'I' if self.M is None else 'given'})"
 
-    def _resolve_base(self, X):
-        if self.base is None:
-            self.base = IMQ(sigma=median_bandwidth(X, M=self.M))
-        return self.base
+    def resolve(self, X, *, check_input: bool = True) -> SteinKernel:
+        """This kernel with its base fixed for the points X: itself when ``base`` is given, else
+        a new ``SteinKernel(IMQ(sigma=median_bandwidth(X, M)), M)``. O(min(n, 1000)^2 d).
 
-    def bind(self, X, S, *, nan_ok: bool = False, n_threads=None) -> KernelMatrix:
+        ``check_input=False`` trusts X (float64, finite, (n, d)).
+        """
+        if self.base is not None:
+            return self
+        xp, dev = aa.namespace(X=X)
+        if check_input:
+            X = val.check_points(X, xp, "X")
+        return SteinKernel(IMQ(sigma=_median_bandwidth(X, self.M, 1000, xp, dev)), self.M)
+
+    def bind(
+        self, X, S, *, nan_ok: bool = False, n_threads=None, check_input: bool = True
+    ) -> KernelMatrix:
         """The implicit Stein-kernel matrix on the points X with scores S.
 
         ``n_threads``: team size of the C++ evaluations on this matrix (default: usable cores).
+        ``check_input=False`` trusts X and S (float64, finite, one shape, one namespace): the
+        path :func:`stein_coreset.compress` takes after validating them once. With
+        ``base=None`` the median bandwidth of X is used (the object is not changed).
         """
-        xp, dev = aa.namespace(X=X, S=S)
-        X = aa.check_points(X, xp, "X")
-        S = aa.check_scores(S, X, xp, "S")
-        base = self._resolve_base(X)
-        wh = _Whitening(self.M, X.shape[1], xp, dev)
+        if check_input:
+            xp, dev = aa.namespace(X=X, S=S)
+            X = val.check_points(X, xp, "X")
+            S = val.check_scores(S, X, xp, "S")
+        else:
+            xp, dev = aa.namespace(X=X)
+        base = self.resolve(X, check_input=False).base
+        wh = Whitening(self.M, X.shape[1], xp, dev)
         return KernelMatrix(base, wh.points(X), wh.scores(S), n_threads=n_threads)
 
     def matrix(self, X, S, Y=None, T=None):
@@ -299,13 +352,13 @@ class SteinKernel:
         if Y is None:
             return K.dense()
         xp, _ = aa.namespace(X=X, S=S, Y=Y, T=T)
-        Y = aa.check_points(Y, xp, "Y")
+        Y = val.check_points(Y, xp, "Y")
         if Y.shape[1] != X.shape[1]:
             raise ValueError(
                 f"X and Y must have the same dimension, got {X.shape[1]} and {Y.shape[1]}"
             )
-        T = aa.check_scores(T, Y, xp, "T")
-        wh = _Whitening(self.M, X.shape[1], xp, aa.device_of(X))
+        T = val.check_scores(T, Y, xp, "T")
+        wh = Whitening(self.M, X.shape[1], xp, aa.device_of(X))
         return K.cross(wh.points(Y), wh.scores(T))
 
     def diag(self, X, S):

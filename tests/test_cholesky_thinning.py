@@ -6,7 +6,7 @@ import pytest
 import stein_coreset as sc
 from stein_coreset.algorithms import cholesky_thinning, weighted_rpcholesky
 from stein_coreset.algorithms.cholesky_thinning import _shifted
-from stein_coreset.algorithms.recombination import _affine_weights
+from stein_coreset.algorithms.weights import affine_weights
 from stein_coreset.kernels import centred_kernel_matrix
 
 
@@ -19,7 +19,7 @@ def test_affine_weights_match_closed_form_eq64():
     X = rng.standard_normal((25, 3))
     Kmat = sc.SteinKernel(sc.IMQ(1.0)).matrix(X, -X)
     u = np.linalg.solve(Kmat, np.ones(25))
-    np.testing.assert_allclose(_affine_weights(Kmat), u / u.sum(), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(affine_weights(Kmat), u / u.sum(), rtol=1e-8, atol=1e-12)
 
 
 def test_affine_weights_on_singular_matrix_reach_the_minimum():
@@ -27,7 +27,7 @@ def test_affine_weights_on_singular_matrix_reach_the_minimum():
     X = rng.standard_normal((10, 2))
     X = np.vstack([X, X[:3]])  # repeated points: singular K_I
     Kmat = sc.SteinKernel(sc.IMQ(1.0)).matrix(X, -X)
-    w = _affine_weights(Kmat)
+    w = affine_weights(Kmat)
     assert np.all(np.isfinite(w)) and w.sum() == pytest.approx(1.0)
     # Optimality on the affine set: the gradient 2 K w is constant.
     g = Kmat @ w
@@ -74,7 +74,7 @@ def test_cholesky_thinning_improves_on_its_rpcholesky_start(biased_gaussian, see
     )
     piv = np.sort(piv)
     Kd = K.dense()
-    w0 = _affine_weights(Kd[np.ix_(piv, piv)])
+    w0 = affine_weights(Kd[np.ix_(piv, piv)])
     start = w0 @ Kd[np.ix_(piv, piv)] @ w0
     assert w @ Kd[np.ix_(idx, idx)] @ w <= start * (1 + 1e-10)
 

@@ -96,9 +96,9 @@ def test_debiased_weighted_methods_reject_input_weights(method, biased_gaussian)
 
 def test_weighted_rank_out_of_range_names_rank(biased_gaussian):
     X, S = biased_gaussian(n=100, seed=6)
-    with pytest.raises(ValueError, match="rank must be between 0 and m - 1"):
+    with pytest.raises(ValueError, match="rank must be between 1 and size - 1"):
         sc.compress(X, S, size=5, method="sr", rank=5)
-    with pytest.raises(ValueError, match="rank must be between 1 and m"):
+    with pytest.raises(ValueError, match="rank must be between 1 and size"):
         sc.compress(X, S, size=5, method="sc", rank=6)
 
 

@@ -45,7 +45,7 @@ def test_kt_compresspp_matches_recursive_compress_definition(monkeypatch):
     X, K = _gauss(1024, seed=1)
     calls = []
 
-    def fake_split(K_, idx, t, delta, rng):
+    def fake_split(K_, idx, t, delta, rng, **kw):
         calls.append((idx.size, t, delta))
         return [idx[:: 2**t].copy() for _ in range(2**t)]
 

@@ -171,16 +171,20 @@ def test_stein_kernel_matrix_cross_block_matches_full():
     )
 
 
-def test_default_stein_kernel_fixes_median_bandwidth_at_first_use():
+def test_default_stein_kernel_resolves_median_bandwidth_per_call_without_mutation():
+    # issue 11 (supersedes SPEC's "fixed at first use"): a kernel object is never changed
     rng = np.random.default_rng(6)
     X = rng.standard_normal((500, 2)) * 3.0
     kern = sc.SteinKernel()
-    kern.bind(X, -X)
-    assert isinstance(kern.base, sc.IMQ)
-    assert kern.base.sigma == pytest.approx(sc.median_bandwidth(X))
-    sigma = kern.base.sigma
-    kern.bind(X[:50] * 0.01, -X[:50])
-    assert kern.base.sigma == sigma
+    K1 = kern.bind(X, -X)
+    assert kern.base is None
+    assert K1.base.sigma == pytest.approx(sc.median_bandwidth(X))
+    K2 = kern.bind(X[:50] * 0.01, -X[:50])
+    assert K2.base.sigma == pytest.approx(sc.median_bandwidth(X[:50] * 0.01))
+    resolved = kern.resolve(X)
+    assert resolved is not kern and resolved.base.sigma == K1.base.sigma
+    given = sc.SteinKernel(sc.IMQ(sigma=2.0))
+    assert given.resolve(X) is given
 
 
 def test_median_bandwidth_is_median_pairwise_distance_of_standard_thinned_points():

@@ -24,11 +24,11 @@ def _mmd2(Kd, idx, w):
 def _swap_one(K, idx, w, fmt):
     """One KT-Swap-LS step: the C++ routine visiting only idx[0] (kt_swap_ls visits them all)."""
     from stein_coreset import _core
-    from stein_coreset.algorithms.recombination import _FORMATS
+    from stein_coreset.algorithms.weights import SWAP_LS_FORMATS
 
     dense = np.zeros(K.n)
     dense[idx] = w
-    _core.kt_swap_ls(K.handle(), dense, np.asarray(idx[:1], dtype=np.int64), _FORMATS[fmt])
+    _core.kt_swap_ls(K.handle(), dense, np.asarray(idx[:1], dtype=np.int64), SWAP_LS_FORMATS[fmt])
     out = np.flatnonzero(dense)
     return out, dense[out]
 

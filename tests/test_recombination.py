@@ -5,7 +5,7 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset.algorithms import recombination, recombination_thinning
-from stein_coreset.algorithms.recombination import _simplex_weights
+from stein_coreset.algorithms.weights import simplex_weights
 from stein_coreset.kernels import centred_kernel_matrix
 
 
@@ -144,7 +144,7 @@ def test_simplex_weights_satisfy_kkt_and_beat_random_feasible_points(seed):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((30, 2)) * 2 + 0.5
     Kmat = sc.SteinKernel(sc.IMQ(1.0)).matrix(X, -X)
-    w = _simplex_weights(Kmat, np.full(30, 1 / 30))
+    w = simplex_weights(Kmat, np.full(30, 1 / 30))
     assert np.all(w >= 0) and np.isclose(w.sum(), 1.0)
     assert _kkt_violation(Kmat, w) < 1e-8
     f = w @ Kmat @ w
@@ -157,7 +157,7 @@ def test_simplex_weights_handle_duplicate_points():
     X = rng.standard_normal((12, 2))
     X = np.vstack([X, X[:4]])  # repeated points: a singular K
     Kmat = sc.SteinKernel(sc.IMQ(1.0)).matrix(X, -X)
-    w = _simplex_weights(Kmat, np.full(16, 1 / 16))
+    w = simplex_weights(Kmat, np.full(16, 1 / 16))
     assert np.all(np.isfinite(w)) and np.all(w >= 0) and np.isclose(w.sum(), 1.0)
     assert _kkt_violation(Kmat, w) < 1e-7
 

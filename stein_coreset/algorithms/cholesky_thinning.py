@@ -5,16 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _array_api as aa
+from .. import _validation as val
 from ..kernels import KernelMatrix
-from .recombination import (
-    _FORMATS,
-    _affine_weights,
-    _check_kernel,
-    _input_weights,
-    _kt_swap_ls_host,
-    _quad,
-)
 from .rpcholesky import weighted_rpcholesky
+from .weights import affine_weights, input_weights, quadratic_form, swap_ls_support
 
 __all__ = ["cholesky_thinning"]
 
@@ -30,7 +24,9 @@ def _shifted(K: KernelMatrix, c: float) -> KernelMatrix:
     return KernelMatrix(K.base, K.U, K.T, mean, K.mean_all + float(c), K.backend)
 
 
-def cholesky_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None):
+def cholesky_thinning(
+    K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None, check_input: bool = True
+):
     """Constant-preserving coreset of at most m points: Cholesky Thinning (CT, Alg. 6).
 
     Weighted RPCholesky on the regularised kernel ``k_P + c`` (c = mean of the m largest
@@ -49,6 +45,8 @@ def cholesky_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rn
     rank : int, optional
         Number of RPCholesky pivots, 1 <= rank <= m (default m).
     rng : numpy.random.Generator or seed, optional
+    check_input : bool
+        Validate the arguments (default); ``False`` trusts them.
 
     Returns
     -------
@@ -61,27 +59,35 @@ def cholesky_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rn
     (Prop. H.1). The weights are solved by a diagonally scaled bordered KKT system (SVD), so an
     ill-conditioned K_I does not blow them up.
     """
-    _check_kernel(K)
-    xp, n = K.xp, K.n
-    m = aa.check_size(m, n, "m")
-    rank = m if rank is None else rank
-    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)):
-        raise TypeError(f"rank must be an integer, got {type(rank).__name__}")
+    if not check_input:
+        return _cholesky_thinning(K, w, m, m if rank is None else rank, rng)
+    val.check_kernel_matrix(K)
+    m = val.check_size(m, K.n, "m")
+    rank = m if rank is None else val.check_int(rank, "rank")
     if not 1 <= rank <= m:
         raise ValueError(f"rank must be between 1 and m = {m}, got {rank}")
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    w = _input_weights(K, w)
+    rng = val.check_random_state(rng, "rng")
+    if w is not None:
+        aa.namespace(K=K.U, w=w)
+        w = val.check_weights(w, K.n, K.xp, "w", simplex=True, device=K.device)
+    return _cholesky_thinning(K, w, m, rank, rng)
+
+
+def _cholesky_thinning(K: KernelMatrix, w, m: int, rank: int, rng: np.random.Generator):
+    """:func:`cholesky_thinning` on validated arguments (``rank`` resolved)."""
+    xp, n = K.xp, K.n
+    w = input_weights(K, w)
 
     top = xp.sort(K.diag())[n - m :]
     c = float(xp.mean(top))
     piv, _ = weighted_rpcholesky(_shifted(K, c), w, rank, rng)
     idx = np.sort(piv)
-    w1 = _affine_weights(aa.to_host(K.block(idx, idx)))
+    w1 = affine_weights(aa.to_host(K.block(idx, idx)))
 
-    idx, w2 = _kt_swap_ls_host(K, idx, w1, _FORMATS["cp"])
+    idx, w2 = swap_ls_support(K, idx, w1, "cp")
     KI = aa.to_host(K.block(idx, idx))
-    w3 = _affine_weights(KI)
-    if not _quad(KI, w3) <= _quad(KI, w2):
+    w3 = affine_weights(KI)
+    if not quadratic_form(KI, w3) <= quadratic_form(KI, w2):
         w3 = w2
     keep = w3 != 0
     idx, w3 = idx[keep], w3[keep] / w3[keep].sum()

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 
 import numpy as np
 
-from ..kernels import KernelMatrix
+from .. import _array_api as aa
+from .. import _validation as val
+from ..kernels import KernelMatrix, RadialKernel, centred_kernel_matrix
+from . import kernel_thinning as _kt  # called through the module: tests patch kt_split
+from .debias import low_rank_debias
+from .resample import resample, standard_thinning
+from .weights import equal_weights
 
-__all__ = ["kt_compresspp"]
+__all__ = [
+    "kt_compresspp",
+    "compresspp_plan",
+    "low_rank_stein_kernel_thinning",
+    "compresspp_coreset",
+    "swap_target",
+    "SWAP_TARGETS",
+]
+
+#: Targets of THIN / KT-Swap in the unbiased ``"compresspp"`` baseline (see :func:`swap_target`).
+SWAP_TARGETS = ("input", "compress", "input_all")
 
 
 def _log4(n: int) -> int | None:
@@ -39,6 +57,7 @@ def kt_compresspp(
     thin_kernel: Callable | None = None,
     progress: bool = False,
     return_info: bool = False,
+    check_input: bool = True,
 ) -> np.ndarray:
     """Compress an equal-weighted sequence of n' = 4^j points to m ~ sqrt(n') points (Alg. F.3).
 
@@ -80,6 +99,9 @@ def kt_compresspp(
         A progress bar over the halving calls.
     return_info : bool
         Also return a dict (sizes, levels, number of halvings).
+    check_input : bool
+        Validate the arguments (default); ``False`` trusts them (``indices`` an int64 host
+        array, ``rng`` a Generator).
 
     Returns
     -------
@@ -91,32 +113,30 @@ def kt_compresspp(
     O(4^g n' log n') kernel evaluations for COMPRESS, O(4^g n') for THIN and O(m n) for KT-Swap
     (Thm. 5); memory O(n' + n) plus the kernel rows of one halving — never an n x n matrix.
     """
-    from .kernel_thinning import kt_split, kt_swap
-
-    if not isinstance(K, KernelMatrix):
-        raise TypeError(f"K must be a KernelMatrix, got {type(K).__name__}")
-    if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 0:
-        raise ValueError(f"g must be a non-negative integer, got {g!r}")
-    g = int(g)
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating, np.integer)):
-        raise TypeError(f"delta must be a real number, got {type(delta).__name__}")
-    delta = float(delta)
-    if not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    if indices is None:
-        S = np.arange(K.n, dtype=np.int64)
+    if not check_input:
+        S = np.arange(K.n, dtype=np.int64) if indices is None else indices
     else:
-        if not isinstance(indices, (np.ndarray, list, tuple, range)):
-            raise TypeError(
-                f"indices must be a host int array or sequence, got {type(indices).__name__}"
-            )
-        S = np.asarray(indices)
-        if S.ndim != 1 or (S.size and not np.issubdtype(S.dtype, np.integer)):
-            raise ValueError("indices must be a one-dimensional integer array")
-        S = np.ascontiguousarray(S, dtype=np.int64)
-        if S.size and (S.min() < 0 or S.max() >= K.n):
-            raise ValueError(f"indices has entries outside [0, n) for n = {K.n}")
+        val.check_kernel_matrix(K)
+        g = val.check_int(g, "g", lo=0)
+        delta = _check_delta(delta)
+        rng = val.check_random_state(rng, "rng")
+        if indices is None:
+            S = np.arange(K.n, dtype=np.int64)
+        else:
+            S = val.check_index_array(indices, K.n, "indices")
+        if m is not None:
+            m = val.check_int(m, "m", lo=1)
+        if baseline is not None:
+            baseline = val.check_index_array(baseline, K.n, "baseline")
+        if thin_kernel is not None and baseline is not None:
+            raise ValueError("baseline cannot be combined with thin_kernel")
+        progress = val.check_bool(progress, "progress")
+    out, info = _kt_compresspp(K, S, g, delta, rng, baseline, m, thin_kernel, progress)
+    return (out, info) if return_info else out
+
+
+def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None, progress=False):
+    """:func:`kt_compresspp` on validated arguments; returns ``(indices, info)``."""
     n_in = int(S.size)
     j = _log4(n_in)
     if j is None:
@@ -133,9 +153,6 @@ def kt_compresspp(
         C_size = n_in
     if m is None:
         m = 2**j
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-        raise ValueError(f"m must be a positive integer, got {m!r}")
-    m = int(m)
     t = _log2_ratio(C_size, m)
     if t is None:
         raise ValueError(
@@ -156,7 +173,7 @@ def kt_compresspp(
         for b in range(0, len(blocks), 4):
             Cb = np.concatenate(blocks[b : b + 4])
             d_k = Cb.size**2 * delta / (4.0 * n_in * 2**g * denom)
-            halves = kt_split(K, Cb, 1, delta=d_k, rng=rng)
+            halves = _kt.kt_split(K, Cb, 1, d_k, rng, check_input=False)
             merged.append(halves[int(rng.integers(2))])  # symmetrized halving
             if bar is not None:
                 next(bar, None)
@@ -173,22 +190,251 @@ def kt_compresspp(
         if not isinstance(KT, KernelMatrix) or KT.n != C.size:
             raise ValueError("thin_kernel(C) must return a KernelMatrix over the len(C) points")
         pos = np.arange(C.size, dtype=np.int64)
-    cands = kt_split(KT, pos, t, delta=d_thin, rng=rng) if t > 0 else [pos]
-    if thin_kernel is not None and baseline is not None:
-        raise ValueError("baseline cannot be combined with thin_kernel")
-    out = kt_swap(KT, cands, baseline=baseline)
+    cands = _kt.kt_split(KT, pos, t, d_thin, rng, check_input=False) if t > 0 else [pos]
+    if baseline is not None and baseline.size != m:
+        raise ValueError(f"baseline must have the candidates' size {m}, got {baseline.size}")
+    out = _kt.kt_swap(KT, cands, baseline, check_input=False)
     if thin_kernel is not None:
         out = C[out]
     out = np.ascontiguousarray(out, dtype=np.int64)
-    if return_info:
-        info = {
-            "n_prime": n_in,
-            "g": g,
-            "compress_levels": levels,
-            "compress_size": int(C.size),
-            "thin_rounds": int(t),
-            "halvings": n_halvings,
-            "m": m,
-        }
-        return out, info
-    return out
+    info = {
+        "n_prime": n_in,
+        "g": g,
+        "compress_levels": levels,
+        "compress_size": int(C.size),
+        "thin_rounds": int(t),
+        "halvings": n_halvings,
+        "m": m,
+    }
+    return out, info
+
+
+def _check_delta(delta) -> float:
+    return val.check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+
+
+def compresspp_plan(n: int, size: int, *, g: int = 4, standard_thin: bool = True):
+    """Sizes shared by LSKT and the Compress++ baseline.
+
+    The output size is m = the largest power of two <= ``size`` (KT halves, so m must be
+    sqrt(n') / 2^j); when m^2 < n and ``standard_thin``, the input is standard-thinned to m^2
+    points first (Rem. 2), else KT-Compress++ runs on n' = 4^ceil(log4 n) resampled points.
+    The oversampling ``g`` is raised when needed so that the COMPRESS output (2^g sqrt(n')
+    points) holds at least m points.
+
+    Returns
+    -------
+    m, sub, n_prime, g_used, info
+        ``sub`` the host indices kept by standard thinning (None when the input is used whole).
+    """
+    m = 1 << (int(size).bit_length() - 1)
+    sub = standard_thinning(n, m * m) if standard_thin and m * m < n else None
+    n_used = n if sub is None else m * m
+    j = 0
+    while 4**j < n_used:
+        j += 1
+    n_prime = 4**j
+    g_used = max(int(g), int(math.log2(m)) - j)
+    info = {
+        "size_used": m,
+        "standard_thin": sub is not None,
+        "n_thinned": int(n_used),
+        "n_prime": int(n_prime),
+        "g": int(g_used),
+    }
+    return m, sub, n_prime, g_used, info
+
+
+def low_rank_stein_kernel_thinning(
+    K: KernelMatrix,
+    size: int,
+    rng=None,
+    *,
+    rank: int | None = None,
+    rounds: int = 3,
+    steps: int | None = None,
+    g: int = 4,
+    delta: float = 0.5,
+    standard_thin: bool = True,
+    progress: bool = False,
+):
+    """Low-rank Stein Kernel Thinning (LSKT, Alg. 3): Low-rank Debiasing (Alg. 2) of the input,
+    Resample (Alg. E.3) to n' = 4^ceil(log4 n) points, then KT-Compress++ (Alg. F.3) targeting P.
+
+    Parameters
+    ----------
+    K : KernelMatrix
+        The Stein kernel matrix k_P on the n input points, in sequence order.
+    size : int
+        Output size bound; rounded down to a power of two m (``info["size_used"]``).
+    rng : numpy.random.Generator or seed, optional
+    rank : int, optional
+        Rank r of Low-rank Debiasing (default ceil(sqrt(n)) of the thinned input; capped at n).
+    rounds, steps : int
+        Adaptive rounds Q (3) and AMD steps per round (default ceil(7 sqrt(n))), App. I.2.
+    g : int
+        Compress++ oversampling (4).
+    delta : float in (0, 1)
+        KT failure probability (1/2).
+    standard_thin : bool
+        Rem. 2: when m^2 < n, standard-thin the input to m^2 points first.
+    progress : bool
+        Progress bars.
+
+    Returns
+    -------
+    indices, weights, info
+        Distinct increasing host indices, equal host weights (count / m) and run details.
+
+    Notes
+    -----
+    O(n r (d + r) + Q T n) for Low-rank Debiasing and O(4^g n log n) kernel evaluations for
+    KT-Compress++ (Thm. 3): sub-quadratic in n.
+    """
+    val.check_kernel_matrix(K)
+    size = val.check_int(size, "size", lo=1)
+    rng = val.check_random_state(rng, "rng")
+    g = val.check_int(g, "g", lo=0)
+    delta = _check_delta(delta)
+    standard_thin = val.check_bool(standard_thin, "standard_thin")
+    progress = val.check_bool(progress, "progress")
+    m, sub, n_prime, g, info = compresspp_plan(K.n, size, g=g, standard_thin=standard_thin)
+    if sub is not None:
+        K = K.take(sub)
+    rank = math.ceil(math.sqrt(K.n)) if rank is None else val.check_int(rank, "rank", lo=1)
+    rank = min(int(rank), K.n)
+    t0 = time.perf_counter()
+    w = low_rank_debias(K, rank, rounds=rounds, steps=steps, rng=rng, progress=progress)
+    t1 = time.perf_counter()
+    seq = resample(w, n_prime, rng, check_input=False)
+    idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, None, m, None, progress)
+    t2 = time.perf_counter()
+    if sub is not None:
+        idx = sub[idx]
+    uniq, wts = equal_weights(idx, m)
+    info.update(
+        rank=rank,
+        rounds=int(rounds),
+        steps=int(steps) if steps is not None else math.ceil(7.0 * math.sqrt(K.n)),
+        compress_levels=cinfo["compress_levels"],
+        thin_rounds=cinfo["thin_rounds"],
+        time_ld_s=t1 - t0,
+        time_compresspp_s=t2 - t1,
+    )
+    return uniq, wts, info
+
+
+def swap_target(base: RadialKernel, K: KernelMatrix, target: str = "input") -> Callable:
+    """The kernel THIN and KT-Swap use in the unbiased ``"compresspp"`` baseline.
+
+    ``K`` is the plain base kernel matrix on the input points X; the returned
+    ``thin_kernel(C) -> KernelMatrix`` is the base kernel on the COMPRESS output points C
+    (host indices into X), centred according to ``target``:
+
+    - ``"input"``: centred at the whole input, ``k(x, y) - m(x) - m(y)`` with the input's mean
+      embedding m evaluated at C only, O(n |C|) evaluations. (The constant ``E k(Z, Z')`` is
+      estimated by the mean of m over C; it moves no decision.) Centring at the whole input for
+      all n points would cost O(n^2); a standard-thinned reference of s points would put the
+      target O(s^-1/2) away from the input.
+    - ``"compress"``: centred at C's own empirical distribution, as goodpoints'
+      ``compresspp_kt`` does (O(|C|^2); measurably worse MMD to the input).
+
+    (``"input_all"``, the exact centred kernel over all n points, needs no ``thin_kernel``:
+    see :func:`compresspp_coreset`.)
+    """
+    val.check_choice(target, "swap_target", ("input", "compress"))
+    xp, dev = K.xp, K.device
+
+    def thin_kernel(C):
+        XC = xp.take(K.U, aa.as_index_array(xp, C, dev), axis=0)
+        if target == "compress":
+            return centred_kernel_matrix(base, XC, n_threads=K.n_threads)
+        mC = K.row_means(C)
+        return KernelMatrix(base, XC, None, mC, float(xp.mean(mC)), n_threads=K.n_threads)
+
+    return thin_kernel
+
+
+def compresspp_coreset(
+    base: RadialKernel,
+    X,
+    size: int,
+    rng=None,
+    *,
+    g: int = 4,
+    delta: float = 0.5,
+    standard_thin: bool = True,
+    swap_target: str = "input",
+    n_threads: int | None = None,
+    progress: bool = False,
+):
+    """KT-Compress++ of the input's own empirical distribution: the unbiased ``"compresspp"``
+    baseline (Shetty et al., 2022, with the KT-SPLIT halving of Alg. F.3).
+
+    COMPRESS splits with the base kernel (KT-SPLIT's choices do not depend on the centring).
+    THIN and KT-Swap then run on the 2^g sqrt(n') COMPRESS output points, with the base kernel
+    centred as ``swap_target`` says (:func:`swap_target`), or, for ``"input_all"``, with the
+    exact centred kernel of the ``"kt"`` baseline (O(n^2)) and KT-Swap over all n points.
+    Sizes as for LSKT (:func:`compresspp_plan`).
+
+    Parameters
+    ----------
+    base : RadialKernel
+        The base kernel (already carrying its bandwidth).
+    X : (n, d) array
+        Validated float64 input points, in sequence order.
+    size, rng, g, delta, standard_thin, progress
+        As for :func:`low_rank_stein_kernel_thinning`.
+    swap_target : {"input", "compress", "input_all"}
+    n_threads : int, optional
+        Team size of the C++ loops.
+
+    Returns
+    -------
+    indices, weights, info
+
+    Notes
+    -----
+    O(4^g n log n) kernel evaluations for COMPRESS, O(n 2^g sqrt(n)) for the ``"input"``
+    centring; O(n^2) for ``"input_all"``.
+    """
+    if not isinstance(base, RadialKernel):
+        raise TypeError(f"base must be a RadialKernel, got {type(base).__name__}")
+    size = val.check_int(size, "size", lo=1)
+    rng = val.check_random_state(rng, "rng")
+    g = val.check_int(g, "g", lo=0)
+    delta = _check_delta(delta)
+    standard_thin = val.check_bool(standard_thin, "standard_thin")
+    val.check_choice(swap_target, "swap_target", SWAP_TARGETS)
+    progress = val.check_bool(progress, "progress")
+    xp, dev = aa.namespace(X=X)
+    n = int(X.shape[0])
+    m, sub, n_prime, g, info = compresspp_plan(n, size, g=g, standard_thin=standard_thin)
+    if swap_target == "input_all":
+        K = centred_kernel_matrix(base, X, n_threads=n_threads)
+        K = K if sub is None else K.take(sub)
+        thin_kernel = None
+    else:
+        Xs = X if sub is None else xp.take(X, aa.as_index_array(xp, sub, dev), axis=0)
+        K = KernelMatrix(base, Xs, n_threads=n_threads)
+        thin_kernel = _swap_target(base, K, swap_target)
+    nk = K.n
+    seq = (
+        np.arange(nk, dtype=np.int64)
+        if n_prime == nk
+        else resample(np.full(nk, 1.0 / nk), n_prime, rng, check_input=False)
+    )
+    idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, None, m, thin_kernel, progress)
+    if sub is not None:
+        idx = sub[idx]
+    uniq, wts = equal_weights(idx, m)
+    info.update(
+        swap_target=swap_target,
+        compress_levels=cinfo["compress_levels"],
+        compress_size=cinfo["compress_size"],
+        thin_rounds=cinfo["thin_rounds"],
+    )
+    return uniq, wts, info
+
+
+_swap_target = swap_target  # the function, under a name the parameter above does not shadow

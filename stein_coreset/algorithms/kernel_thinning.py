@@ -8,45 +8,38 @@ import math
 
 import numpy as np
 
+from .. import _validation as val
 from ..kernels import KernelMatrix
 from . import _native
-from .stein_thinning import _check_kernel, _check_m
+from .resample import standard_thinning
+from .stein_thinning import stein_thinning
+from .weights import equal_weights
 
-__all__ = ["kt_split", "kt_swap", "kernel_thinning"]
-
-
-def _rng(rng) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or isinstance(rng, (int, np.integer)):
-        return np.random.default_rng(rng)
-    raise TypeError(f"rng must be None, an int seed or a numpy.random.Generator, got {rng!r}")
+__all__ = [
+    "kt_split",
+    "kt_swap",
+    "kernel_thinning",
+    "stein_kernel_thinning",
+    "kernel_thinning_coreset",
+]
 
 
 def _check_delta(delta) -> float:
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating, np.integer)):
-        raise TypeError(f"delta must be a real number, got {type(delta).__name__}")
-    delta = float(delta)
-    if not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
-    return delta
+    return val.check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 
 
-def _index_array(idx, n: int, name: str) -> np.ndarray:
-    if not isinstance(idx, (np.ndarray, list, tuple, range)):
-        raise TypeError(f"{name} must be a host int array or sequence, got {type(idx).__name__}")
-    a = np.asarray(idx)
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
-    if a.size and not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    if a.size and (a.min() < 0 or a.max() >= n):
-        raise ValueError(f"{name} has entries outside [0, n) for n = {n}")
-    return a
 
 
-def kt_split(K: KernelMatrix, indices, t: int, delta: float = 0.5, rng=None, *, uniforms=None):
+def kt_split(
+    K: KernelMatrix,
+    indices,
+    t: int,
+    delta: float = 0.5,
+    rng=None,
+    *,
+    uniforms=None,
+    check_input: bool = True,
+):
     """KT-SPLIT: t rounds of kernel halving of the index sequence ``indices`` (Alg. 1a of
     Dwivedi & Mackey, 2022, as called by Alg. D.2).
 
@@ -71,6 +64,9 @@ def kt_split(K: KernelMatrix, indices, t: int, delta: float = 0.5, rng=None, *, 
     uniforms : (t * (N // 2),) float array, optional
         Explicit uniforms instead of ``rng`` (for testing): entry ``j * (N // 2) + p`` is used
         by the p-th pair of round j, coresets in order.
+    check_input : bool
+        Validate the arguments (default); ``False`` trusts them (``indices`` an int64 host
+        array, ``rng`` a Generator).
 
     Returns
     -------
@@ -80,13 +76,11 @@ def kt_split(K: KernelMatrix, indices, t: int, delta: float = 0.5, rng=None, *, 
     -----
     O(N^2) kernel evaluations (O(N^2 d) for the Stein kernel), O(N) memory.
     """
-    _check_kernel(K)
-    idx = _index_array(indices, K.n, "indices")
-    if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
-        raise TypeError(f"t must be an integer, got {type(t).__name__}")
-    t = int(t)
-    if t < 0:
-        raise ValueError(f"t must be >= 0, got {t}")
+    if not check_input:
+        return _kt_split(K, indices, t, delta, rng, uniforms)
+    val.check_kernel_matrix(K)
+    idx = val.check_index_array(indices, K.n, "indices")
+    t = val.check_int(t, "t", lo=0)
     if idx.size >> t < 1:
         raise ValueError(
             f"indices has {idx.size} entries, too few to halve t = {t} times (needs {1 << t})"
@@ -94,9 +88,14 @@ def kt_split(K: KernelMatrix, indices, t: int, delta: float = 0.5, rng=None, *, 
     delta = _check_delta(delta)
     if uniforms is not None:
         uniforms = np.ascontiguousarray(uniforms, dtype=np.float64).ravel()
-        seed = 0
     else:
-        seed = int(_rng(rng).integers(2**63))
+        rng = val.check_random_state(rng, "rng")
+    return _kt_split(K, idx, t, delta, rng, uniforms)
+
+
+def _kt_split(K, idx: np.ndarray, t: int, delta: float, rng, uniforms=None):
+    """:func:`kt_split` on validated arguments (``rng`` a Generator unless ``uniforms``)."""
+    seed = 0 if uniforms is not None else int(rng.integers(2**63))
     out = _native.kt_split(K, idx, t, delta, seed, uniforms)
     return [np.array(row) for row in out]
 
@@ -107,7 +106,9 @@ def _mmd2(K: KernelMatrix, coresets: np.ndarray) -> np.ndarray:
     return K.coreset_sums(coresets) / m**2
 
 
-def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
+def kt_swap(
+    K: KernelMatrix, candidates, baseline=None, *, passes: int = 1, check_input: bool = True
+):
     """KT-Swap targeting P (Alg. D.3): best candidate, then greedy swaps lowering MMD_{k_P}.
 
     Picks the candidate coreset with the smallest MMD_{k_P} to P, shortlists it together with
@@ -127,6 +128,8 @@ def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
         An extra candidate refined alongside the best one.
     passes : int
         Sweeps over the coreset (Alg. D.3 makes one; a sweep with no swap stops early).
+    check_input : bool
+        Validate the arguments (default); ``False`` trusts them (a list of int64 host arrays).
 
     Returns
     -------
@@ -136,7 +139,9 @@ def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
     -----
     O(L m^2 + passes m n) kernel evaluations for L candidates, O(n + L m) memory.
     """
-    _check_kernel(K)
+    if not check_input:
+        return _kt_swap(K, candidates, baseline, passes)
+    val.check_kernel_matrix(K)
     if isinstance(candidates, np.ndarray) and candidates.ndim == 2:
         cands = [candidates[i] for i in range(candidates.shape[0])]
     else:
@@ -146,19 +151,26 @@ def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
             raise TypeError("candidates must be a sequence of index arrays") from None
     if not cands:
         raise ValueError("candidates must hold at least one coreset")
-    cands = [_index_array(c, K.n, "candidates") for c in cands]
+    cands = [val.check_index_array(c, K.n, "candidates") for c in cands]
     m = cands[0].size
     if m < 1 or any(c.size != m for c in cands):
         sizes = sorted({c.size for c in cands})
         raise ValueError(f"candidates must be non-empty and of one size, got sizes {sizes}")
-    passes = _check_m(passes, "passes")
+    passes = val.check_int(passes, "passes", lo=1)
+    b = None
+    if baseline is not None:
+        b = val.check_index_array(baseline, K.n, "baseline")
+        if b.size != m:
+            raise ValueError(f"baseline must have the candidates' size {m}, got {b.size}")
+    return _kt_swap(K, cands, b, passes)
+
+
+def _kt_swap(K, cands, baseline, passes: int):
+    """:func:`kt_swap` on validated arguments (host int64 candidates of one size)."""
     C = np.stack(cands)
     short = [C[int(np.argmin(_mmd2(K, C)))].copy()]
     if baseline is not None:
-        b = _index_array(baseline, K.n, "baseline")
-        if b.size != m:
-            raise ValueError(f"baseline must have the candidates' size {m}, got {b.size}")
-        short.append(b.copy())
+        short.append(np.array(baseline, dtype=np.int64))
     for I in short:
         _native.kt_swap_refine(K, I, passes)
     final = _mmd2(K, np.stack(short))
@@ -174,6 +186,7 @@ def kernel_thinning(
     rng=None,
     baseline=None,
     passes: int = 1,
+    check_input: bool = True,
 ):
     """Kernel Thinning targeting P (Alg. D.2): KT-SPLIT to m points, then KT-Swap.
 
@@ -193,6 +206,8 @@ def kernel_thinning(
         Extra candidate for KT-Swap (SKT passes the Stein thinning coreset).
     passes : int
         KT-Swap sweeps.
+    check_input : bool
+        Validate the arguments (default); ``False`` trusts them.
 
     Returns
     -------
@@ -203,17 +218,152 @@ def kernel_thinning(
     -----
     O(n'^2 + n' m + n m) kernel evaluations, O(n + n') memory.
     """
-    _check_kernel(K)
-    m = _check_m(m)
+    if not check_input:
+        idx = np.arange(K.n, dtype=np.int64) if indices is None else indices
+        return _kernel_thinning(K, m, idx, delta, rng, baseline, passes)
+    val.check_kernel_matrix(K)
+    m = val.check_int(m, "m", lo=1)
     if indices is None:
         idx = np.arange(K.n, dtype=np.int64)
     else:
-        idx = _index_array(indices, K.n, "indices")
+        idx = val.check_index_array(indices, K.n, "indices")
+    delta = _check_delta(delta)
+    rng = val.check_random_state(rng, "rng")
+    b = None
+    if baseline is not None:
+        b = val.check_index_array(baseline, K.n, "baseline")
+        if b.size != m:
+            raise ValueError(f"baseline must have the candidates' size {m}, got {b.size}")
+    passes = val.check_int(passes, "passes", lo=1)
+    return _kernel_thinning(K, m, idx, delta, rng, b, passes)
+
+
+def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, passes: int):
+    """:func:`kernel_thinning` on validated arguments."""
     ratio = idx.size / m
     t = int(round(math.log2(ratio))) if ratio >= 1 else -1
     if t < 0 or (m << t) != idx.size:
         raise ValueError(
             f"len(indices) / m must be a power of two, got len(indices) = {idx.size}, m = {m}"
         )
-    cands = kt_split(K, idx, t, delta=delta, rng=rng) if t > 0 else [idx]
-    return kt_swap(K, cands, baseline=baseline, passes=passes)
+    cands = _kt_split(K, idx, t, delta, rng) if t > 0 else [idx]
+    return _kt_swap(K, cands, baseline, passes)
+
+
+def stein_kernel_thinning(
+    K: KernelMatrix,
+    m: int,
+    rng=None,
+    *,
+    delta: float = 0.5,
+    standard_thin: bool = True,
+    swap_passes: int = 1,
+    progress: bool = False,
+):
+    """Stein Kernel Thinning (SKT, Alg. 1): Stein Thinning for n' = m 2^ceil(log2(n/m)) steps,
+    then Kernel Thinning targeting P (Alg. D.2) from the n' picks (with multiplicity) to m, with
+    the first m Stein Thinning picks as KT-Swap's extra candidate.
+
+    Parameters
+    ----------
+    K : KernelMatrix
+        The Stein kernel matrix k_P on the n input points, in sequence order.
+    m : int
+        Output size.
+    rng : numpy.random.Generator or seed, optional
+    delta : float in (0, 1)
+        KT failure probability.
+    standard_thin : bool
+        Rem. 2: when m^2 < n, standard-thin the input to m^2 points first.
+    swap_passes : int
+        KT-Swap sweeps.
+    progress : bool
+        Progress bar of the Stein Thinning loop (non-NumPy namespaces).
+
+    Returns
+    -------
+    indices, weights, info
+        Distinct increasing host indices into K's points, host equal weights (count / m), and
+        ``{"standard_thin", "n_thinned", "n_prime", "kt_rounds"}``.
+
+    Notes
+    -----
+    O(n' n + n'^2) kernel evaluations on the (thinned) input of n points (Thm. 1).
+    """
+    val.check_kernel_matrix(K)
+    m = val.check_int(m, "m", lo=1)
+    rng = val.check_random_state(rng, "rng")
+    delta = _check_delta(delta)
+    standard_thin = val.check_bool(standard_thin, "standard_thin")
+    swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
+    progress = val.check_bool(progress, "progress")
+    n = K.n
+    sub = None
+    if standard_thin and m * m < n:
+        sub = standard_thinning(n, m * m)
+        K = K.take(sub)
+    t = max(0, math.ceil(math.log2(K.n / m) - 1e-12))
+    n_prime = m << t
+    st = stein_thinning(K, n_prime, progress=progress, check_input=False)
+    idx = kernel_thinning(
+        K,
+        m,
+        indices=np.sort(st),
+        delta=delta,
+        rng=rng,
+        baseline=st[:m],
+        passes=swap_passes,
+        check_input=False,
+    )
+    if sub is not None:
+        idx = sub[idx]
+    uniq, w = equal_weights(idx, m)
+    info = {
+        "standard_thin": sub is not None,
+        "n_thinned": int(K.n),
+        "n_prime": int(n_prime),
+        "kt_rounds": int(t),
+    }
+    return uniq, w, info
+
+
+def kernel_thinning_coreset(
+    K: KernelMatrix, m: int, rng=None, *, delta: float = 0.5, swap_passes: int = 1
+):
+    """Kernel Thinning (Alg. D.2) of the input's own empirical distribution: the ``"kt"``
+    baseline, with K the base kernel centred at the input (paper footnote 2).
+
+    The input is standard-thinned to m 2^floor(log2(n/m)) points for KT-SPLIT; KT-Swap then
+    swaps over all n points, with the standard-thinning coreset as extra candidate (as
+    goodpoints does).
+
+    Returns
+    -------
+    indices, weights, info
+        Distinct increasing host indices, equal weights (count / m), ``{"n_split", "kt_rounds"}``.
+
+    Notes
+    -----
+    O(n_split^2 + m n) kernel evaluations.
+    """
+    val.check_kernel_matrix(K)
+    m = val.check_int(m, "m", lo=1, hi=K.n)
+    rng = val.check_random_state(rng, "rng")
+    delta = _check_delta(delta)
+    swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
+    n = K.n
+    t = max(0, int(math.floor(math.log2(n / m) + 1e-12)))
+    n_split = m << t
+    seq = np.arange(n, dtype=np.int64) if n_split == n else standard_thinning(n, n_split)
+    idx = kernel_thinning(
+        K,
+        m,
+        indices=seq,
+        delta=delta,
+        rng=rng,
+        baseline=standard_thinning(n, m),
+        passes=swap_passes,
+        check_input=False,
+    )
+    uniq, w = equal_weights(idx, m)
+    return uniq, w, {"n_split": int(n_split), "kt_rounds": int(t)}

@@ -10,22 +10,22 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg
 
 from .. import _array_api as aa
+from .. import _validation as val
 from ..kernels import KernelMatrix
 from . import _native
 from .resample import resample
 from .rpcholesky import weighted_rpcholesky
+from .weights import (
+    SWAP_LS_FORMATS,
+    input_weights,
+    quadratic_form,
+    simplex_weights,
+    swap_ls_support,
+)
 
 __all__ = ["recombination", "kt_swap_ls", "recombination_thinning"]
-
-_FORMATS = {"splx": 0, "cp": 1}
-
-
-def _check_kernel(K):
-    if not isinstance(K, KernelMatrix):
-        raise TypeError(f"K must be a KernelMatrix, got {type(K).__name__}")
 
 
 def _host_vector(a, name, dtype=np.float64):
@@ -128,10 +128,11 @@ def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
     O(n s) kernel evaluations and O(n s) arithmetic with the sufficient statistics
     g = K w and D = w^T K w (C++, on host copies of the points).
     """
-    _check_kernel(K)
-    if not isinstance(fmt, str) or fmt.lower() not in _FORMATS:
+    val.check_kernel_matrix(K)
+    if not isinstance(fmt, str) or fmt.lower() not in SWAP_LS_FORMATS:
         raise ValueError(f"fmt must be 'splx' or 'cp', got {fmt!r}")
-    code = _FORMATS[fmt.lower()]
+    fmt = fmt.lower()
+    code = SWAP_LS_FORMATS[fmt]
     idx = _host_vector(indices, "indices", np.int64)
     w = _host_vector(weights, "weights")
     if idx.shape != w.shape:
@@ -150,128 +151,13 @@ def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
         raise ValueError("weights must be non-negative for fmt='splx'")
     if not math.isclose(float(w.sum()), 1.0, rel_tol=1e-6):
         raise ValueError(f"weights must sum to 1, got sum {w.sum():.6g}")
-    idx, w = _kt_swap_ls_host(K, idx, w, code)
+    idx, w = swap_ls_support(K, idx, w, fmt)
     return idx, aa.from_host(w, xp=K.xp, device=K.device)
 
 
-def _input_weights(K, w):
-    """Validated simplex input weights in K's namespace (uniform when None)."""
-    xp = K.xp
-    if w is None:
-        return xp.full((K.n,), 1.0 / K.n, dtype=xp.float64, device=K.device)
-    aa.namespace(K=K.U, w=w)
-    w = aa.check_weights(w, K.n, xp, "w", simplex=True, device=K.device)
-    return w / xp.sum(w)
-
-
-def _kt_swap_ls_host(K, idx, w, code):
-    dense = np.zeros(K.n)
-    dense[idx] = w
-    _native.kt_swap_ls(K, dense, idx, code)
-    out = np.flatnonzero(dense)
-    return out.astype(np.int64), dense[out]
-
-
-# ---- small dense quadratic programs on the support (O(|J|^3)) ----------------------------------
-
-
-def _affine_weights(KJ: np.ndarray) -> np.ndarray:
-    """argmin_{1^T w = 1} w^T KJ w, i.e. KJ^{-1} 1 / (1^T KJ^{-1} 1) (Eq. 64), solved stably.
-
-    Symmetric diagonal scaling to a unit diagonal (w = y / d, constraint c^T y = 1 with
-    c = 1 / d). A Cholesky solve y ~ Ks^{-1} c when its pivots show Ks well conditioned
-    (min/max squared pivot > 1e-10); otherwise an eigendecomposition Ks = Q diag(lam) Q^T:
-    with b = Q^T c the minimiser
-    is z = (b / lam) / sum(b^2 / lam) in eigen-coordinates. Eigenvalues below p * eps * lam_max
-    count as zero; when c has a component there the minimum is 0 and is reached inside that
-    numerical null space. O(|J|^3).
-    """
-    p = KJ.shape[0]
-    if p == 1:
-        return np.ones(1)
-    dg = np.diag(KJ).copy()
-    d = np.sqrt(np.where(dg > 0, dg, 1.0))
-    Ks = KJ / d[:, None] / d[None, :]
-    Ks = 0.5 * (Ks + Ks.T)
-    c = 1.0 / d
-    # Well-conditioned Ks (the usual case): Cholesky, ~10x cheaper than the eigendecomposition.
-    try:
-        L = np.linalg.cholesky(Ks)
-    except np.linalg.LinAlgError:
-        L = None
-    if L is not None:
-        dl = np.diag(L)
-        if float(dl.min()) ** 2 > 1e-10 * float(dl.max()) ** 2:
-            y = scipy.linalg.cho_solve((L, True), c)
-            w = y / d
-            s = w.sum()
-            if s > 0 and np.all(np.isfinite(w)):
-                return w / s
-    lam, Q = np.linalg.eigh(Ks)
-    b = Q.T @ c
-    tiny = lam <= p * np.finfo(float).eps * max(float(lam[-1]), 0.0)
-    bn = b[tiny]
-    if bn.size and float(bn @ bn) > 1e-12 * float(b @ b):
-        z = np.zeros(p)
-        z[tiny] = bn / float(bn @ bn)
-    else:
-        z = np.where(tiny, 0.0, b / np.where(tiny, 1.0, lam))
-    y = Q @ z
-    w = y / d
-    s = w.sum()
-    return w / s if s != 0 and np.isfinite(s) else np.full(p, 1.0 / p)
-
-
-def _quad(KJ, w) -> float:
-    return float(w @ KJ @ w)
-
-
-def _simplex_weights(KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None) -> np.ndarray:
-    """argmin over the simplex of w^T KJ w by a primal active-set method, from feasible w0.
-
-    Each iteration solves the affine problem on the free set (``_affine_weights``) and either
-    moves to it, stops at the first blocking constraint, or frees the most negative multiplier.
-    The objective never increases; O(|J|^3) per iteration.
-    """
-    p = KJ.shape[0]
-    w = np.clip(w0, 0.0, None)
-    w = w / w.sum()
-    best, fbest = w.copy(), _quad(KJ, w)
-    free = w > 0
-    scale = max(float(np.max(np.abs(np.diag(KJ)))), 1e-300)
-    for _ in range(max_iter or 20 * p + 20):
-        P = np.flatnonzero(free)
-        z = np.zeros(p)
-        z[P] = _affine_weights(KJ[np.ix_(P, P)])
-        if np.all(z[P] >= 0):
-            w = z
-            grad = 2.0 * (KJ @ w)
-            lam = float(w @ grad)
-            nu = grad - lam
-            nu[P] = 0.0
-            j = int(np.argmin(nu))
-            if nu[j] >= -1e-12 * scale:
-                f = _quad(KJ, w)
-                if f <= fbest:
-                    best, fbest = w.copy(), f
-                break
-            free[j] = True
-        else:
-            neg = P[z[P] < 0]
-            ratio = w[neg] / (w[neg] - z[neg])
-            alpha = float(ratio.min())
-            w = w + alpha * (z - w)
-            w[neg[ratio <= alpha]] = 0.0
-            w = np.clip(w, 0.0, None)
-            w = w / w.sum()
-            free = w > 0
-        f = _quad(KJ, w)
-        if f <= fbest:
-            best, fbest = w.copy(), f
-    return best
-
-
-def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None):
+def recombination_thinning(
+    K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None, check_input: bool = True
+):
     """Simplex-weighted coreset of at most m points: Recombination Thinning (RT, Alg. 4).
 
     Resample(w, n) prunes small weights; weighted RPCholesky gives ``rank`` test vectors F;
@@ -290,6 +176,9 @@ def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = Non
     rank : int, optional
         Number of RPCholesky test vectors, 0 <= rank <= m - 1 (default m - 1).
     rng : numpy.random.Generator or seed, optional
+    check_input : bool
+        Validate the arguments (default); ``False`` trusts them (``rank`` given, ``rng`` a
+        Generator, ``w`` None or validated simplex weights).
 
     Returns
     -------
@@ -301,19 +190,27 @@ def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = Non
     O((d + m) n m) for RPCholesky and KT-Swap-LS, O(m^3 log n) for Recombination and O(m^3)
     per active-set step of the final QP (Prop. G.1).
     """
-    _check_kernel(K)
-    xp, n = K.xp, K.n
-    m = aa.check_size(m, n, "m")
-    rank = m - 1 if rank is None else rank
-    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)):
-        raise TypeError(f"rank must be an integer, got {type(rank).__name__}")
+    if not check_input:
+        return _recombination_thinning(K, w, m, m - 1 if rank is None else rank, rng)
+    val.check_kernel_matrix(K)
+    m = val.check_size(m, K.n, "m")
+    rank = m - 1 if rank is None else val.check_int(rank, "rank")
     if not 0 <= rank <= m - 1:
         raise ValueError(f"rank must be between 0 and m - 1 = {m - 1}, got {rank}")
-    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    w = _input_weights(K, w)
+    rng = val.check_random_state(rng, "rng")
+    if w is not None:
+        aa.namespace(K=K.U, w=w)
+        w = val.check_weights(w, K.n, K.xp, "w", simplex=True, device=K.device)
+    return _recombination_thinning(K, w, m, rank, rng)
+
+
+def _recombination_thinning(K: KernelMatrix, w, m: int, rank: int, rng: np.random.Generator):
+    """:func:`recombination_thinning` on validated arguments (``rank`` resolved)."""
+    xp, n = K.xp, K.n
+    w = input_weights(K, w)
 
     # Resample(w, n) (Alg. E.3): equal weights 1/n on a multiset; small weights are pruned.
-    counts = np.bincount(resample(w, n, rng), minlength=n)
+    counts = np.bincount(resample(w, n, rng, check_input=False), minlength=n)
     supp_h = np.flatnonzero(counts)
     ws = counts[supp_h] / float(n)
     if rank > 0:
@@ -330,10 +227,10 @@ def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = Non
     keep = x > 0
     idx, wr = supp_h[keep], x[keep] / x[keep].sum()
 
-    idx, wr = _kt_swap_ls_host(K, idx, wr, _FORMATS["splx"])
+    idx, wr = swap_ls_support(K, idx, wr, "splx")
     KJ = aa.to_host(K.block(idx, idx))
-    wq = _simplex_weights(KJ, wr)
-    if _quad(KJ, wq) > _quad(KJ, wr):
+    wq = simplex_weights(KJ, wr)
+    if quadratic_form(KJ, wq) > quadratic_form(KJ, wr):
         wq = wr
     keep = wq > 0
     idx, wq = idx[keep], wq[keep] / wq[keep].sum()

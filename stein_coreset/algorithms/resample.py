@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _array_api as aa
+from .. import _validation as val
 
-__all__ = ["resample"]
+__all__ = ["resample", "standard_thinning", "iid_thinning"]
 
 METHODS = ("stratified_residual", "residual", "iid")
 
@@ -18,7 +19,9 @@ def _inverse_cdf(cum: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.minimum(idx, cum.size - 1)
 
 
-def resample(w, m: int, rng=None, method: str = "stratified_residual") -> np.ndarray:
+def resample(
+    w, m: int, rng=None, method: str = "stratified_residual", *, check_input: bool = True
+) -> np.ndarray:
     """Turn simplex weights w into an equal-weighted multiset of m indices (App. E).
 
     - ``"iid"`` (Alg. E.1): m i.i.d. draws from w.
@@ -36,6 +39,9 @@ def resample(w, m: int, rng=None, method: str = "stratified_residual") -> np.nda
         Number of output indices.
     rng : numpy.random.Generator or int, optional
     method : {"stratified_residual", "residual", "iid"}
+    check_input : bool
+        Validate the arguments (default); ``False`` trusts them (``w`` simplex weights, ``rng``
+        a Generator).
 
     Returns
     -------
@@ -46,22 +52,24 @@ def resample(w, m: int, rng=None, method: str = "stratified_residual") -> np.nda
     -----
     O(n + m log n) time, O(n + m) memory.
     """
+    if not check_input:
+        return _resample(aa.to_host(w), m, rng, method)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
-        raise TypeError(f"m must be an integer, got {type(m).__name__}")
-    m = int(m)
-    if m < 1:
-        raise ValueError(f"m must be >= 1, got {m}")
+    m = val.check_int(m, "m", lo=1)
     if isinstance(w, (list, tuple)):
         w = np.asarray(w, dtype=np.float64)
     xp, _ = aa.namespace(w=w)
     if w.ndim != 1 or w.shape[0] < 1:
         raise ValueError(f"w must be a non-empty one-dimensional array, got shape {tuple(w.shape)}")
-    wh = aa.to_host(aa.check_weights(w, int(w.shape[0]), xp, "w", simplex=True))
+    wh = aa.to_host(val.check_weights(w, int(w.shape[0]), xp, "w", simplex=True))
+    return _resample(wh, m, val.check_random_state(rng, "rng"), method)
+
+
+def _resample(wh: np.ndarray, m: int, gen: np.random.Generator, method="stratified_residual"):
+    """:func:`resample` of validated host weights ``wh`` (float64, simplex)."""
     wh = np.maximum(wh, 0.0)
     wh = wh / wh.sum()
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     n = wh.size
     if method == "iid":
         idx = _inverse_cdf(np.cumsum(wh), gen.random(m))
@@ -84,3 +92,23 @@ def resample(w, m: int, rng=None, method: str = "stratified_residual") -> np.nda
         extra = _inverse_cdf(np.cumsum(eta), u)
         out = np.concatenate([out, extra])
     return np.sort(out).astype(np.int64)
+
+
+def standard_thinning(n: int, m: int) -> np.ndarray:
+    """The m indices standard thinning keeps from a sequence of n: the last of each of m equal
+    blocks of [0, n) (every (n/m)-th point of a chain; Rem. 2). O(m).
+
+    Returns an increasing (m,) int64 array (distinct when m <= n).
+    """
+    n = val.check_int(n, "n", lo=1)
+    m = val.check_int(m, "m", lo=1)
+    idx = np.floor(np.arange(m) * (n / m)).astype(np.int64) + (n // m) - 1
+    return np.clip(idx, 0, n - 1)
+
+
+def iid_thinning(n: int, m: int, rng=None) -> np.ndarray:
+    """m distinct indices of [0, n) drawn uniformly without replacement, sorted. O(n)."""
+    n = val.check_int(n, "n", lo=1)
+    m = val.check_int(m, "m", lo=1, hi=n)
+    gen = val.check_random_state(rng, "rng")
+    return np.sort(gen.choice(n, size=m, replace=False)).astype(np.int64)

@@ -5,26 +5,21 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _array_api as aa
+from .. import _validation as val
 from ..kernels import KernelMatrix
+from .weights import equal_weights
 
-__all__ = ["stein_thinning"]
-
-
-def _check_kernel(K):
-    if not isinstance(K, KernelMatrix):
-        raise TypeError(f"K must be a KernelMatrix, got {type(K).__name__}")
+__all__ = ["stein_thinning", "stein_thinning_weights", "stein_thinning_coreset"]
 
 
-def _check_m(m, name="m") -> int:
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(m).__name__}")
-    m = int(m)
-    if m < 1:
-        raise ValueError(f"{name} must be >= 1, got {m}")
-    return m
-
-
-def stein_thinning(K: KernelMatrix, m: int, *, progress: bool = False, backend: str = "auto"):
+def stein_thinning(
+    K: KernelMatrix,
+    m: int,
+    *,
+    progress: bool = False,
+    backend: str = "auto",
+    check_input: bool = True,
+):
     """Greedy Stein thinning of the n points of K to m points, with repeats (Alg. D.1).
 
     Step t picks ``j = argmin_i { k_P(x_i, x_i) + 2 sum_{s<t} k_P(x_i, x_{j_s}) }``, which is
@@ -45,6 +40,9 @@ def stein_thinning(K: KernelMatrix, m: int, *, progress: bool = False, backend: 
         "cpp": the C++ loop on host copies of the points (one transfer); "xp": one kernel
         column per step in K's array namespace (on its device), one scalar host transfer per
         step. "auto": "cpp" for NumPy, "xp" otherwise.
+    check_input : bool
+        Validate the arguments (default). ``False`` skips the checks, for callers that have
+        validated them already (scikit-learn's ``check_input``).
 
     Returns
     -------
@@ -54,10 +52,16 @@ def stein_thinning(K: KernelMatrix, m: int, *, progress: bool = False, backend: 
     -----
     O(n m) kernel evaluations (O(n m d) time for the Stein kernel), O(n) memory.
     """
-    _check_kernel(K)
-    m = _check_m(m)
-    if backend not in ("auto", "cpp", "xp"):
-        raise ValueError(f"backend must be 'auto', 'cpp' or 'xp', got {backend!r}")
+    if check_input:
+        val.check_kernel_matrix(K)
+        m = val.check_int(m, "m", lo=1)
+        progress = val.check_bool(progress, "progress")
+        val.check_choice(backend, "backend", ("auto", "cpp", "xp"))
+    return _stein_thinning(K, m, progress, backend)
+
+
+def _stein_thinning(K: KernelMatrix, m: int, progress: bool = False, backend: str = "auto"):
+    """:func:`stein_thinning` on validated arguments."""
     if backend == "auto":
         backend = "cpp" if aa.is_numpy(K.xp) else "xp"
     if backend == "cpp":
@@ -79,3 +83,29 @@ def stein_thinning(K: KernelMatrix, m: int, *, progress: bool = False, backend: 
             col = K.block(xp.reshape(xp.astype(j, xp.int64), (1,)))
             score = score + 2.0 * xp.reshape(col, (n,))
     return out
+
+
+def stein_thinning_weights(K: KernelMatrix, *, progress: bool = False):
+    """Stein Thinning (Alg. D.1) run for n steps, as simplex weights (counts / n): the debiasing
+    step of Stein Recombination and Stein Cholesky (Alg. 5, 7).
+
+    Returns an (n,) float64 array in K's namespace. O(n^2) kernel evaluations.
+    """
+    val.check_kernel_matrix(K)
+    idx = _stein_thinning(K, K.n, val.check_bool(progress, "progress"))
+    w = np.bincount(idx, minlength=K.n) / float(K.n)
+    return aa.from_host(w, xp=K.xp, device=K.device)
+
+
+def stein_thinning_coreset(K: KernelMatrix, m: int, *, progress: bool = False):
+    """The ``"st"`` method: ``m`` greedy Stein Thinning steps (Alg. D.1) as an equal-weighted
+    coreset (repeats merged into weights count / m).
+
+    Returns ``(indices, weights, info)``: distinct increasing host indices, host weights summing
+    to 1, and ``{"steps": m}``. O(n m) kernel evaluations.
+    """
+    val.check_kernel_matrix(K)
+    m = val.check_int(m, "m", lo=1)
+    idx = _stein_thinning(K, m, val.check_bool(progress, "progress"))
+    uniq, w = equal_weights(idx, m)
+    return uniq, w, {"steps": m}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _array_api as aa
+from .. import _validation as val
 from ..kernels import IMQ, SteinKernel, median_bandwidth
 from . import losses as _losses
 from . import optimize as _opt
@@ -51,18 +52,10 @@ def _fix_kernel(kernel, X, discrepancy):
     if kernel is None:
         return IMQ(sigma=median_bandwidth(X))
     if isinstance(kernel, SteinKernel):
-        kernel._resolve_base(X)
+        kernel = kernel.resolve(X)  # a new kernel: the caller's object is never changed
     elif isinstance(kernel, _losses.SeparableKernel) and kernel.base is None:
         kernel = _losses.SeparableKernel(IMQ(sigma=median_bandwidth(X)), kernel.B)
     return kernel
-
-
-def _check_int(value, name, lo):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {value}")
-    return int(value)
 
 
 def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
@@ -110,9 +103,9 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     if not isinstance(optimizer, str) or optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
     xp, dev = aa.namespace(X=X)
-    X = aa.check_points(X, xp, "X")
+    X = val.check_points(X, xp, "X")
     n = int(X.shape[0])
-    steps = _check_int(steps, "steps", 1)
+    steps = val.check_int(steps, "steps", lo=1)
     if theta0 is None:
         init = getattr(model, "default_theta0", None)
         if init is None:
@@ -123,7 +116,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
                                         "theta0")
     if batch_size is None:
         batch_size = min(n, 200)
-    batch_size = _check_int(batch_size, "batch_size", 2)
+    batch_size = val.check_int(batch_size, "batch_size", lo=2)
     if batch_size > n:
         raise ValueError(f"batch_size must be at most n = {n}, got {batch_size}")
     if lr is None:
@@ -132,7 +125,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         math.isfinite(lr) and lr > 0
     ):
         raise ValueError(f"lr must be a positive number, got {lr!r}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = val.check_random_state(seed)
     in_domain = getattr(model, "in_domain", None)
 
     def take(batch):

@@ -39,13 +39,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _array_api as aa
+from .. import _validation as val
 from ..kernels import (
     IMQ,
     SLAB_ENTRIES,
     KernelMatrix,
+    RadialKernel,
     SteinKernel,
-    _RadialKernel,
-    _Whitening,
+    Whitening,
     median_bandwidth,
 )
 from . import models as _models
@@ -73,8 +74,8 @@ class SeparableKernel:
     ``base=None`` uses IMQ with the median bandwidth of the data; ``B=None`` is the identity.
     """
 
-    def __init__(self, base: _RadialKernel | None = None, B=None):
-        if base is not None and not isinstance(base, _RadialKernel):
+    def __init__(self, base: RadialKernel | None = None, B=None):
+        if base is not None and not isinstance(base, RadialKernel):
             raise TypeError(f"base must be IMQ, Gaussian or Matern, got {type(base).__name__}")
         self.base = base
         self.B = None if B is None else np.asarray(B, dtype=np.float64)
@@ -92,7 +93,7 @@ class DiagonalKernel:
     def __init__(self, bases, lambdas=None):
         seq = list(bases) if isinstance(bases, (list, tuple)) else [bases]
         for b in seq:
-            if not isinstance(b, _RadialKernel):
+            if not isinstance(b, RadialKernel):
                 raise TypeError(f"bases must be IMQ, Gaussian or Matern, got {type(b).__name__}")
         self.bases = seq
         self.lambdas = None if lambdas is None else np.asarray(lambdas, dtype=np.float64)
@@ -110,7 +111,7 @@ class DiagonalKernel:
 class _KernelPlan:
     comps: list  # per component r: (base kernel, lambda_r)
     C: np.ndarray | None  # K = C C^T k
-    wh: _Whitening
+    wh: Whitening
     full: bool  # C or M force a full diffusion matrix
 
 
@@ -120,16 +121,16 @@ def _plan(kernel, X, xp, dev) -> _KernelPlan:
     if kernel is None:
         base = IMQ(sigma=median_bandwidth(X))
         comps = [(base, 1.0)] * d
-    elif isinstance(kernel, _RadialKernel):
+    elif isinstance(kernel, RadialKernel):
         comps = [(kernel, 1.0)] * d
     elif isinstance(kernel, SteinKernel):
         # the preconditioned Stein kernel of kernels.py (Prop. B.3): K = M k with k radial in
         # the M-norm, so that m = I reproduces SteinKernel(base, M) exactly
-        base = kernel._resolve_base(X)
+        base = kernel.resolve(X).base
         M = kernel.M
         comps = [(base, 1.0)] * d
         if M is not None:
-            C = _Whitening(M, d, xp, dev)._L
+            C = Whitening(M, d, xp, dev).L
             C = aa.to_host(C)
     elif isinstance(kernel, SeparableKernel):
         base = kernel.base or IMQ(sigma=median_bandwidth(X))
@@ -160,7 +161,7 @@ def _plan(kernel, X, xp, dev) -> _KernelPlan:
             "kernel must be a base kernel (IMQ, Gaussian, Matern), a SteinKernel, a "
             f"SeparableKernel or a DiagonalKernel, got {type(kernel).__name__}"
         )
-    wh = _Whitening(M, d, xp, dev)
+    wh = Whitening(M, d, xp, dev)
     return _KernelPlan(comps, C, wh, full=(C is not None or M is not None))
 
 
@@ -584,7 +585,7 @@ def _dksd(model, X, theta, kernel, diff, need_grad, block_size=None, backend="au
         else:
             F = m
         if not plan.wh.identity:
-            F = xp.matmul(plan.wh._LinvT.T[None, ...], F)
+            F = xp.matmul(plan.wh.LinvT.T[None, ...], F)
         if Ch is not None:
             Cx = aa.from_host(Ch, xp=xp, device=dev)
             F = xp.matmul(F, Cx[None, ...])
@@ -607,7 +608,7 @@ def _dksd(model, X, theta, kernel, diff, need_grad, block_size=None, backend="au
         GV = GV @ Cx.T
         GF = xp.matmul(GF, Cx.T[None, ...])
     if ckind == "full" and not plan.wh.identity:
-        GF = xp.matmul(plan.wh._LinvT[None, ...], GF)
+        GF = xp.matmul(plan.wh.LinvT[None, ...], GF)
     p = theta.size
     grad = xp.sum(xp.reshape(GV[:, :, None] * pts.dv, (-1, p)), axis=0)
     if pts.dm is not None:
@@ -636,7 +637,7 @@ def _ksd_kernel_matrix(model, X, theta, kernel) -> KernelMatrix:
     """The Stein kernel matrix of stein_coreset.kernels at (X, score(X, theta))."""
     if kernel is None:
         kernel = SteinKernel()
-    elif isinstance(kernel, _RadialKernel):
+    elif isinstance(kernel, RadialKernel):
         kernel = SteinKernel(kernel)
     elif not isinstance(kernel, SteinKernel):
         raise TypeError(
@@ -721,7 +722,7 @@ def _validate(model, theta, X, discrepancy, kernel, diffusion, theta_name="theta
             f"unknown discrepancy {discrepancy!r}; choose one of {', '.join(DISCREPANCIES)}"
         )
     xp, _ = aa.namespace(X=X)
-    X = aa.check_points(X, xp, "X")
+    X = val.check_points(X, xp, "X")
     md = getattr(model, "d", None)
     if md is not None and X.shape[1] != md:
         raise ValueError(f"X must have {md} columns for {model!r}, got shape {tuple(X.shape)}")

@@ -1,0 +1,219 @@
+"""Input validation at the public boundary (scikit-learn's ``check_scalar`` /
+``check_random_state`` style).
+
+Public functions call these helpers once on what the user gave them, then hand the converted
+values to internal code that trusts them. :func:`stein_coreset.compress` validates its input here
+and calls the building blocks' private, trusting implementations, so one ``compress`` call checks
+the points and scores once (one NaN scan, one namespace lookup).
+
+Every error names the argument it is about.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from . import _array_api as aa
+
+__all__ = [
+    "check_int",
+    "check_real",
+    "check_bool",
+    "check_choice",
+    "check_random_state",
+    "check_points",
+    "check_scores",
+    "check_weights",
+    "check_size",
+    "check_index_array",
+    "nonfinite_rows",
+]
+
+
+def check_int(value, name: str, *, lo: int | None = None, hi: int | None = None) -> int:
+    """``value`` as a Python int in [lo, hi]; booleans are rejected.
+
+    Raises ``TypeError`` (not an integer) or ``ValueError`` (out of bounds) naming ``name``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if lo is not None and hi is not None and not lo <= value <= hi:
+        raise ValueError(f"{name} must be between {lo} and {hi}, got {value}")
+    if lo is not None and value < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise ValueError(f"{name} must be <= {hi}, got {value}")
+    return value
+
+
+def check_real(
+    value,
+    name: str,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
+    """``value`` as a finite Python float in the interval given by lo/hi (open ends optional)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    bad = not math.isfinite(value)
+    if lo is not None:
+        bad = bad or (value <= lo if lo_open else value < lo)
+    if hi is not None:
+        bad = bad or (value >= hi if hi_open else value > hi)
+    if bad:
+        lb = "(" if lo_open else "["
+        rb = ")" if hi_open else "]"
+        lo_s = "-inf" if lo is None else f"{lo:g}"
+        hi_s = "inf" if hi is None else f"{hi:g}"
+        raise ValueError(f"{name} must lie in {lb}{lo_s}, {hi_s}{rb}, got {value}")
+    return value
+
+
+def check_bool(value, name: str) -> bool:
+    """A real boolean (Python or NumPy bool); strings such as ``"no"`` raise ``TypeError``."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def check_choice(value, name: str, choices) -> str:
+    """One of the strings ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(
+            f"{name} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}"
+        )
+    return value
+
+
+def check_random_state(seed, name: str = "seed") -> np.random.Generator:
+    """A ``numpy.random.Generator`` from ``None``, a non-negative int seed, a ``SeedSequence``,
+    a ``BitGenerator`` or a ``Generator`` (returned as is, so its stream is shared).
+
+    ``None`` and ints give ``numpy.random.default_rng(seed)``. Booleans, negative ints and
+    anything else raise an error naming ``name``.
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or isinstance(seed, (np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(seed)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(
+            f"{name} must be None, a non-negative integer or a numpy.random.Generator, "
+            f"got {type(seed).__name__}"
+        )
+    if seed < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {seed}")
+    return np.random.default_rng(int(seed))
+
+
+def _float_dtype(xp, a, name):
+    if xp.isdtype(a.dtype, "real floating"):
+        return a if a.dtype == xp.float64 else xp.astype(a, xp.float64)
+    if xp.isdtype(a.dtype, "integral") or a.dtype == xp.bool:
+        return xp.astype(a, xp.float64)
+    raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+
+
+def nonfinite_rows(xp, A):
+    """Boolean mask (n,) of rows of a 2-D array with a NaN or inf entry."""
+    return xp.any(~xp.isfinite(A), axis=1)
+
+
+def check_points(X, xp, name: str = "X", *, allow_nonfinite: bool = False):
+    """Validate a (n, d) float array; raise naming ``name`` on shape, dtype or NaN/inf trouble.
+
+    One NaN/inf scan (one device synchronisation) unless ``allow_nonfinite``.
+    """
+    if X.ndim != 2:
+        hint = " (use X.reshape(-1, 1) for one-dimensional points)" if X.ndim == 1 else ""
+        raise ValueError(f"{name} must be a 2-D array of shape (n, d), got shape {X.shape}{hint}")
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one row and one column, got shape {X.shape}")
+    X = _float_dtype(xp, X, name)
+    if not allow_nonfinite:
+        bad = int(xp.sum(xp.astype(nonfinite_rows(xp, X), xp.int64)))
+        if bad:
+            raise ValueError(
+                f"{name} has NaN or inf in {bad} of its {X.shape[0]} rows"
+                + ("; pass nan_policy='omit' to drop them" if name in ("X", "S") else "")
+            )
+    return X
+
+
+def check_scores(S, X, xp, name: str = "S", *, allow_nonfinite: bool = False):
+    """Validate scores ``S`` (the gradient of log p at the rows of ``X``)."""
+    if S is None:
+        raise ValueError(f"{name} (the scores grad log p at the points) is required")
+    if tuple(S.shape) != tuple(X.shape):
+        raise ValueError(
+            f"{name} must have the same shape as the points, {tuple(X.shape)}; got {tuple(S.shape)}"
+        )
+    return check_points(S, xp, name, allow_nonfinite=allow_nonfinite)
+
+
+def check_weights(w, n: int, xp, name: str = "weights", *, simplex: bool = False, device=None):
+    """Validate a weight vector of length ``n`` (finite; on the simplex when ``simplex``).
+
+    ``None`` becomes uniform weights on ``device``.
+    """
+    if w is None:
+        return xp.full((n,), 1.0 / n, dtype=xp.float64, device=device)
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(f"{name} must have shape ({n},), got {tuple(w.shape)}")
+    w = _float_dtype(xp, w, name)
+    if not bool(xp.all(xp.isfinite(w))):
+        raise ValueError(f"{name} has NaN or inf entries")
+    if simplex:
+        if bool(xp.any(w < 0)):
+            raise ValueError(f"{name} must be non-negative")
+        total = float(xp.sum(w))
+        if not math.isclose(total, 1.0, rel_tol=1e-6):
+            raise ValueError(f"{name} must sum to 1, got sum {total:.6g}")
+    return w
+
+
+def check_size(size, n: int, name: str = "size") -> int:
+    """An integer in [1, n] (a coreset size or a rank)."""
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(size).__name__}")
+    size = int(size)
+    if size < 1 or size > n:
+        raise ValueError(f"{name} must be between 1 and n = {n}, got {size}")
+    return size
+
+
+def check_index_array(idx, n: int, name: str) -> np.ndarray:
+    """A one-dimensional int64 host array with entries in [0, n) from a host sequence."""
+    if not isinstance(idx, (np.ndarray, list, tuple, range)):
+        raise TypeError(f"{name} must be a host int array or sequence, got {type(idx).__name__}")
+    a = np.asarray(idx)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    if a.size and (a.min() < 0 or a.max() >= n):
+        raise ValueError(f"{name} has entries outside [0, n) for n = {n}")
+    return a
+
+
+def namespace(**arrays):
+    """``(xp, device)`` shared by the named arrays (see :func:`_array_api.namespace`)."""
+    return aa.namespace(**arrays)
+
+
+def check_kernel_matrix(K, name: str = "K"):
+    """``K`` must be a :class:`~stein_coreset.kernels.KernelMatrix`."""
+    from .kernels import KernelMatrix  # kernels imports this module
+
+    if not isinstance(K, KernelMatrix):
+        raise TypeError(f"{name} must be a KernelMatrix, got {type(K).__name__}")
+    return K

@@ -1,0 +1,108 @@
+"""Weighted compression pipelines (Alg. 4-7): a debiasing step that gives simplex weights on the
+input (Stein Thinning, or Low-rank Debiasing), then Recombination Thinning (simplex weights) or
+Cholesky Thinning (constant-preserving weights) to at most m points.
+
+=========  ==================  ==========  ====================
+method     debiasing step      thinning    weights
+=========  ==================  ==========  ====================
+SR / SC    Stein Thinning      RT / CT     simplex / constant
+LSR / LSC  Low-rank Debiasing  RT / CT     simplex / constant
+RT / CT    (input weights)     RT / CT     simplex / constant
+=========  ==================  ==========  ====================
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _array_api as aa
+from .. import _validation as val
+from ..kernels import KernelMatrix
+from .cholesky_thinning import cholesky_thinning
+from .debias import low_rank_debias
+from .recombination import recombination_thinning
+from .stein_thinning import stein_thinning_weights
+
+__all__ = ["DEBIAS_STEPS", "THIN_STEPS", "weighted_thinning", "weighted_compression"]
+
+#: Debiasing steps: "none" (the input weights), "st" (Stein Thinning, Alg. D.1, n steps),
+#: "ld" (Low-rank Debiasing, Alg. 2).
+DEBIAS_STEPS = ("none", "st", "ld")
+#: Thinning steps: "rt" (Recombination Thinning, Alg. 4), "ct" (Cholesky Thinning, Alg. 6).
+THIN_STEPS = ("rt", "ct")
+
+
+def weighted_thinning(K: KernelMatrix, w, m: int, rng=None, *, thin: str, rank=None):
+    """RT (Alg. 4) or CT (Alg. 6) of the simplex weights ``w`` (None: uniform) to at most m points.
+
+    ``rank``: the RT / CT test-vector count (None: m - 1 for RT, m for CT).
+
+    Returns ``(indices, weights, info)``: host indices, host weights and ``{"support"}``.
+    O((d + m) n m) kernel evaluations (Props. G.1, H.1).
+    """
+    val.check_choice(thin, "thin", THIN_STEPS)
+    fn = recombination_thinning if thin == "rt" else cholesky_thinning
+    idx, wts = fn(K, w, m, rank=rank, rng=rng, check_input=False)
+    return idx, aa.to_host(wts), {"support": int(idx.shape[0])}
+
+
+def weighted_compression(
+    K: KernelMatrix,
+    m: int,
+    rng=None,
+    *,
+    debias: str,
+    thin: str,
+    rank: int | None = None,
+    weights=None,
+    rounds: int = 3,
+    steps: int | None = None,
+    progress: bool = False,
+):
+    """Debias, then thin: Stein Recombination / Stein Cholesky (Alg. 5, 7), their low-rank
+    versions, or RT / CT of the (weighted) input.
+
+    Parameters
+    ----------
+    K : KernelMatrix
+        k_P on the n input points: the Stein kernel, or for ``debias="none"`` a base kernel
+        centred at the (weighted) input.
+    m : int
+        Output size bound, 1 <= m <= n.
+    rng : numpy.random.Generator
+    debias : {"none", "st", "ld"}
+        "none": the input ``weights``; "st": Stein Thinning for n steps, counts / n (O(n^2));
+        "ld": Low-rank Debiasing of rank ``rank`` (default round(sqrt(n))).
+    thin : {"rt", "ct"}
+    rank : int, optional
+        For "ld" the debiasing rank; otherwise the RT / CT test-vector count.
+    weights : (n,) array, optional
+        Validated simplex input weights (``debias="none"`` only).
+    rounds, steps : int
+        Low-rank Debiasing rounds Q and AMD steps (App. I.2 defaults).
+    progress : bool
+
+    Returns
+    -------
+    indices, weights, info
+        Distinct increasing host indices, host weights summing to 1, run details.
+
+    Notes
+    -----
+    The debiasing step costs O(n^2) ("st") or O(n r (d + r) + Q T n) ("ld"); the thinning step
+    O((d + m) n m).
+    """
+    val.check_choice(debias, "debias", DEBIAS_STEPS)
+    info = {}
+    thin_rank = rank
+    if debias == "st":
+        w = stein_thinning_weights(K, progress=progress)
+    elif debias == "ld":
+        ld_rank = rank if rank is not None else max(1, round(math.sqrt(K.n)))
+        w = low_rank_debias(K, ld_rank, rounds=rounds, steps=steps, rng=rng, progress=progress)
+        info["rank"] = ld_rank
+        thin_rank = None
+    else:
+        w = weights
+    idx, wts, tinfo = weighted_thinning(K, w, m, rng, thin=thin, rank=thin_rank)
+    return idx, wts, {**tinfo, **info}

@@ -1,0 +1,180 @@
+"""Weight helpers shared by the weighted methods (RT, CT, SR, SC, LSR, LSC): equal weights of an
+index multiset, the input weights and their centring, KT-Swap-LS on host arrays, and the small
+dense quadratic programs solved on a coreset's support (O(|J|^3)).
+
+Internal building blocks: arguments are trusted (the public functions of
+:mod:`stein_coreset.algorithms` validate theirs before calling these).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from ..kernels import KernelMatrix
+from . import _native
+
+__all__ = [
+    "SWAP_LS_FORMATS",
+    "equal_weights",
+    "input_weights",
+    "centre_at_weights",
+    "swap_ls_support",
+    "affine_weights",
+    "simplex_weights",
+    "quadratic_form",
+]
+
+#: Weight formats of KT-Swap-LS (Alg. G.2): simplex ("splx") or constant-preserving ("cp").
+SWAP_LS_FORMATS = {"splx": 0, "cp": 1}
+
+
+def equal_weights(idx, m: int):
+    """A multiset of m indices as distinct increasing indices with weights (count / m).
+
+    Returns ``(indices, weights)``: int64 and float64 host arrays. O(m log m).
+    """
+    uniq, counts = np.unique(np.asarray(idx, dtype=np.int64), return_counts=True)
+    return uniq, counts / float(m)
+
+
+def input_weights(K: KernelMatrix, w):
+    """Simplex input weights in K's namespace, renormalised to sum 1 (uniform when None).
+
+    ``w`` must already be validated (finite, non-negative, length n, K's namespace). O(n).
+    """
+    xp = K.xp
+    if w is None:
+        return xp.full((K.n,), 1.0 / K.n, dtype=xp.float64, device=K.device)
+    return w / xp.sum(w)
+
+
+def centre_at_weights(K: KernelMatrix, w) -> KernelMatrix:
+    """A base kernel matrix centred at the weighted input ``sum_j w_j delta_{x_j}``.
+
+    ``K`` is a base kernel centred at the input (its centring is replaced); with ``w = None``
+    it is returned as is. Then MMD_{k_P}(Q, P) is the MMD of Q to the weighted input (the
+    RT / CT baselines with input weights). O(n^2) evaluations for the centring vector.
+    """
+    if w is None:
+        return K
+    plain = KernelMatrix(K.base, K.U, backend=K.backend, n_threads=K.n_threads)
+    mean = plain.matvec(w)
+    return KernelMatrix(
+        K.base,
+        K.U,
+        None,
+        mean,
+        float(K.xp.sum(w * mean)),
+        backend=K.backend,
+        n_threads=K.n_threads,
+    )
+
+
+def swap_ls_support(K: KernelMatrix, idx: np.ndarray, w: np.ndarray, fmt: str):
+    """KT-Swap-LS (Alg. G.2) of the host support ``idx`` with host weights ``w``.
+
+    Returns the new support (increasing int64) and its host weights. O(n |idx|) evaluations.
+    """
+    dense = np.zeros(K.n)
+    dense[idx] = w
+    _native.kt_swap_ls(K, dense, idx, SWAP_LS_FORMATS[fmt])
+    out = np.flatnonzero(dense)
+    return out.astype(np.int64), dense[out]
+
+
+def affine_weights(KJ: np.ndarray) -> np.ndarray:
+    """argmin_{1^T w = 1} w^T KJ w, i.e. KJ^{-1} 1 / (1^T KJ^{-1} 1) (Eq. 64), solved stably.
+
+    Symmetric diagonal scaling to a unit diagonal (w = y / d, constraint c^T y = 1 with
+    c = 1 / d). A Cholesky solve y ~ Ks^{-1} c when its pivots show Ks well conditioned
+    (min/max squared pivot > 1e-10); otherwise an eigendecomposition Ks = Q diag(lam) Q^T:
+    with b = Q^T c the minimiser
+    is z = (b / lam) / sum(b^2 / lam) in eigen-coordinates. Eigenvalues below p * eps * lam_max
+    count as zero; when c has a component there the minimum is 0 and is reached inside that
+    numerical null space. O(|J|^3).
+    """
+    p = KJ.shape[0]
+    if p == 1:
+        return np.ones(1)
+    dg = np.diag(KJ).copy()
+    d = np.sqrt(np.where(dg > 0, dg, 1.0))
+    Ks = KJ / d[:, None] / d[None, :]
+    Ks = 0.5 * (Ks + Ks.T)
+    c = 1.0 / d
+    # Well-conditioned Ks (the usual case): Cholesky, ~10x cheaper than the eigendecomposition.
+    try:
+        L = np.linalg.cholesky(Ks)
+    except np.linalg.LinAlgError:
+        L = None
+    if L is not None:
+        dl = np.diag(L)
+        if float(dl.min()) ** 2 > 1e-10 * float(dl.max()) ** 2:
+            y = scipy.linalg.cho_solve((L, True), c)
+            w = y / d
+            s = w.sum()
+            if s > 0 and np.all(np.isfinite(w)):
+                return w / s
+    lam, Q = np.linalg.eigh(Ks)
+    b = Q.T @ c
+    tiny = lam <= p * np.finfo(float).eps * max(float(lam[-1]), 0.0)
+    bn = b[tiny]
+    if bn.size and float(bn @ bn) > 1e-12 * float(b @ b):
+        z = np.zeros(p)
+        z[tiny] = bn / float(bn @ bn)
+    else:
+        z = np.where(tiny, 0.0, b / np.where(tiny, 1.0, lam))
+    y = Q @ z
+    w = y / d
+    s = w.sum()
+    return w / s if s != 0 and np.isfinite(s) else np.full(p, 1.0 / p)
+
+
+def quadratic_form(KJ: np.ndarray, w: np.ndarray) -> float:
+    """w^T KJ w on the host (the squared MMD of a weighted support)."""
+    return float(w @ KJ @ w)
+
+
+def simplex_weights(KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None) -> np.ndarray:
+    """argmin over the simplex of w^T KJ w by a primal active-set method, from feasible w0.
+
+    Each iteration solves the affine problem on the free set (``affine_weights``) and either
+    moves to it, stops at the first blocking constraint, or frees the most negative multiplier.
+    The objective never increases; O(|J|^3) per iteration.
+    """
+    p = KJ.shape[0]
+    w = np.clip(w0, 0.0, None)
+    w = w / w.sum()
+    best, fbest = w.copy(), quadratic_form(KJ, w)
+    free = w > 0
+    scale = max(float(np.max(np.abs(np.diag(KJ)))), 1e-300)
+    for _ in range(max_iter or 20 * p + 20):
+        P = np.flatnonzero(free)
+        z = np.zeros(p)
+        z[P] = affine_weights(KJ[np.ix_(P, P)])
+        if np.all(z[P] >= 0):
+            w = z
+            grad = 2.0 * (KJ @ w)
+            lam = float(w @ grad)
+            nu = grad - lam
+            nu[P] = 0.0
+            j = int(np.argmin(nu))
+            if nu[j] >= -1e-12 * scale:
+                f = quadratic_form(KJ, w)
+                if f <= fbest:
+                    best, fbest = w.copy(), f
+                break
+            free[j] = True
+        else:
+            neg = P[z[P] < 0]
+            ratio = w[neg] / (w[neg] - z[neg])
+            alpha = float(ratio.min())
+            w = w + alpha * (z - w)
+            w[neg[ratio <= alpha]] = 0.0
+            w = np.clip(w, 0.0, None)
+            w = w / w.sum()
+            free = w > 0
+        f = quadratic_form(KJ, w)
+        if f <= fbest:
+            best, fbest = w.copy(), f
+    return best

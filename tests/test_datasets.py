@@ -112,6 +112,7 @@ def test_mala_rejects_bad_arguments():
         ds.mala(target.log_density_and_score, np.zeros(2), 10, 0.1, precond=np.eye(3))
 
 
+@pytest.mark.slow
 def test_goodwin_chain_starts_far_and_reaches_the_posterior():
     ch = ds.goodwin_chain(700, seed=0, n_reference=200, reference_chains=2)
     assert ch.X.shape == ch.S.shape == (700, 4)

@@ -74,7 +74,7 @@ def test_kt_split_equals_reference_halving(t, grouped):
 
 
 def test_kt_split_one_round_equals_goodpoints_halve():
-    from goodpoints import ktc
+    ktc = pytest.importorskip("goodpoints.ktc")  # the `peers` extra
 
     X = np.random.default_rng(1).normal(size=(200, 2))
     K = centred_kernel_matrix(sc.Gaussian(sigma=1.0), X)

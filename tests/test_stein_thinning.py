@@ -69,7 +69,7 @@ def test_stein_thinning_more_steps_than_points():
 def test_stein_thinning_matches_stein_thinning_package():
     """Same IMQ kernel (c = 1, beta = -1/2) and preconditioner as `stein_thinning.thin`:
     standardised coordinates x / s with s the mean absolute deviation, i.e. M = diag(s^2)."""
-    from stein_thinning.thinning import thin
+    thin = pytest.importorskip("stein_thinning.thinning").thin  # the `peers` extra
 
     X, S = _problem(n=600, d=3, seed=3)
     scl = np.mean(np.abs(X - X.mean(axis=0)), axis=0)

@@ -100,6 +100,37 @@ def _cli_help() -> list[str]:
     return lines
 
 
+def _methods() -> list[str]:
+    """The ``compress`` methods and their options, from the method table (cannot drift)."""
+    from stein_coreset.compress import METHODS
+
+    lines = [
+        "## `compress` methods and their options\n",
+        "From `stein_coreset.compress.METHODS`. Pass options as keywords of `sc.compress`; an "
+        "unknown option is a `TypeError` naming it, raised before any work. `rank` / `tau` apply "
+        "to the methods marked *rank*, `weights` to those marked *weights*.\n",
+        "| method | debias | thin | kind | needs S | takes | summary |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, m in METHODS.items():
+        flags = (("rank", m.uses_rank), ("weights", m.takes_weights))
+        takes = ", ".join(t for t, on in flags if on)
+        lines.append(
+            f"| `{name}` | {m.debias} | {m.thin} | {m.kind} | {'yes' if m.debiased else 'no'} "
+            f"| {takes or '-'} | {m.summary} |"
+        )
+    lines.append("")
+    for name, m in METHODS.items():
+        lines.append(f"### `method=\"{name}\"`\n")
+        if not m.options:
+            lines.append("No options.\n")
+            continue
+        for opt_name, opt in m.options.items():
+            lines.append(f"- `{opt_name}` (default `{opt.default!r}`): {opt.doc}")
+        lines.append("")
+    return lines
+
+
 def build() -> str:
     lines = [
         "# API reference\n",
@@ -123,8 +154,9 @@ def build() -> str:
                 f"{modname}.{name}" if modname != "stein_coreset" else f"sc.{name}",
                 getattr(mod, name),
             )
+    toc.append("- [`compress` methods and their options](#compress-methods-and-their-options)")
     toc.append("- [The `stein-coreset` command](#the-stein-coreset-command)")
-    return "\n".join(lines + toc + [""] + body + _cli_help()) + "\n"
+    return "\n".join(lines + toc + [""] + body + _methods() + _cli_help()) + "\n"
 
 
 def main() -> int:

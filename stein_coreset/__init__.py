@@ -16,11 +16,12 @@ except ImportError as e:  # pragma: no cover - only hit when importing an unbuil
 
 from .compress import Coreset, available_methods, compress
 from .discrepancy import energy_distance, ksd, mmd
-from .kernels import IMQ, Gaussian, Matern, SteinKernel, median_bandwidth
+from .kernels import IMQ, Gaussian, Matern, RadialKernel, SteinKernel, median_bandwidth
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "RadialKernel",
     "IMQ",
     "Gaussian",
     "Matern",

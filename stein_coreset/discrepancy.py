@@ -10,7 +10,7 @@ import math
 
 from . import _array_api as aa
 from . import _validation as val
-from .kernels import IMQ, RadialKernel, SteinKernel, _sqdist, median_bandwidth
+from .kernels import IMQ, RadialKernel, SteinKernel, median_bandwidth, squared_distances
 
 __all__ = ["ksd", "mmd", "energy_distance"]
 
@@ -62,7 +62,7 @@ def _weighted_pair_sum(xp, A, wa, B, wb, f):
     total = 0.0
     for s in range(0, A.shape[0], b):
         e = min(A.shape[0], s + b)
-        total += float(xp.sum(wa[s:e] * (f(_sqdist(xp, A[s:e, ...], B)) @ wb)))
+        total += float(xp.sum(wa[s:e] * (f(squared_distances(xp, A[s:e, ...], B)) @ wb)))
     return total
 
 

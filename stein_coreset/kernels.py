@@ -35,6 +35,7 @@ __all__ = [
     "SteinKernel",
     "KernelMatrix",
     "median_bandwidth",
+    "squared_distances",
     "centred_kernel_matrix",
 ]
 
@@ -90,7 +91,7 @@ class RadialKernel:
             )
         whiten = Whitening(M, X.shape[1], xp, dev)
         U, V = whiten.points(X), whiten.points(Y)
-        return self.radial(xp, _sqdist(xp, U, V))[0]
+        return self.radial(xp, squared_distances(xp, U, V))[0]
 
     def __repr__(self):
         return f"{type(self).__name__}(sigma={self.sigma:.6g})"
@@ -176,8 +177,11 @@ class Matern(RadialKernel):
         return f"Matern(sigma={self.sigma:.6g}, nu={self.nu})"
 
 
-def _sqdist(xp, U, V):
-    """Squared Euclidean distances between rows, (n, n'), clipped at 0."""
+def squared_distances(xp, U, V):
+    """Squared Euclidean distances between the rows of U and V, (n, n'), clipped at 0.
+
+    O(n n' d). Used by the base-kernel Gram matrices and the discrepancies.
+    """
     uu = xp.sum(U * U, axis=1)
     vv = xp.sum(V * V, axis=1)
     q = uu[:, None] + vv[None, :] - 2.0 * (U @ V.T)
@@ -242,6 +246,7 @@ class Whitening:
 # centred_kernel_matrix); use the public names.
 _RadialKernel = RadialKernel
 _Whitening = Whitening
+_sqdist = squared_distances
 
 
 def median_bandwidth(
@@ -274,7 +279,7 @@ def _median_bandwidth(X, M, max_points: int, xp, dev) -> float:
     m = U.shape[0]
     if m < 2:
         raise ValueError("median_bandwidth needs at least two points")
-    D = aa.to_host(xp.sqrt(_sqdist(xp, U, U)))
+    D = aa.to_host(xp.sqrt(squared_distances(xp, U, U)))
     med = float(np.median(D[np.triu_indices(m, k=1)]))
     if not med > 0:
         raise ValueError(

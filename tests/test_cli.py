@@ -334,6 +334,8 @@ def test_demo_rejects_unknown_method_and_bad_size(capsys):
     assert "unknown method 'nosuch'" in _one_line_error(rc, err)
     rc, _, err = _run(["demo", "--target", "gmm", "--n", 100, "--size", 101], capsys)
     assert "--size" in _one_line_error(rc, err)
+    rc, _, err = _run(["demo", "--target", "gmm", "--n", 100, "--size", 0], capsys)
+    assert "--size" in _one_line_error(rc, err)  # 0 is not "the default"
     rc, _, err = _run(["demo", "--save-chain", "/nonexistent-dir/c.npz"], capsys)
     assert "--save-chain: directory does not exist" in _one_line_error(rc, err)
 

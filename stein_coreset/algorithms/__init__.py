@@ -2,13 +2,20 @@
 
 from .amd import LowRankPlusDiagonal, amd
 from .cholesky_thinning import cholesky_thinning
-from .compresspp import kt_compresspp
+from .compresspp import compresspp_coreset, kt_compresspp, low_rank_stein_kernel_thinning
 from .debias import low_rank_debias
-from .kernel_thinning import kernel_thinning, kt_split, kt_swap
+from .kernel_thinning import (
+    kernel_thinning,
+    kernel_thinning_coreset,
+    kt_split,
+    kt_swap,
+    stein_kernel_thinning,
+)
 from .recombination import kt_swap_ls, recombination, recombination_thinning
-from .resample import resample
+from .resample import iid_thinning, resample, standard_thinning
 from .rpcholesky import weighted_rpcholesky
-from .stein_thinning import stein_thinning
+from .stein_thinning import stein_thinning, stein_thinning_coreset, stein_thinning_weights
+from .weighted import weighted_compression
 
 __all__ = [
     "weighted_rpcholesky",
@@ -25,4 +32,14 @@ __all__ = [
     "LowRankPlusDiagonal",
     "low_rank_debias",
     "kt_compresspp",
+    # the pipelines compress runs (one per method family)
+    "standard_thinning",
+    "iid_thinning",
+    "stein_thinning_weights",
+    "stein_thinning_coreset",
+    "stein_kernel_thinning",
+    "kernel_thinning_coreset",
+    "low_rank_stein_kernel_thinning",
+    "compresspp_coreset",
+    "weighted_compression",
 ]

@@ -21,6 +21,7 @@ from . import _array_api as aa
 __all__ = [
     "check_int",
     "check_real",
+    "check_positive",
     "check_bool",
     "check_choice",
     "check_random_state",
@@ -74,6 +75,16 @@ def check_real(
         lo_s = "-inf" if lo is None else f"{lo:g}"
         hi_s = "inf" if hi is None else f"{hi:g}"
         raise ValueError(f"{name} must lie in {lb}{lo_s}, {hi_s}{rb}, got {value}")
+    return value
+
+
+def check_positive(value, name: str) -> float:
+    """A finite real number > 0 as a Python float (a bandwidth, a step size)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be positive and finite, got {value}")
     return value
 
 

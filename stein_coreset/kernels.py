@@ -43,15 +43,6 @@ __all__ = [
 SLAB_ENTRIES = 1 << 22
 
 
-def _check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be positive and finite, got {value}")
-    return value
-
-
 class RadialKernel:
     """A base kernel k(x, y) = kappa(||x - y||_M^2); subclasses give kappa and its derivatives.
 
@@ -63,7 +54,7 @@ class RadialKernel:
     code: int  # base-kernel code shared with src_cpp/stein_kernel.hpp
 
     def __init__(self, sigma: float = 1.0):
-        self.sigma = _check_positive(sigma, "sigma")
+        self.sigma = val.check_positive(sigma, "sigma")
 
     @property
     def beta(self) -> float:
@@ -73,7 +64,7 @@ class RadialKernel:
         """A copy of this kernel with another bandwidth."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
-        new.sigma = _check_positive(sigma, "sigma")
+        new.sigma = val.check_positive(sigma, "sigma")
         return new
 
     def radial(self, xp, q):

@@ -143,3 +143,23 @@ def test_the_users_kernel_is_unchanged_after_compress(sample, method):
     assert vars(kern) == before and kern.base is None
     # the baseline's res.ksd uses the bandwidth of the whole input, as its selection does
     assert res.info["bandwidth"] == pytest.approx(sc.median_bandwidth(X))
+
+
+def test_one_stein_kernel_shared_by_threads_gives_the_serial_results():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    data = [(s * rng.standard_normal((150, 2)), s) for s in (0.5, 1.0, 2.0, 4.0)]
+    kern = sc.SteinKernel()
+
+    def run(item):
+        X, s = item
+        return sc.compress(X, -X / s**2, size=6, method="st", kernel=kern)
+
+    serial = [run(item) for item in data]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(run, data))
+    for a, b in zip(serial, threaded):
+        np.testing.assert_array_equal(a.indices, b.indices)
+        assert a.info["bandwidth"] == b.info["bandwidth"]
+    assert kern.base is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,10 +120,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         raise ValueError(f"batch_size must be at most n = {n}, got {batch_size}")
     if lr is None:
         lr = 0.2 if optimizer == "riemannian_sgd" else 0.1
-    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating)) or not (
-        math.isfinite(lr) and lr > 0
-    ):
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    lr = val.check_positive(lr, "lr")
     rng = val.check_random_state(seed)
     in_domain = getattr(model, "in_domain", None)
 

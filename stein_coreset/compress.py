@@ -105,7 +105,7 @@ class Option:
         return value if value is None and self.default is None else self.check(value, name)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Method:
     """One row of the method table (see the module docstring).
 
@@ -187,78 +187,91 @@ _LD_OPTIONS = MappingProxyType({"rounds": _ROUNDS, "steps": _STEPS})
 METHODS: Mapping[str, Method] = MappingProxyType(
     {
         "st": Method(
-            "Stein thinning, greedy (Alg. D.1)",
-            "st", "none", "equal", "stein",
-            lambda K, size, rng, progress=False: stein_thinning_coreset(
+            summary="Stein thinning, greedy (Alg. D.1)",
+            debias="st", thin="none", kind="equal", target="stein",
+            run=lambda K, size, rng, progress=False: stein_thinning_coreset(
                 K, size, progress=progress
             ),
             takes_progress=True,
         ),
         "skt": Method(
-            "Stein kernel thinning: ST then KT targeting P (Alg. 1)",
-            "st", "kt", "equal", "stein", stein_kernel_thinning,
-            MappingProxyType(
+            summary="Stein kernel thinning: ST then KT targeting P (Alg. 1)",
+            debias="st", thin="kt", kind="equal", target="stein",
+            run=stein_kernel_thinning,
+            options=MappingProxyType(
                 {"delta": _DELTA, "standard_thin": _STANDARD_THIN, "swap_passes": _SWAP_PASSES}
             ),
             takes_progress=True,
         ),
         "lskt": Method(
-            "low-rank SKT: LD, Resample, KT-Compress++ targeting P (Alg. 3)",
-            "ld", "compresspp", "equal", "stein", low_rank_stein_kernel_thinning,
-            MappingProxyType(
+            summary="low-rank SKT: LD, Resample, KT-Compress++ targeting P (Alg. 3)",
+            debias="ld", thin="compresspp", kind="equal", target="stein",
+            run=low_rank_stein_kernel_thinning,
+            options=MappingProxyType(
                 {**_LD_OPTIONS, "g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN}
             ),
-            uses_rank=True,
-            takes_progress=True,
+            uses_rank=True, takes_progress=True,
         ),
         "sr": Method(
-            "Stein Thinning, then Recombination Thinning (Alg. 5)",
-            "st", "rt", "simplex", "stein", _run_weighted("st", "rt"),
+            summary="Stein Thinning, then Recombination Thinning (Alg. 5)",
+            debias="st", thin="rt", kind="simplex", target="stein",
+            run=_run_weighted("st", "rt"),
             uses_rank=True, takes_progress=True,
         ),
         "lsr": Method(
-            "Low-rank Debiasing, then Recombination Thinning (Alg. 5)",
-            "ld", "rt", "simplex", "stein", _run_weighted("ld", "rt"), _LD_OPTIONS,
+            summary="Low-rank Debiasing, then Recombination Thinning (Alg. 5)",
+            debias="ld", thin="rt", kind="simplex", target="stein",
+            run=_run_weighted("ld", "rt"), options=_LD_OPTIONS,
             uses_rank=True, takes_progress=True,
         ),
         "sc": Method(
-            "Stein Thinning, then Cholesky Thinning (Alg. 7)",
-            "st", "ct", "constant", "stein", _run_weighted("st", "ct"),
+            summary="Stein Thinning, then Cholesky Thinning (Alg. 7)",
+            debias="st", thin="ct", kind="constant", target="stein",
+            run=_run_weighted("st", "ct"),
             uses_rank=True, takes_progress=True,
         ),
         "lsc": Method(
-            "Low-rank Debiasing, then Cholesky Thinning (Alg. 7)",
-            "ld", "ct", "constant", "stein", _run_weighted("ld", "ct"), _LD_OPTIONS,
+            summary="Low-rank Debiasing, then Cholesky Thinning (Alg. 7)",
+            debias="ld", thin="ct", kind="constant", target="stein",
+            run=_run_weighted("ld", "ct"), options=_LD_OPTIONS,
             uses_rank=True, takes_progress=True,
         ),
         "standard": Method(
-            "keep every n/size-th point", "none", "standard", "equal", "none", _run_standard
+            summary="keep every n/size-th point",
+            debias="none", thin="standard", kind="equal", target="none",
+            run=_run_standard,
         ),
         "iid": Method(
-            "uniform subsample without replacement", "none", "iid", "equal", "none", _run_iid
+            summary="uniform subsample without replacement",
+            debias="none", thin="iid", kind="equal", target="none",
+            run=_run_iid,
         ),
         "kt": Method(
-            "kernel thinning of the input (Alg. D.2, centred kernel)",
-            "none", "kt", "equal", "centred", kernel_thinning_coreset,
-            MappingProxyType({"delta": _DELTA, "swap_passes": _SWAP_PASSES}),
+            summary="kernel thinning of the input (Alg. D.2, centred kernel)",
+            debias="none", thin="kt", kind="equal", target="centred",
+            run=kernel_thinning_coreset,
+            options=MappingProxyType({"delta": _DELTA, "swap_passes": _SWAP_PASSES}),
         ),
         "compresspp": Method(
-            "KT-Compress++ of the input (Shetty et al.; Alg. F.3)",
-            "none", "compresspp", "equal", "base", compresspp_coreset,
-            MappingProxyType(
+            summary="KT-Compress++ of the input (Shetty et al.; Alg. F.3)",
+            debias="none", thin="compresspp", kind="equal", target="base",
+            run=compresspp_coreset,
+            options=MappingProxyType(
                 {"g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN,
                  "swap_target": _SWAP_TARGET}
             ),
             takes_progress=True,
         ),
         "rt": Method(
-            "Recombination Thinning of the input (Alg. 4)",
-            "none", "rt", "simplex", "centred", _run_weighted("none", "rt"),
+            summary="Recombination Thinning of the input (Alg. 4)",
+            debias="none", thin="rt", kind="simplex", target="centred",
+            run=_run_weighted("none", "rt"),
             takes_weights=True, uses_rank=True,
         ),
         "ct": Method(
-            "Cholesky Thinning of the input (Alg. 6)",
-            "none", "ct", "constant", "centred", _run_weighted("none", "ct"),
+            summary="Cholesky Thinning of the input (Alg. 6)",
+            debias="none", thin="ct", kind="constant", target="centred",
+            run=_run_weighted("none", "ct"),
             takes_weights=True, uses_rank=True,
         ),
     }

@@ -159,7 +159,7 @@ def test_one_stein_kernel_shared_by_threads_gives_the_serial_results():
     serial = [run(item) for item in data]
     with ThreadPoolExecutor(4) as pool:
         threaded = list(pool.map(run, data))
-    for a, b in zip(serial, threaded):
+    for a, b in zip(serial, threaded, strict=True):
         np.testing.assert_array_equal(a.indices, b.indices)
         assert a.info["bandwidth"] == b.info["bandwidth"]
     assert kern.base is None

@@ -25,6 +25,10 @@ struct KernelSpec {
     const double* T = nullptr;     // n x d or nullptr
     const double* mean = nullptr;  // n or nullptr
     double mean_all = 0.0;
+    // structure-of-arrays copies (coordinate c of point i at Us[c * n + i]), built once by the
+    // owner of the points (the Python handle); nullptr: the evaluator copies U / T itself
+    const double* Us = nullptr;    // d x n or nullptr
+    const double* Ts = nullptr;    // d x n or nullptr
 };
 
 struct Radial {
@@ -75,42 +79,16 @@ inline Radial radial(int base, double sigma, double beta, double q) {
     return r;
 }
 
-// k_P(x_i, x_j) for the points stored in K.
-inline double eval(const KernelSpec& K, int64_t i, int64_t j) {
-    const int64_t d = K.d;
-    const double* ui = K.U + i * d;
-    const double* uj = K.U + j * d;
-    double q = 0.0;
-    if (K.T == nullptr) {
-        for (int64_t c = 0; c < d; ++c) {
-            const double du = ui[c] - uj[c];
-            q += du * du;
-        }
-        double v = radial(K.base, K.sigma, K.beta, q).k0;
-        if (K.mean != nullptr) v += K.mean_all - K.mean[i] - K.mean[j];
-        return v;
-    }
-    const double* ti = K.T + i * d;
-    const double* tj = K.T + j * d;
-    double tt = 0.0, ut = 0.0;
-    for (int64_t c = 0; c < d; ++c) {
-        const double du = ui[c] - uj[c];
-        q += du * du;
-        tt += ti[c] * tj[c];
-        ut += du * (ti[c] - tj[c]);
-    }
-    const Radial r = radial(K.base, K.sigma, K.beta, q);
-    double v = r.k0 * tt - 2.0 * r.k1 * ut - 4.0 * r.qk2 - 2.0 * static_cast<double>(d) * r.k1;
-    if (K.mean != nullptr) v += K.mean_all - K.mean[i] - K.mean[j];
-    return v;
-}
+// The evaluator of these formulas is soa_kernel.hpp's (one for the whole library); the functions
+// below are its dense front ends.
 
 // out[a * nc + b] = k_P(rows[a], cols[b]); cols == nullptr means all n columns (nc = n).
+// A row over all n columns is bit-identical to kernel_column of that row.
 void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* cols, int64_t nc,
-          double* out);
+          double* out, int n_threads);
 
 // out[i] = k_P(i, i) for all n points.
-void diag(const KernelSpec& K, double* out);
+void diag(const KernelSpec& K, double* out, int n_threads);
 
 
 }  // namespace sc

@@ -487,7 +487,9 @@ class KernelMatrix:
         """Column k_P(x_i, x_j), shape (n,), in the array namespace. O(n d)."""
         if self.uses_cpp:
             return aa.from_host(
-                _core.kernel_column(self.handle(), int(j)), xp=self.xp, device=self.device
+                _core.kernel_column(self.handle(), int(j), self.n_threads),
+                xp=self.xp,
+                device=self.device,
             )
         xp = self.xp
         return xp.reshape(self.block(xp.asarray([int(j)], dtype=xp.int64, device=self.device)),
@@ -500,7 +502,7 @@ class KernelMatrix:
         rows = aa.host_indices(rows)
         if self.uses_cpp:
             return aa.from_host(
-                _core.kernel_row_means(self.handle(), rows), xp=xp, device=dev
+                _core.kernel_row_means(self.handle(), rows, self.n_threads), xp=xp, device=dev
             )
         ones = xp.full((self.n,), 1.0 / self.n, dtype=xp.float64, device=dev)
         b = max(1, SLAB_ENTRIES // max(self.n, 1))
@@ -513,12 +515,14 @@ class KernelMatrix:
         host int array ``coresets``): O(L m^2) evaluations."""
         C = np.ascontiguousarray(coresets, dtype=np.int64)
         if self.uses_cpp:
-            return _core.coreset_sums(self.handle(), C)
+            return _core.coreset_sums(self.handle(), C, self.n_threads)
         return np.array([float(np.sum(aa.to_host(self.block(c, c)))) for c in C])
 
     # ---- the C++ side -------------------------------------------------------------------
     def handle(self):
-        """A ``_core.Kernel`` over host copies of the whitened points (one transfer, cached)."""
+        """A ``_core.Kernel`` over host copies of the whitened points and their
+        structure-of-arrays layout (one transfer, one layout, cached and shared by
+        :meth:`with_threads`)."""
         if self._handle is None:
             U = aa.to_host(self.U)
             T = None if self.T is None else aa.to_host(self.T)
@@ -538,11 +542,13 @@ class KernelMatrix:
         """Host block from the C++ evaluator (rows/cols are host int64 sequences)."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         cols = None if cols is None else np.ascontiguousarray(cols, dtype=np.int64)
-        return _core.gram(self.handle(), rows, cols)
+        return _core.gram(self.handle(), rows, cols, self.n_threads)
 
     def matvec_cpp(self, w) -> np.ndarray:
         # the vectorised evaluator of src_cpp/soa_kernel
-        return _core.matvec_soa(self.handle(), np.ascontiguousarray(w, dtype=np.float64))
+        return _core.matvec_soa(
+            self.handle(), np.ascontiguousarray(w, dtype=np.float64), self.n_threads
+        )
 
 
 def centred_kernel_matrix(

@@ -30,7 +30,15 @@ def _shifted(K: KernelMatrix, c: float) -> KernelMatrix:
     return KernelMatrix(K.base, K.U, K.T, mean, K.mean_all + float(c), K.backend)
 
 
-def cholesky_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None):
+def cholesky_thinning(
+    K: KernelMatrix,
+    w,
+    m: int,
+    *,
+    rank: int | None = None,
+    rng=None,
+    n_threads: int | None = None,
+):
     """Constant-preserving coreset of at most m points: Cholesky Thinning (CT, Alg. 6).
 
     Weighted RPCholesky on the regularised kernel ``k_P + c`` (c = mean of the m largest
@@ -49,6 +57,8 @@ def cholesky_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rn
     rank : int, optional
         Number of RPCholesky pivots, 1 <= rank <= m (default m).
     rng : numpy.random.Generator or seed, optional
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -61,6 +71,7 @@ def cholesky_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rn
     (Prop. H.1). The weights are solved by a diagonally scaled bordered KKT system (SVD), so an
     ill-conditioned K_I does not blow them up.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     _check_kernel(K)
     xp, n = K.xp, K.n
     m = aa.check_size(m, n, "m")

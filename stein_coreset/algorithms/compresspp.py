@@ -39,6 +39,7 @@ def kt_compresspp(
     thin_kernel: Callable | None = None,
     progress: bool = False,
     return_info: bool = False,
+    n_threads: int | None = None,
 ) -> np.ndarray:
     """Compress an equal-weighted sequence of n' = 4^j points to m ~ sqrt(n') points (Alg. F.3).
 
@@ -80,6 +81,8 @@ def kt_compresspp(
         A progress bar over the halving calls.
     return_info : bool
         Also return a dict (sizes, levels, number of halvings).
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -91,6 +94,7 @@ def kt_compresspp(
     O(4^g n' log n') kernel evaluations for COMPRESS, O(4^g n') for THIN and O(m n) for KT-Swap
     (Thm. 5); memory O(n' + n) plus the kernel rows of one halving — never an n x n matrix.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     from .kernel_thinning import kt_split, kt_swap
 
     if not isinstance(K, KernelMatrix):

@@ -46,7 +46,16 @@ def _index_array(idx, n: int, name: str) -> np.ndarray:
     return a
 
 
-def kt_split(K: KernelMatrix, indices, t: int, delta: float = 0.5, rng=None, *, uniforms=None):
+def kt_split(
+    K: KernelMatrix,
+    indices,
+    t: int,
+    delta: float = 0.5,
+    rng=None,
+    *,
+    uniforms=None,
+    n_threads: int | None = None,
+):
     """KT-SPLIT: t rounds of kernel halving of the index sequence ``indices`` (Alg. 1a of
     Dwivedi & Mackey, 2022, as called by Alg. D.2).
 
@@ -71,6 +80,8 @@ def kt_split(K: KernelMatrix, indices, t: int, delta: float = 0.5, rng=None, *, 
     uniforms : (t * (N // 2),) float array, optional
         Explicit uniforms instead of ``rng`` (for testing): entry ``j * (N // 2) + p`` is used
         by the p-th pair of round j, coresets in order.
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -80,6 +91,7 @@ def kt_split(K: KernelMatrix, indices, t: int, delta: float = 0.5, rng=None, *, 
     -----
     O(N^2) kernel evaluations (O(N^2 d) for the Stein kernel), O(N) memory.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     _check_kernel(K)
     idx = _index_array(indices, K.n, "indices")
     if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
@@ -107,7 +119,14 @@ def _mmd2(K: KernelMatrix, coresets: np.ndarray) -> np.ndarray:
     return K.coreset_sums(coresets) / m**2
 
 
-def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
+def kt_swap(
+    K: KernelMatrix,
+    candidates,
+    baseline=None,
+    *,
+    passes: int = 1,
+    n_threads: int | None = None,
+):
     """KT-Swap targeting P (Alg. D.3): best candidate, then greedy swaps lowering MMD_{k_P}.
 
     Picks the candidate coreset with the smallest MMD_{k_P} to P, shortlists it together with
@@ -127,6 +146,8 @@ def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
         An extra candidate refined alongside the best one.
     passes : int
         Sweeps over the coreset (Alg. D.3 makes one; a sweep with no swap stops early).
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -136,6 +157,7 @@ def kt_swap(K: KernelMatrix, candidates, baseline=None, *, passes: int = 1):
     -----
     O(L m^2 + passes m n) kernel evaluations for L candidates, O(n + L m) memory.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     _check_kernel(K)
     if isinstance(candidates, np.ndarray) and candidates.ndim == 2:
         cands = [candidates[i] for i in range(candidates.shape[0])]
@@ -174,6 +196,7 @@ def kernel_thinning(
     rng=None,
     baseline=None,
     passes: int = 1,
+    n_threads: int | None = None,
 ):
     """Kernel Thinning targeting P (Alg. D.2): KT-SPLIT to m points, then KT-Swap.
 
@@ -193,6 +216,8 @@ def kernel_thinning(
         Extra candidate for KT-Swap (SKT passes the Stein thinning coreset).
     passes : int
         KT-Swap sweeps.
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -203,6 +228,7 @@ def kernel_thinning(
     -----
     O(n'^2 + n' m + n m) kernel evaluations, O(n + n') memory.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     _check_kernel(K)
     m = _check_m(m)
     if indices is None:

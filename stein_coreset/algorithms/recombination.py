@@ -98,7 +98,9 @@ def recombination(A, x0):
     return aa.from_host(x, xp=xp, device=dev)
 
 
-def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
+def kt_swap_ls(
+    K: KernelMatrix, indices, weights, fmt: str = "splx", *, n_threads: int | None = None
+):
     """Greedy support swaps with exact line search: KT-Swap-LS (Alg. G.2).
 
     Visits the given support points in order; each is removed (the rest renormalised) and the
@@ -117,6 +119,8 @@ def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
     fmt : {"splx", "cp"}
         "splx": the line search is clipped to t in [0, 1], so weights stay in the simplex.
         "cp": unconstrained t (constant-preserving weights, any sign, sum 1).
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -128,6 +132,7 @@ def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
     O(n s) kernel evaluations and O(n s) arithmetic with the sufficient statistics
     g = K w and D = w^T K w (C++, on host copies of the points).
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     _check_kernel(K)
     if not isinstance(fmt, str) or fmt.lower() not in _FORMATS:
         raise ValueError(f"fmt must be 'splx' or 'cp', got {fmt!r}")
@@ -271,7 +276,15 @@ def _simplex_weights(KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None
     return best
 
 
-def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None):
+def recombination_thinning(
+    K: KernelMatrix,
+    w,
+    m: int,
+    *,
+    rank: int | None = None,
+    rng=None,
+    n_threads: int | None = None,
+):
     """Simplex-weighted coreset of at most m points: Recombination Thinning (RT, Alg. 4).
 
     Resample(w, n) prunes small weights; weighted RPCholesky gives ``rank`` test vectors F;
@@ -290,6 +303,8 @@ def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = Non
     rank : int, optional
         Number of RPCholesky test vectors, 0 <= rank <= m - 1 (default m - 1).
     rng : numpy.random.Generator or seed, optional
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -301,6 +316,7 @@ def recombination_thinning(K: KernelMatrix, w, m: int, *, rank: int | None = Non
     O((d + m) n m) for RPCholesky and KT-Swap-LS, O(m^3 log n) for Recombination and O(m^3)
     per active-set step of the final QP (Prop. G.1).
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     _check_kernel(K)
     xp, n = K.xp, K.n
     m = aa.check_size(m, n, "m")

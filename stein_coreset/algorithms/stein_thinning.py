@@ -24,7 +24,14 @@ def _check_m(m, name="m") -> int:
     return m
 
 
-def stein_thinning(K: KernelMatrix, m: int, *, progress: bool = False, backend: str = "auto"):
+def stein_thinning(
+    K: KernelMatrix,
+    m: int,
+    *,
+    progress: bool = False,
+    backend: str = "auto",
+    n_threads: int | None = None,
+):
     """Greedy Stein thinning of the n points of K to m points, with repeats (Alg. D.1).
 
     Step t picks ``j = argmin_i { k_P(x_i, x_i) + 2 sum_{s<t} k_P(x_i, x_{j_s}) }``, which is
@@ -45,6 +52,8 @@ def stein_thinning(K: KernelMatrix, m: int, *, progress: bool = False, backend: 
         "cpp": the C++ loop on host copies of the points (one transfer); "xp": one kernel
         column per step in K's array namespace (on its device), one scalar host transfer per
         step. "auto": "cpp" for NumPy, "xp" otherwise.
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -54,6 +63,7 @@ def stein_thinning(K: KernelMatrix, m: int, *, progress: bool = False, backend: 
     -----
     O(n m) kernel evaluations (O(n m d) time for the Stein kernel), O(n) memory.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     _check_kernel(K)
     m = _check_m(m)
     if backend not in ("auto", "cpp", "xp"):

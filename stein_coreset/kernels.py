@@ -352,8 +352,9 @@ class KernelMatrix:
         self.mean_all = float(mean_all)
         self.xp, self.device = aa.namespace(U=U, T=T, mean=mean)
         self.n, self.d = int(U.shape[0]), int(U.shape[1])
-        self._handle = None
-        self._diag = None
+        # host copies + SoA layout (the _core.Kernel handle) and the diagonal, shared by every
+        # with_threads() view of this matrix and built at most once among them
+        self._cache = {}
 
     @property
     def uses_cpp(self) -> bool:
@@ -370,7 +371,7 @@ class KernelMatrix:
         out = KernelMatrix(
             self.base, self.U, self.T, self.mean, self.mean_all, self.backend, n_threads
         )
-        out._handle, out._diag = self._handle, self._diag
+        out._cache = self._cache
         return out
 
     @property
@@ -440,7 +441,7 @@ class KernelMatrix:
 
     def diag(self):
         """k_P(x_i, x_i), shape (n,), in the array namespace (cached)."""
-        if self._diag is None:
+        if "diag" not in self._cache:
             xp = self.xp
             zero = xp.zeros((1,), dtype=xp.float64, device=self.device)
             k0, k1, _ = self.base.radial(xp, zero)
@@ -450,8 +451,8 @@ class KernelMatrix:
                 dg = xp.sum(self.T * self.T, axis=1) * float(k0[0]) - 2.0 * self.d * float(k1[0])
             if self.mean is not None:
                 dg = dg + self.mean_all - 2.0 * self.mean
-            self._diag = dg
-        return self._diag
+            self._cache["diag"] = dg
+        return self._cache["diag"]
 
     def dense(self):
         """The full (n, n) matrix; O(n^2) memory, for small n and tests."""
@@ -523,11 +524,11 @@ class KernelMatrix:
         """A ``_core.Kernel`` over host copies of the whitened points and their
         structure-of-arrays layout (one transfer, one layout, cached and shared by
         :meth:`with_threads`)."""
-        if self._handle is None:
+        if "handle" not in self._cache:
             U = aa.to_host(self.U)
             T = None if self.T is None else aa.to_host(self.T)
             mean = None if self.mean is None else aa.to_host(self.mean)
-            self._handle = _core.Kernel(
+            self._cache["handle"] = _core.Kernel(
                 int(self.base.code),
                 float(self.base.sigma),
                 float(self.base.beta),
@@ -536,7 +537,7 @@ class KernelMatrix:
                 mean,
                 self.mean_all,
             )
-        return self._handle
+        return self._cache["handle"]
 
     def block_cpp(self, rows, cols=None) -> np.ndarray:
         """Host block from the C++ evaluator (rows/cols are host int64 sequences)."""

@@ -37,44 +37,20 @@ struct Radial {
     double qk2;  // q kappa''(q), finite at q = 0 for every supported base
 };
 
+namespace portable {
+#define SC_TARGET
+#include "radial.inc"
+#undef SC_TARGET
+}  // namespace portable
+
+// (kappa, kappa', q kappa'') of the base kernel `base` at q (radial.inc), for scalar callers.
 inline Radial radial(int base, double sigma, double beta, double q) {
     Radial r;
-    const double s2 = sigma * sigma;
     switch (base) {
-        case GAUSSIAN: {
-            r.k0 = std::exp(-q / (2.0 * s2));
-            r.k1 = -r.k0 / (2.0 * s2);
-            r.qk2 = q * r.k0 / (4.0 * s2 * s2);
-            break;
-        }
-        case MATERN15: {
-            const double a = std::sqrt(3.0) / sigma, rr = std::sqrt(q), e = std::exp(-a * rr);
-            r.k0 = (1.0 + a * rr) * e;
-            r.k1 = -0.5 * a * a * e;
-            r.qk2 = 0.25 * a * a * a * rr * e;
-            break;
-        }
-        case MATERN25: {
-            const double a = std::sqrt(5.0) / sigma, rr = std::sqrt(q), e = std::exp(-a * rr);
-            r.k0 = (1.0 + a * rr + a * a * q / 3.0) * e;
-            r.k1 = -(a * a / 6.0) * (1.0 + a * rr) * e;
-            r.qk2 = (a * a * a * a / 12.0) * q * e;
-            break;
-        }
-        default: {  // IMQ
-            const double b = 1.0 + q / s2;
-            double p;  // b^(beta - 2)
-            if (beta == -0.5) {
-                const double ib = 1.0 / b;
-                p = std::sqrt(ib) * ib * ib;
-            } else {
-                p = std::pow(b, beta - 2.0);
-            }
-            r.k0 = p * b * b;
-            r.k1 = beta / s2 * p * b;
-            r.qk2 = q * beta * (beta - 1.0) / (s2 * s2) * p;
-            break;
-        }
+        case GAUSSIAN: portable::radial_local<GAUSSIAN>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
+        case MATERN15: portable::radial_local<MATERN15>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
+        case MATERN25: portable::radial_local<MATERN25>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
+        default: portable::radial_local<IMQ>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
     }
     return r;
 }

@@ -15,6 +15,8 @@
 //    and the caller combines per-chunk partials in chunk order (the rule every loop here follows).
 //
 // Small loops stay serial: for_chunks(nchunks, body, parallel) with `parallel = work > threshold`.
+// A team is used by one thread at a time and is not re-entrant (a chunk body must not call
+// for_chunks on its own team; KT-SPLIT parallelises either over coresets or inside a halving).
 #pragma once
 
 #include <atomic>

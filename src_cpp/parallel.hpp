@@ -23,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -65,7 +66,9 @@ public:
     int size() const { return nt_; }
 
     // body(c) for every chunk c in [0, nchunks), in parallel when `parallel` and the team has more
-    // than one thread. The body must not throw and must write only chunk c's own output.
+    // than one thread. The body must write only chunk c's own output. If a body throws (say
+    // std::bad_alloc), the remaining chunks are skipped, the loop still waits for the chunks in
+    // flight, and the first exception is rethrown here.
     template <class F>
     void for_chunks(int64_t nchunks, F&& body, bool parallel = true) {
         if (nchunks <= 0) return;
@@ -86,11 +89,7 @@ public:
             gen_.store(gen_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
         }
         if (sleepers_.load(std::memory_order_acquire) > 0) wake_cv_.notify_all();
-        for (;;) {
-            const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
-            if (c >= nchunks) break;
-            body(c);
-        }
+        claim(fp, nchunks);
         {
             std::lock_guard<std::mutex> lk(mu_);
             open_ = false;  // late risers go back to sleep without touching this loop
@@ -105,10 +104,31 @@ public:
             std::unique_lock<std::mutex> lk(mu_);
             done_cv_.wait(lk, [&] { return active_.load(std::memory_order_relaxed) == 0; });
         }
+        if (error_) {
+            std::exception_ptr e = error_;
+            error_ = nullptr;
+            std::rethrow_exception(e);
+        }
     }
 
 private:
     static constexpr std::chrono::microseconds kSpin{30};
+
+    // claim and run chunks until none is left; an exception ends the loop for everybody
+    template <class Fn>
+    void claim(Fn* fp, int64_t nchunks) {
+        try {
+            for (;;) {
+                const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
+                if (c >= nchunks) break;
+                (*fp)(c);
+            }
+        } catch (...) {
+            next_.store(nchunks, std::memory_order_relaxed);
+            std::lock_guard<std::mutex> lk(mu_);
+            if (!error_) error_ = std::current_exception();
+        }
+    }
 
     void start_workers() {
         if (!workers_.empty()) return;
@@ -143,10 +163,17 @@ private:
             void* ctx = ctx_;
             const int64_t n = nchunks_;
             lk.unlock();
-            for (;;) {
-                const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
-                if (c >= n) break;
-                call(ctx, c);
+            try {
+                for (;;) {
+                    const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
+                    if (c >= n) break;
+                    call(ctx, c);
+                }
+            } catch (...) {
+                next_.store(n, std::memory_order_relaxed);
+                lk.lock();
+                if (!error_) error_ = std::current_exception();
+                lk.unlock();
             }
             lk.lock();
             if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1 && !open_) {
@@ -167,6 +194,7 @@ private:
     void (*call_)(void*, int64_t) = nullptr;
     void* ctx_ = nullptr;
     int64_t nchunks_ = 0;
+    std::exception_ptr error_;  // guarded by mu_
 };
 
 }  // namespace sc

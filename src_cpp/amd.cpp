@@ -67,7 +67,7 @@ ChunkFn pick_chunk() {
 }  // namespace
 
 void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_t t0,
-                 int64_t steps, double eta, double* w, double* v) {
+                 int64_t steps, double eta, double* w, double* v, int n_threads) {
     const ChunkFn chunk = pick_chunk();
     const double ninf = -std::numeric_limits<double>::infinity();
     const int64_t nch = (n + kRows - 1) / kRows;
@@ -78,7 +78,7 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
         pM(static_cast<size_t>(nch)), ps(static_cast<size_t>(nch));
     std::vector<double> Ftw(static_cast<size_t>(r), 0.0), Ftv(static_cast<size_t>(r), 0.0),
         u(static_cast<size_t>(r)), acc(static_cast<size_t>(r));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(n_threads)
     for (int64_t c = 0; c < nch; ++c) {
         double* a = pacc.data() + c * r;
         double* b = pacc2.data() + c * r;
@@ -103,7 +103,7 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
         const double cst = 2.0 * static_cast<double>(t) * eta;
         // u = F^T z_t with z_t = (1 - beta) w_{t-1} + beta v_{t-1}
         for (int64_t k = 0; k < r; ++k) u[k] = (1.0 - beta) * Ftw[k] + beta * Ftv[k];
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(n_threads)
         for (int64_t c = 0; c < nch; ++c)
             chunk(F, res, w, v, logv.data(), u.data(), r, c * kRows, std::min(n, (c + 1) * kRows),
                   beta, cst, pacc.data() + c * r, pM.data() + c, ps.data() + c, ninf);
@@ -119,7 +119,7 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
         }
         // v_t = e / s (normalised in the log domain), w_t = (1 - beta) w_{t-1} + beta v_t
         const double lnorm = M + std::log(s);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(n_threads)
         for (int64_t i = 0; i < n; ++i) {
             if (logv[i] == ninf) continue;
             logv[i] -= lnorm;

@@ -14,6 +14,6 @@ namespace sc {
 // Zero entries of v stay zero. Rows are processed in fixed chunks whose partial sums are merged
 // in order, so the result does not depend on the number of OpenMP threads.
 void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_t t0,
-                 int64_t steps, double eta, double* w, double* v);
+                 int64_t steps, double eta, double* w, double* v, int n_threads);
 
 }  // namespace sc

@@ -1,5 +1,8 @@
 #include "dksd.hpp"
 
+#include "parallel.hpp"
+
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -76,7 +79,7 @@ double dksd_row(const DKSDSpec& S, int64_t i, double c, const std::vector<int64_
 
 }  // namespace
 
-double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf) {
+double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
     const int64_t n = S.n, d = S.d;
     if (n < 2 || d < 1) throw std::invalid_argument("dksd_pass needs n >= 2 and d >= 1");
     const double c = 1.0 / (static_cast<double>(n) * static_cast<double>(n - 1));
@@ -98,25 +101,35 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf) {
         }
     }
     const int64_t nk = static_cast<int64_t>(rep.size());
-    double total = 0.0;
-#pragma omp parallel reduction(+ : total)
-    {
-        std::vector<double> k0(nk), k1(nk), k2(nk), du(d);
-#pragma omp for schedule(dynamic, 16)
-        for (int64_t i = 0; i < n; ++i) {
+    // rows in fixed chunks, partial sums added in chunk order: the value does not depend on the
+    // number of threads
+    constexpr int64_t kRows = 16;
+    const int64_t nch = (n + kRows - 1) / kRows;
+    std::vector<double> partial(static_cast<size_t>(nch), 0.0);
+    Team team(n_threads);
+    team.for_chunks(
+        nch,
+        [&](int64_t ch) {
+            std::vector<double> k0(nk), k1(nk), k2(nk), du(d);
             double* a = k0.data();
             double* b = k1.data();
             double* e = k2.data();
             double* u = du.data();
-            if (S.full) {
-                total += grad ? dksd_row<true, true>(S, i, c, kid, rep, a, b, e, u, Gv, Gf)
-                              : dksd_row<true, false>(S, i, c, kid, rep, a, b, e, u, Gv, Gf);
-            } else {
-                total += grad ? dksd_row<false, true>(S, i, c, kid, rep, a, b, e, u, Gv, Gf)
-                              : dksd_row<false, false>(S, i, c, kid, rep, a, b, e, u, Gv, Gf);
+            double acc = 0.0;
+            for (int64_t i = ch * kRows; i < std::min(n, (ch + 1) * kRows); ++i) {
+                if (S.full) {
+                    acc += grad ? dksd_row<true, true>(S, i, c, kid, rep, a, b, e, u, Gv, Gf)
+                                : dksd_row<true, false>(S, i, c, kid, rep, a, b, e, u, Gv, Gf);
+                } else {
+                    acc += grad ? dksd_row<false, true>(S, i, c, kid, rep, a, b, e, u, Gv, Gf)
+                                : dksd_row<false, false>(S, i, c, kid, rep, a, b, e, u, Gv, Gf);
+                }
             }
-        }
-    }
+            partial[static_cast<size_t>(ch)] = acc;
+        },
+        n * n * d > kParallelWork);
+    double total = 0.0;
+    for (double v : partial) total += v;
     return total;
 }
 

@@ -30,6 +30,7 @@ struct DKSDSpec {
 
 // Returns sum_{i != j} k0(x_i, x_j) / (n (n - 1)). When Gv is not null, also writes
 // Gv = dL/dV (n x d) and Gf = dL/dF (the shape of F), using the symmetry of k0.
-double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf);
+// Parallel over fixed chunks of rows with n_threads; the value does not depend on n_threads.
+double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads);
 
 }  // namespace sc

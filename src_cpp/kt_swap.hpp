@@ -14,10 +14,13 @@
 namespace sc {
 
 // out[l] = sum_{a, b} k_P(x_{C[l m + a]}, x_{C[l m + b]}) = m^2 MMD^2 of coreset l (L coresets).
-void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, double* out);
+void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, double* out,
+                  int n_threads);
 
 // Greedy swaps on I[0..m) in place, `passes` sweeps over the coreset (Alg. D.3 is one sweep;
 // a sweep that changes nothing ends early). Returns the number of changed entries.
-int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes);
+// Each swap is one parallel pass over fixed blocks of points (first argmin combined in block
+// order), so the result does not depend on n_threads.
+int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, int n_threads);
 
 }  // namespace sc

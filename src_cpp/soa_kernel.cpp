@@ -1,8 +1,17 @@
 #include "soa_kernel.hpp"
 
 #include <algorithm>
+#include <optional>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#include "parallel.hpp"
+#include "stein_thinning.hpp"
+
+// Runtime instruction-set dispatch, x86 only: the evaluator is also built for AVX-512 and
+// AVX2+FMA with function target attributes (GCC and Clang) and the widest one the CPU supports is
+// picked at first use. Every other target (aarch64, ppc64le, MSVC) builds the portable evaluator
+// only, which the compiler vectorises for the baseline ISA.
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define SC_MULTI_ISA 1
 #include <immintrin.h>
 #endif
 
@@ -14,13 +23,15 @@
 
 namespace sc {
 
-// The evaluator is built three times — AVX-512 (256-bit vectors, which run faster than 512-bit
-// ones for this sqrt/div-bound loop), AVX2+FMA, and the baseline — and the widest one the CPU
-// supports is picked at first use.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define SC_MULTI_ISA 1
+#ifdef SC_MULTI_ISA
 namespace isa_avx512 {
-#define SC_TARGET __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=256")))
+// 256-bit vectors, which run faster than 512-bit ones for this sqrt/div-bound loop
+#if defined(__clang__)
+#define SC_TARGET __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq,avx512bw")))
+#else
+#define SC_TARGET \
+    __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=256")))
+#endif
 #define SC_RSQRT14 1
 #include "soa_kernel_impl.inc"
 #undef SC_RSQRT14
@@ -40,20 +51,7 @@ namespace isa_base {
 
 namespace {
 
-template <class View>
-View view_of(const SoAPoints& P) {
-    return View{P.d, P.cap, P.U.data(), P.stein ? P.T.data() : nullptr,
-                P.centred ? P.mean.data() : nullptr};
-}
-
-using EvalFn = void (*)(const KernelSpec&, int64_t, const SoAPoints&, int64_t, int64_t, double*);
-
-template <class View, void (*F)(const KernelSpec&, int64_t, const View&, int64_t, int64_t,
-                                double*)>
-void call(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e, double* out) {
-    const View v = view_of<View>(P);
-    F(K, i, v, a, e, out);
-}
+using EvalFn = void (*)(const KernelSpec&, int64_t, const SoAView&, int64_t, int64_t, double*);
 
 EvalFn pick() {
 #ifdef SC_MULTI_ISA
@@ -61,55 +59,106 @@ EvalFn pick() {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        return call<isa_avx512::View, isa_avx512::eval_block>;
+        return isa_avx512::eval_block;
     }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        return call<isa_avx2::View, isa_avx2::eval_block>;
+        return isa_avx2::eval_block;
     }
 #endif
-    return call<isa_base::View, isa_base::eval_block>;
+    return isa_base::eval_block;
 }
+
+const EvalFn kEval = pick();
 
 }  // namespace
 
-void soa_eval(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e,
+void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e,
               double* out) {
-    static const EvalFn fn = pick();
-    fn(K, i, P, a, e, out);
+    kEval(K, i, P, a, e, out);
 }
 
-double soa_sum(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e) {
+double soa_sum(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e) {
     alignas(64) double buf[kSoABlock];
     double s = 0.0;
     for (int64_t b0 = a; b0 < e; b0 += kSoABlock) {
         const int64_t b1 = std::min(e, b0 + kSoABlock);
-        soa_eval(K, i, P, b0, b1, buf);
+        kEval(K, i, P, b0, b1, buf);
         for (int64_t b = 0; b < b1 - b0; ++b) s += buf[b];
     }
     return s;
 }
 
-}  // namespace sc
+double soa_entry(const KernelSpec& K, int64_t i, int64_t j) {
+    // point j of the row-major arrays is a structure-of-arrays view of capacity 1
+    const SoAView one{K.d, 1, K.U + j * K.d, K.T ? K.T + j * K.d : nullptr,
+                      K.mean ? K.mean + j : nullptr};
+    double v;
+    kEval(K, i, one, 0, 1, &v);
+    return v;
+}
 
-
-namespace sc {
-
-void soa_matvec(const KernelSpec& K, const double* w, double* out) {
-    DynamicTeams guard;
-    SoAPoints P;
-    P.load_all(K);
+void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads) {
+    const AllPoints all(K);
+    const SoAView& P = all.view();
     const int64_t n = K.n;
-#pragma omp parallel for schedule(dynamic, 16)
-    for (int64_t i = 0; i < n; ++i) {
-        alignas(64) double buf[kSoABlock];
-        double s = 0.0;
-        for (int64_t a = 0; a < n; a += kSoABlock) {
-            const int64_t e = std::min(n, a + kSoABlock);
-            soa_eval(K, i, P, a, e, buf);
-            for (int64_t b = 0; b < e - a; ++b) s += buf[b] * w[a + b];
-        }
-        out[i] = s;
+    constexpr int64_t kRows = 8;
+    Team team(n_threads);
+    team.for_chunks(
+        (n + kRows - 1) / kRows,
+        [&](int64_t c) {
+            alignas(64) double buf[kSoABlock];
+            for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
+                double s = 0.0;
+                for (int64_t a = 0; a < n; a += kSoABlock) {
+                    const int64_t e = std::min(n, a + kSoABlock);
+                    kEval(K, i, P, a, e, buf);
+                    for (int64_t b = 0; b < e - a; ++b) s += buf[b] * w[a + b];
+                }
+                out[i] = s;
+            }
+        },
+        n * n > kParallelWork);
+}
+
+void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* cols, int64_t nc,
+          double* out, int n_threads) {
+    SoAPoints sub;
+    std::optional<AllPoints> all;
+    SoAView P;
+    if (cols != nullptr) {
+        sub.gather(K, cols, nc);
+        P = sub.view();
+    } else {
+        all.emplace(K);
+        P = all->view();
+        nc = K.n;
     }
+    const int64_t nb = soa_blocks(nc);
+    Team team(n_threads);
+    // chunks are (row, block) pairs, so the one-row calls of RPCholesky use every thread
+    team.for_chunks(
+        nr * nb,
+        [&](int64_t c) {
+            const int64_t a = c / nb, lo = (c - a * nb) * kSoABlock;
+            kEval(K, rows[a], P, lo, std::min(nc, lo + kSoABlock), out + a * nc + lo);
+        },
+        nr * nc > kParallelWork);
+}
+
+void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads) {
+    gram(K, &j, 1, nullptr, 0, out, n_threads);
+}
+
+void diag(const KernelSpec& K, double* out, int n_threads) {
+    constexpr int64_t kPoints = 4096;
+    Team team(n_threads);
+    team.for_chunks(
+        (K.n + kPoints - 1) / kPoints,
+        [&](int64_t c) {
+            for (int64_t i = c * kPoints; i < std::min(K.n, (c + 1) * kPoints); ++i)
+                out[i] = soa_entry(K, i, i);
+        },
+        K.n > 8 * kParallelWork);
 }
 
 }  // namespace sc

@@ -1,7 +1,7 @@
 // Vectorisable evaluation of k_P between one query point and many points stored in
-// structure-of-arrays layout (coordinate c of slot b at U[c * cap + b]). This is sc::eval of
-// stein_kernel.hpp reorganised so the loop over points is contiguous and SIMD-friendly; it is
-// the inner loop of Stein thinning, KT-SPLIT and KT-Swap.
+// structure-of-arrays layout (coordinate c of slot b at U[c * cap + b]): the library's one
+// evaluator. The loop over points is contiguous and SIMD-friendly; it is the inner loop of
+// Stein thinning, KT-SPLIT, KT-Swap, the Gram blocks, the columns and the products.
 #pragma once
 
 #include <cmath>
@@ -10,37 +10,18 @@
 
 #include "stein_kernel.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 namespace sc {
 
-// Picks the team size once per algorithm call: as many threads as libgomp's dynamic
-// adjustment grants now ("cores - load average"), so the many short parallel loops of the greedy
-// algorithms neither stall on a busy machine nor query the load at every loop. The caller's
-// settings are restored afterwards.
-struct DynamicTeams {
-#ifdef _OPENMP
-    int saved_dyn, saved_max;
-    DynamicTeams() : saved_dyn(omp_get_dynamic()), saved_max(omp_get_max_threads()) {
-        int nt = 1;
-        omp_set_dynamic(1);
-#pragma omp parallel
-        {
-#pragma omp single
-            nt = omp_get_num_threads();
-        }
-        omp_set_dynamic(0);
-        omp_set_num_threads(nt);
-    }
-    ~DynamicTeams() {
-        omp_set_num_threads(saved_max);
-        omp_set_dynamic(saved_dyn);
-    }
-#endif
+// A read-only structure-of-arrays view of `cap` slots.
+struct SoAView {
+    int64_t d, cap;
+    const double* U;     // d x cap
+    const double* T;     // d x cap or nullptr
+    const double* mean;  // cap or nullptr
 };
 
+// An owned structure-of-arrays copy of some of K's points (a subset, or the growing children
+// of a halving).
 struct SoAPoints {
     int64_t d = 0, cap = 0;
     bool stein = false, centred = false;
@@ -65,28 +46,53 @@ struct SoAPoints {
             for (int64_t c = 0; c < d; ++c) T[static_cast<size_t>(c * cap + b)] = K.T[i * d + c];
         if (centred) mean[static_cast<size_t>(b)] = K.mean[i];
     }
-    // all n points of K in order
-    void load_all(const KernelSpec& K) {
-        init(K, K.n);
-        for (int64_t i = 0; i < K.n; ++i) set(i, K, i);
+    // slots 0..m-1 <- points idx[0..m-1] of K
+    void gather(const KernelSpec& K, const int64_t* idx, int64_t m) {
+        init(K, m);
+        for (int64_t b = 0; b < m; ++b) set(b, K, idx[b]);
     }
+    SoAView view() const {
+        return SoAView{d, cap, U.data(), stein ? T.data() : nullptr,
+                       centred ? mean.data() : nullptr};
+    }
+};
+
+// All n points of K in order: the cached copy K.Us / K.Ts when the caller built it (the Python
+// handle does, once), otherwise a copy made here.
+class AllPoints {
+public:
+    explicit AllPoints(const KernelSpec& K) {
+        if (K.Us != nullptr && (K.T == nullptr || K.Ts != nullptr)) {
+            v_ = SoAView{K.d, K.n, K.Us, K.T ? K.Ts : nullptr, K.mean};
+        } else {
+            own_.init(K, K.n);
+            for (int64_t i = 0; i < K.n; ++i) own_.set(i, K, i);
+            v_ = own_.view();
+        }
+    }
+    const SoAView& view() const { return v_; }
+
+private:
+    SoAPoints own_;
+    SoAView v_{};
 };
 
 constexpr int64_t kSoABlock = 256;
 
+// Number of kSoABlock blocks covering n slots.
+inline int64_t soa_blocks(int64_t n) { return (n + kSoABlock - 1) / kSoABlock; }
+
 // out[b - a] = k_P(x_i, slot b) for b in [a, e), e - a <= kSoABlock; i indexes K's points.
-void soa_eval(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e,
+void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e,
               double* out);
 
-// sum_{b in [a, e)} k_P(x_i, slot b), any length.
-double soa_sum(const KernelSpec& K, int64_t i, const SoAPoints& P, int64_t a, int64_t e);
+// sum_{b in [a, e)} k_P(x_i, slot b), any length, summed block by block in order.
+double soa_sum(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e);
 
-}  // namespace sc
+// k_P(x_i, x_j) by the same evaluator (a block of one).
+double soa_entry(const KernelSpec& K, int64_t i, int64_t j);
 
-namespace sc {
-
-// out = K w over all n points of K (K never formed): O(n^2) SIMD-friendly evaluations,
-// parallel over rows. The same product as sc::matvec, faster.
-void soa_matvec(const KernelSpec& K, const double* w, double* out);
+// out = K w over all n points of K (K never formed): O(n^2) evaluations, parallel over rows.
+void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads);
 
 }  // namespace sc

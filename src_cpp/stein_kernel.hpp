@@ -25,6 +25,10 @@ struct KernelSpec {
     const double* T = nullptr;     // n x d or nullptr
     const double* mean = nullptr;  // n or nullptr
     double mean_all = 0.0;
+    // structure-of-arrays copies (coordinate c of point i at Us[c * n + i]), built once by the
+    // owner of the points (the Python handle); nullptr: the evaluator copies U / T itself
+    const double* Us = nullptr;    // d x n or nullptr
+    const double* Ts = nullptr;    // d x n or nullptr
 };
 
 struct Radial {
@@ -33,84 +37,34 @@ struct Radial {
     double qk2;  // q kappa''(q), finite at q = 0 for every supported base
 };
 
+namespace portable {
+#define SC_TARGET
+#include "radial.inc"
+#undef SC_TARGET
+}  // namespace portable
+
+// (kappa, kappa', q kappa'') of the base kernel `base` at q (radial.inc), for scalar callers.
 inline Radial radial(int base, double sigma, double beta, double q) {
     Radial r;
-    const double s2 = sigma * sigma;
     switch (base) {
-        case GAUSSIAN: {
-            r.k0 = std::exp(-q / (2.0 * s2));
-            r.k1 = -r.k0 / (2.0 * s2);
-            r.qk2 = q * r.k0 / (4.0 * s2 * s2);
-            break;
-        }
-        case MATERN15: {
-            const double a = std::sqrt(3.0) / sigma, rr = std::sqrt(q), e = std::exp(-a * rr);
-            r.k0 = (1.0 + a * rr) * e;
-            r.k1 = -0.5 * a * a * e;
-            r.qk2 = 0.25 * a * a * a * rr * e;
-            break;
-        }
-        case MATERN25: {
-            const double a = std::sqrt(5.0) / sigma, rr = std::sqrt(q), e = std::exp(-a * rr);
-            r.k0 = (1.0 + a * rr + a * a * q / 3.0) * e;
-            r.k1 = -(a * a / 6.0) * (1.0 + a * rr) * e;
-            r.qk2 = (a * a * a * a / 12.0) * q * e;
-            break;
-        }
-        default: {  // IMQ
-            const double b = 1.0 + q / s2;
-            double p;  // b^(beta - 2)
-            if (beta == -0.5) {
-                const double ib = 1.0 / b;
-                p = std::sqrt(ib) * ib * ib;
-            } else {
-                p = std::pow(b, beta - 2.0);
-            }
-            r.k0 = p * b * b;
-            r.k1 = beta / s2 * p * b;
-            r.qk2 = q * beta * (beta - 1.0) / (s2 * s2) * p;
-            break;
-        }
+        case GAUSSIAN: portable::radial_local<GAUSSIAN>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
+        case MATERN15: portable::radial_local<MATERN15>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
+        case MATERN25: portable::radial_local<MATERN25>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
+        default: portable::radial_local<IMQ>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
     }
     return r;
 }
 
-// k_P(x_i, x_j) for the points stored in K.
-inline double eval(const KernelSpec& K, int64_t i, int64_t j) {
-    const int64_t d = K.d;
-    const double* ui = K.U + i * d;
-    const double* uj = K.U + j * d;
-    double q = 0.0;
-    if (K.T == nullptr) {
-        for (int64_t c = 0; c < d; ++c) {
-            const double du = ui[c] - uj[c];
-            q += du * du;
-        }
-        double v = radial(K.base, K.sigma, K.beta, q).k0;
-        if (K.mean != nullptr) v += K.mean_all - K.mean[i] - K.mean[j];
-        return v;
-    }
-    const double* ti = K.T + i * d;
-    const double* tj = K.T + j * d;
-    double tt = 0.0, ut = 0.0;
-    for (int64_t c = 0; c < d; ++c) {
-        const double du = ui[c] - uj[c];
-        q += du * du;
-        tt += ti[c] * tj[c];
-        ut += du * (ti[c] - tj[c]);
-    }
-    const Radial r = radial(K.base, K.sigma, K.beta, q);
-    double v = r.k0 * tt - 2.0 * r.k1 * ut - 4.0 * r.qk2 - 2.0 * static_cast<double>(d) * r.k1;
-    if (K.mean != nullptr) v += K.mean_all - K.mean[i] - K.mean[j];
-    return v;
-}
+// The evaluator of these formulas is soa_kernel.hpp's (one for the whole library); the functions
+// below are its dense front ends.
 
 // out[a * nc + b] = k_P(rows[a], cols[b]); cols == nullptr means all n columns (nc = n).
+// A row over all n columns is bit-identical to kernel_column of that row.
 void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* cols, int64_t nc,
-          double* out);
+          double* out, int n_threads);
 
 // out[i] = k_P(i, i) for all n points.
-void diag(const KernelSpec& K, double* out);
+void diag(const KernelSpec& K, double* out, int n_threads);
 
 
 }  // namespace sc

@@ -1,4 +1,4 @@
-// Stein Thinning with sufficient statistics (paper Alg. D.1) and the kernel-column helpers the
+// Stein Thinning with sufficient statistics (paper Alg. D.1) and the kernel-column helper the
 // equal-weighted algorithms share.
 //
 // The greedy rule picks, at step t, j = argmin_i { k_P(x_i, x_i) + 2 sum_{s<t} k_P(x_i, x_{j_s}) },
@@ -12,12 +12,15 @@
 
 namespace sc {
 
-// out[i] = k_P(x_i, x_j) for all n points (OpenMP over i).
-void kernel_column(const KernelSpec& K, int64_t j, double* out);
+// out[i] = k_P(x_i, x_j) for all n points: O(n d), parallel over blocks of points. Equal, bit for
+// bit, to the row j of gram(K, {j}, all columns).
+void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads);
 
 // Greedy Stein thinning: writes m indices (with repeats) into out, in selection order.
 // Ties go to the smallest index (as numpy.argmin). If `score` is not null it must hold n values
 // and receives the final objective k_P(x_i, x_i) + 2 sum_s k_P(x_i, x_{j_s}).
-void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score = nullptr);
+// One team of n_threads for the whole call; each step is one parallel pass over fixed blocks
+// whose minima are combined in block order (the result does not depend on n_threads).
+void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score, int n_threads);
 
 }  // namespace sc

@@ -13,11 +13,16 @@ cdef extern from "stein_kernel.hpp" nogil:
         const double* T
         const double* mean
         double mean_all
+        const double* Us
+        const double* Ts
 
-    double sc_eval "sc::eval"(const KernelSpec& K, int64_t i, int64_t j)
     void sc_gram "sc::gram"(const KernelSpec& K, const int64_t* rows, int64_t nr,
-                            const int64_t* cols, int64_t nc, double* out) except +
-    void sc_diag "sc::diag"(const KernelSpec& K, double* out) except +
+                            const int64_t* cols, int64_t nc, double* out, int n_threads) except +
+    void sc_diag "sc::diag"(const KernelSpec& K, double* out, int n_threads) except +
+
+
+cdef extern from "parallel.hpp" nogil:
+    int sc_omp_max_threads "sc::omp_max_threads"()
 
 
 cdef extern from "dksd.hpp" nogil:
@@ -33,12 +38,15 @@ cdef extern from "dksd.hpp" nogil:
         const double* beta
         const double* lam
 
-    double sc_dksd_pass "sc::dksd_pass"(const DKSDSpec& S, double* Gv, double* Gf) except +
+    double sc_dksd_pass "sc::dksd_pass"(const DKSDSpec& S, double* Gv, double* Gf,
+                                        int n_threads) except +
 
 
 cdef class Kernel:
     cdef KernelSpec spec
     cdef object _keep
+    cdef object _soa_U
+    cdef object _soa_T
 
 
 cdef extern from "recombination.hpp" nogil:
@@ -51,39 +59,42 @@ cdef extern from "recombination.hpp" nogil:
 
 cdef extern from "kt_swap_ls.hpp" nogil:
     double sc_kt_swap_ls "sc::kt_swap_ls"(const KernelSpec& K, double* w, const int64_t* order,
-                                          int64_t s, int fmt) except +
+                                          int64_t s, int fmt, int n_threads) except +
 
 
 cdef extern from "stein_thinning.hpp" nogil:
-    void sc_kernel_column "sc::kernel_column"(const KernelSpec& K, int64_t j, double* out) except +
+    void sc_kernel_column "sc::kernel_column"(const KernelSpec& K, int64_t j, double* out,
+                                              int n_threads) except +
     void sc_stein_thinning "sc::stein_thinning"(const KernelSpec& K, int64_t m, int64_t* out,
-                                               double* score) except +
+                                               double* score, int n_threads) except +
 
 
 cdef extern from "kt_split.hpp" nogil:
     int64_t sc_kt_split_size "sc::kt_split_size"(int64_t N, int t)
     void sc_kt_split "sc::kt_split"(const KernelSpec& K, const int64_t* idx, int64_t N, int t,
                                     double delta, uint64_t seed, const double* uniforms,
-                                    int64_t* out) except +
+                                    int64_t* out, int n_threads) except +
 
 
 cdef extern from "kt_swap.hpp" nogil:
     void sc_coreset_sums "sc::coreset_sums"(const KernelSpec& K, const int64_t* C, int64_t L,
-                                            int64_t m, double* out) except +
+                                            int64_t m, double* out, int n_threads) except +
     int64_t sc_kt_swap_refine "sc::kt_swap_refine"(const KernelSpec& K, int64_t* I, int64_t m,
-                                                   int passes) except +
+                                                   int passes, int n_threads) except +
 
 
 cdef extern from "soa_kernel.hpp" nogil:
-    void sc_soa_matvec "sc::soa_matvec"(const KernelSpec& K, const double* w, double* out) except +
+    void sc_soa_matvec "sc::soa_matvec"(const KernelSpec& K, const double* w, double* out,
+                                        int n_threads) except +
 
 
 cdef extern from "amd.hpp" nogil:
     void sc_amd_lowrank "sc::amd_lowrank"(const float* F, const double* res, int64_t n,
                                           int64_t r, int64_t t0, int64_t steps, double eta,
-                                          double* w, double* v) except +
+                                          double* w, double* v, int n_threads) except +
 
 
 cdef extern from "compresspp.hpp" nogil:
     void sc_kernel_row_means "sc::kernel_row_means"(const KernelSpec& K, const int64_t* rows,
-                                                    int64_t nr, double* out) except +
+                                                    int64_t nr, double* out,
+                                                    int n_threads) except +

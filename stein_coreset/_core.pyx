@@ -16,12 +16,19 @@ cdef class Kernel:
     U : (n, d) float64, whitened points L^{-1} x.
     T : (n, d) float64 or None, whitened scores L^T s (None: base kernel, no Stein part).
     mean : (n,) float64 or None, centring vector; mean_all its constant.
+
+    The structure-of-arrays copies of U and T that every evaluation reads (src_cpp/soa_kernel.hpp)
+    are made here, once, and live as long as the handle.
+
+    Every function below that evaluates the kernel takes ``n_threads`` (default 1): the size of
+    the team of that one call (src_cpp/parallel.hpp). No process-wide state is read or changed.
     """
 
     def __init__(self, int base, double sigma, double beta, const double[:, ::1] U,
                  T=None, mean=None, double mean_all=0.0):
         cdef const double[:, ::1] Tv
         cdef const double[::1] mv
+        cdef const double[:, ::1] Us
         if base < 0 or base > 3:
             raise ValueError(f"unknown base kernel code {base}")
         self._keep = [U]
@@ -46,6 +53,17 @@ cdef class Kernel:
                 raise ValueError("mean must have one entry per point")
             self._keep.append(mean)
             self.spec.mean = &mv[0]
+        # the structure-of-arrays layout, built once (coordinate c of point i at [c, i])
+        self.spec.Us = NULL
+        self.spec.Ts = NULL
+        if U.shape[0] > 0 and U.shape[1] > 0:
+            self._soa_U = np.ascontiguousarray(np.asarray(U).T)
+            Us = self._soa_U
+            self.spec.Us = &Us[0, 0]
+            if T is not None:
+                self._soa_T = np.ascontiguousarray(np.asarray(T).T)
+                Us = self._soa_T
+                self.spec.Ts = &Us[0, 0]
 
     @property
     def n(self):
@@ -56,7 +74,13 @@ cdef class Kernel:
         return self.spec.d
 
 
-def gram(Kernel K, const int64_t[::1] rows, cols=None):
+def omp_max_threads():
+    """omp_get_max_threads() of the calling thread (OMP_NUM_THREADS, threadpoolctl limits);
+    0 in a build without OpenMP."""
+    return sc_omp_max_threads()
+
+
+def gram(Kernel K, const int64_t[::1] rows, cols=None, int n_threads=1):
     """(len(rows), len(cols) or n) block of the kernel matrix."""
     cdef const int64_t[::1] cv
     cdef int64_t nr = rows.shape[0], nc, i
@@ -79,15 +103,15 @@ def gram(Kernel K, const int64_t[::1] rows, cols=None):
     if nr == 0 or nc == 0:
         return out
     with nogil:
-        sc_gram(K.spec, &rows[0], nr, cptr, nc, &ov[0, 0])
+        sc_gram(K.spec, &rows[0], nr, cptr, nc, &ov[0, 0], n_threads)
     return out
 
 
-def diag(Kernel K):
+def diag(Kernel K, int n_threads=1):
     out = np.empty(K.spec.n, dtype=np.float64)
     cdef double[::1] ov = out
     with nogil:
-        sc_diag(K.spec, &ov[0])
+        sc_diag(K.spec, &ov[0], n_threads)
     return out
 
 
@@ -112,7 +136,7 @@ def recombination(const double[:, ::1] A, const double[::1] x0, bint points_majo
     return out
 
 
-def kt_swap_ls(Kernel K, double[::1] w, const int64_t[::1] order, int fmt):
+def kt_swap_ls(Kernel K, double[::1] w, const int64_t[::1] order, int fmt, int n_threads=1):
     """KT-Swap-LS (Alg. G.2) in place on the dense weights w; returns the tracked w^T K w."""
     cdef int64_t s = order.shape[0], i
     cdef double D
@@ -124,9 +148,9 @@ def kt_swap_ls(Kernel K, double[::1] w, const int64_t[::1] order, int fmt):
         if order[i] < 0 or order[i] >= K.spec.n:
             raise IndexError(f"index {order[i]} out of range for n = {K.spec.n}")
     if s == 0:
-        return float(np.dot(w, matvec_soa(K, w)))
+        return float(np.dot(w, matvec_soa(K, w, n_threads)))
     with nogil:
-        D = sc_kt_swap_ls(K.spec, &w[0], &order[0], s, fmt)
+        D = sc_kt_swap_ls(K.spec, &w[0], &order[0], s, fmt, n_threads)
     return D
 
 
@@ -140,30 +164,30 @@ cdef _check_indices(Kernel K, const int64_t[::1] idx, str name):
             raise IndexError(f"{name} index {idx[i]} out of range for n = {K.spec.n}")
 
 
-def kernel_column(Kernel K, int64_t j):
+def kernel_column(Kernel K, int64_t j, int n_threads=1):
     """(n,) column k_P(x_i, x_j)."""
     if j < 0 or j >= K.spec.n:
         raise IndexError(f"column index {j} out of range for n = {K.spec.n}")
     out = np.empty(K.spec.n, dtype=np.float64)
     cdef double[::1] ov = out
     with nogil:
-        sc_kernel_column(K.spec, j, &ov[0])
+        sc_kernel_column(K.spec, j, &ov[0], n_threads)
     return out
 
 
-def stein_thinning(Kernel K, int64_t m):
+def stein_thinning(Kernel K, int64_t m, int n_threads=1):
     """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order."""
     if m < 1:
         raise ValueError("m must be >= 1")
     out = np.empty(m, dtype=np.int64)
     cdef int64_t[::1] ov = out
     with nogil:
-        sc_stein_thinning(K.spec, m, &ov[0], NULL)
+        sc_stein_thinning(K.spec, m, &ov[0], NULL, n_threads)
     return out
 
 
 def kt_split(Kernel K, const int64_t[::1] idx, int t, double delta, uint64_t seed,
-             uniforms=None):
+             uniforms=None, int n_threads=1):
     """KT-SPLIT of the index sequence idx: (2^t, size) int64 array of coresets."""
     cdef int64_t N = idx.shape[0]
     cdef const double[::1] uv
@@ -182,11 +206,11 @@ def kt_split(Kernel K, const int64_t[::1] idx, int t, double delta, uint64_t see
     out = np.empty(((<int64_t> 1) << t, size), dtype=np.int64)
     cdef int64_t[:, ::1] ov = out
     with nogil:
-        sc_kt_split(K.spec, &idx[0], N, t, delta, seed, uptr, &ov[0, 0])
+        sc_kt_split(K.spec, &idx[0], N, t, delta, seed, uptr, &ov[0, 0], n_threads)
     return out
 
 
-def coreset_sums(Kernel K, const int64_t[:, ::1] C):
+def coreset_sums(Kernel K, const int64_t[:, ::1] C, int n_threads=1):
     """(L,) sums sum_{a,b} k_P(C[l, a], C[l, b]) of L equal-size coresets."""
     cdef int64_t L = C.shape[0], m = C.shape[1], l, a
     for l in range(L):
@@ -198,36 +222,36 @@ def coreset_sums(Kernel K, const int64_t[:, ::1] C):
     if L == 0 or m == 0:
         return out
     with nogil:
-        sc_coreset_sums(K.spec, &C[0, 0], L, m, &ov[0])
+        sc_coreset_sums(K.spec, &C[0, 0], L, m, &ov[0], n_threads)
     return out
 
 
-def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1):
+def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1, int n_threads=1):
     """Greedy KT-Swap (Alg. D.3) on the coreset I, in place; returns the number of swaps."""
     cdef int64_t m = I.shape[0], changed
     if m < 1:
         raise ValueError("the coreset is empty")
     _check_indices(K, I, "coreset")
     with nogil:
-        changed = sc_kt_swap_refine(K.spec, &I[0], m, passes)
+        changed = sc_kt_swap_refine(K.spec, &I[0], m, passes, n_threads)
     return changed
 
 
-def matvec_soa(Kernel K, const double[::1] w):
+def matvec_soa(Kernel K, const double[::1] w, int n_threads=1):
     """K w over all n points, with the vectorised structure-of-arrays evaluator (K never formed)."""
     if w.shape[0] != K.spec.n:
         raise ValueError(f"w must have length n = {K.spec.n}")
     out = np.empty(K.spec.n, dtype=np.float64)
     cdef double[::1] ov = out
     with nogil:
-        sc_soa_matvec(K.spec, &w[0], &ov[0])
+        sc_soa_matvec(K.spec, &w[0], &ov[0], n_threads)
     return out
 
 
 # AMD on F F^T + diag(res) (issue 4) -------------------------------------------------------------
 
 def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, double[::1] v,
-                int64_t t0, int64_t steps, double eta):
+                int64_t t0, int64_t steps, double eta, int n_threads=1):
     """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); state (w, v) updated in place.
 
     F is float32 (the pass over it is memory-bound; products accumulate in double)."""
@@ -242,10 +266,10 @@ def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, dou
     if r > 0:
         Fp = &F[0, 0]
     with nogil:
-        sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0])
+        sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0], n_threads)
 
 
-def kernel_row_means(Kernel K, const int64_t[::1] rows):
+def kernel_row_means(Kernel K, const int64_t[::1] rows, int n_threads=1):
     """(len(rows),) means (1/n) sum_j k(x_rows[a], x_j) over all n points of K."""
     cdef int64_t nr = rows.shape[0], i
     for i in range(nr):
@@ -256,13 +280,13 @@ def kernel_row_means(Kernel K, const int64_t[::1] rows):
     if nr == 0:
         return out
     with nogil:
-        sc_kernel_row_means(K.spec, &rows[0], nr, &ov[0])
+        sc_kernel_row_means(K.spec, &rows[0], nr, &ov[0], n_threads)
     return out
 
 
 def dksd_pass(const double[:, ::1] U, const double[:, ::1] V, const double[::1] F, bint full,
               const int[::1] base, const double[::1] sigma, const double[::1] beta,
-              const double[::1] lam, bint need_grad):
+              const double[::1] lam, bint need_grad, int n_threads=1):
     """DKSD U-statistic and its adjoints (src_cpp/dksd.hpp); F is the flattened diffusion."""
     cdef int64_t n = U.shape[0], d = U.shape[1]
     cdef int64_t fsize = n * d * d if full else n * d
@@ -302,7 +326,7 @@ def dksd_pass(const double[:, ::1] U, const double[:, ::1] V, const double[::1] 
     S.beta = &beta[0]
     S.lam = &lam[0]
     with nogil:
-        total = sc_dksd_pass(S, gvp, gfp)
+        total = sc_dksd_pass(S, gvp, gfp, n_threads)
     if need_grad:
         Gf = Gf.reshape((int(n), int(d), int(d))) if full else Gf.reshape((int(n), int(d)))
     return total, Gv, Gf

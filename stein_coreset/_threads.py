@@ -43,7 +43,9 @@ def _openmp_limit() -> int | None:
     try:
         from . import _core
 
-        return int(_core.omp_max_threads())
+        limit = int(_core.omp_max_threads())  # 0: a build without OpenMP
+        if limit > 0:
+            return limit
     except (ImportError, AttributeError):
         pass
     env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()

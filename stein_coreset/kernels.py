@@ -401,8 +401,9 @@ class KernelMatrix:
         self.mean_all = float(mean_all)
         self.xp, self.device = aa.namespace(U=U, T=T, mean=mean)
         self.n, self.d = int(U.shape[0]), int(U.shape[1])
-        self._handle = None
-        self._diag = None
+        # host copies + SoA layout (the _core.Kernel handle) and the diagonal, shared by every
+        # with_threads() view of this matrix and built at most once among them
+        self._cache = {}
 
     @property
     def uses_cpp(self) -> bool:
@@ -419,7 +420,7 @@ class KernelMatrix:
         out = KernelMatrix(
             self.base, self.U, self.T, self.mean, self.mean_all, self.backend, n_threads
         )
-        out._handle, out._diag = self._handle, self._diag
+        out._cache = self._cache
         return out
 
     @property
@@ -489,7 +490,7 @@ class KernelMatrix:
 
     def diag(self):
         """k_P(x_i, x_i), shape (n,), in the array namespace (cached)."""
-        if self._diag is None:
+        if "diag" not in self._cache:
             xp = self.xp
             zero = xp.zeros((1,), dtype=xp.float64, device=self.device)
             k0, k1, _ = self.base.radial(xp, zero)
@@ -499,8 +500,8 @@ class KernelMatrix:
                 dg = xp.sum(self.T * self.T, axis=1) * float(k0[0]) - 2.0 * self.d * float(k1[0])
             if self.mean is not None:
                 dg = dg + self.mean_all - 2.0 * self.mean
-            self._diag = dg
-        return self._diag
+            self._cache["diag"] = dg
+        return self._cache["diag"]
 
     def dense(self):
         """The full (n, n) matrix; O(n^2) memory, for small n and tests."""
@@ -536,7 +537,9 @@ class KernelMatrix:
         """Column k_P(x_i, x_j), shape (n,), in the array namespace. O(n d)."""
         if self.uses_cpp:
             return aa.from_host(
-                _core.kernel_column(self.handle(), int(j)), xp=self.xp, device=self.device
+                _core.kernel_column(self.handle(), int(j), self.n_threads),
+                xp=self.xp,
+                device=self.device,
             )
         xp = self.xp
         return xp.reshape(self.block(xp.asarray([int(j)], dtype=xp.int64, device=self.device)),
@@ -549,7 +552,7 @@ class KernelMatrix:
         rows = aa.host_indices(rows)
         if self.uses_cpp:
             return aa.from_host(
-                _core.kernel_row_means(self.handle(), rows), xp=xp, device=dev
+                _core.kernel_row_means(self.handle(), rows, self.n_threads), xp=xp, device=dev
             )
         ones = xp.full((self.n,), 1.0 / self.n, dtype=xp.float64, device=dev)
         b = max(1, SLAB_ENTRIES // max(self.n, 1))
@@ -562,17 +565,19 @@ class KernelMatrix:
         host int array ``coresets``): O(L m^2) evaluations."""
         C = np.ascontiguousarray(coresets, dtype=np.int64)
         if self.uses_cpp:
-            return _core.coreset_sums(self.handle(), C)
+            return _core.coreset_sums(self.handle(), C, self.n_threads)
         return np.array([float(np.sum(aa.to_host(self.block(c, c)))) for c in C])
 
     # ---- the C++ side -------------------------------------------------------------------
     def handle(self):
-        """A ``_core.Kernel`` over host copies of the whitened points (one transfer, cached)."""
-        if self._handle is None:
+        """A ``_core.Kernel`` over host copies of the whitened points and their
+        structure-of-arrays layout (one transfer, one layout, cached and shared by
+        :meth:`with_threads`)."""
+        if "handle" not in self._cache:
             U = aa.to_host(self.U)
             T = None if self.T is None else aa.to_host(self.T)
             mean = None if self.mean is None else aa.to_host(self.mean)
-            self._handle = _core.Kernel(
+            self._cache["handle"] = _core.Kernel(
                 int(self.base.code),
                 float(self.base.sigma),
                 float(self.base.beta),
@@ -581,17 +586,19 @@ class KernelMatrix:
                 mean,
                 self.mean_all,
             )
-        return self._handle
+        return self._cache["handle"]
 
     def block_cpp(self, rows, cols=None) -> np.ndarray:
         """Host block from the C++ evaluator (rows/cols are host int64 sequences)."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         cols = None if cols is None else np.ascontiguousarray(cols, dtype=np.int64)
-        return _core.gram(self.handle(), rows, cols)
+        return _core.gram(self.handle(), rows, cols, self.n_threads)
 
     def matvec_cpp(self, w) -> np.ndarray:
         # the vectorised evaluator of src_cpp/soa_kernel
-        return _core.matvec_soa(self.handle(), np.ascontiguousarray(w, dtype=np.float64))
+        return _core.matvec_soa(
+            self.handle(), np.ascontiguousarray(w, dtype=np.float64), self.n_threads
+        )
 
 
 def centred_kernel_matrix(

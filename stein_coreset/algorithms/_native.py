@@ -3,6 +3,9 @@
 
 Each function takes the kernel matrix (its cached ``_core.Kernel`` handle and its ``n_threads``)
 and host NumPy arrays, and returns host NumPy arrays; the callers do the namespace conversion.
+Functions without a kernel matrix take ``n_threads`` (already an int, see
+:func:`stein_coreset._threads.effective_n_threads`). Every parallel loop runs on a team of that
+size owned by the call (src_cpp/parallel.hpp); results do not depend on it.
 """
 
 from __future__ import annotations
@@ -25,26 +28,26 @@ __all__ = [
 
 def stein_thinning(K: KernelMatrix, m: int) -> np.ndarray:
     """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order."""
-    return np.asarray(_core.stein_thinning(K.handle(), int(m)), dtype=np.int64)
+    return np.asarray(_core.stein_thinning(K.handle(), int(m), K.n_threads), dtype=np.int64)
 
 
 def kt_split(K: KernelMatrix, idx: np.ndarray, t: int, delta: float, seed: int, uniforms=None):
     """KT-SPLIT (Alg. D.2): (2^t, size) int64 coresets of the host index sequence ``idx``."""
     return _core.kt_split(
         K.handle(), np.ascontiguousarray(idx, dtype=np.int64), int(t), float(delta), seed,
-        uniforms,
+        uniforms, K.n_threads,
     )
 
 
 def kt_swap_refine(K: KernelMatrix, I: np.ndarray, passes: int) -> int:
     """Greedy KT-Swap (Alg. D.3) on the int64 coreset ``I``, in place; the number of swaps."""
-    return _core.kt_swap_refine(K.handle(), I, int(passes))
+    return _core.kt_swap_refine(K.handle(), I, int(passes), K.n_threads)
 
 
 def kt_swap_ls(K: KernelMatrix, dense: np.ndarray, order: np.ndarray, fmt: int) -> float:
     """KT-Swap-LS (Alg. G.2) in place on the dense (n,) weights; returns w^T K w."""
     return _core.kt_swap_ls(
-        K.handle(), dense, np.ascontiguousarray(order, dtype=np.int64), int(fmt)
+        K.handle(), dense, np.ascontiguousarray(order, dtype=np.int64), int(fmt), K.n_threads
     )
 
 
@@ -55,9 +58,9 @@ def recombination(A: np.ndarray, x0: np.ndarray, points_major: bool = False) -> 
 
 def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, n_threads: int) -> None:
     """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); (w, v) updated in place."""
-    _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta))
+    _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta), int(n_threads))
 
 
 def dksd_pass(U, V, F, full, base, sigma, beta, lam, need_grad, n_threads: int):
     """The DKSD U-statistic pass and its adjoints (src_cpp/dksd.hpp) on host arrays."""
-    return _core.dksd_pass(U, V, F, full, base, sigma, beta, lam, need_grad)
+    return _core.dksd_pass(U, V, F, full, base, sigma, beta, lam, need_grad, int(n_threads))

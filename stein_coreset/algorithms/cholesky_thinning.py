@@ -25,7 +25,14 @@ def _shifted(K: KernelMatrix, c: float) -> KernelMatrix:
 
 
 def cholesky_thinning(
-    K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None, check_input: bool = True
+    K: KernelMatrix,
+    w,
+    m: int,
+    *,
+    rank: int | None = None,
+    rng=None,
+    check_input: bool = True,
+    n_threads: int | None = None,
 ):
     """Constant-preserving coreset of at most m points: Cholesky Thinning (CT, Alg. 6).
 
@@ -47,6 +54,8 @@ def cholesky_thinning(
     rng : numpy.random.Generator or seed, optional
     check_input : bool
         Validate the arguments (default); ``False`` trusts them.
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -59,6 +68,7 @@ def cholesky_thinning(
     (Prop. H.1). The weights are solved by a diagonally scaled bordered KKT system (SVD), so an
     ill-conditioned K_I does not blow them up.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     if not check_input:
         return _cholesky_thinning(K, w, m, m if rank is None else rank, rng)
     val.check_kernel_matrix(K)

@@ -58,6 +58,7 @@ def kt_compresspp(
     progress: bool = False,
     return_info: bool = False,
     check_input: bool = True,
+    n_threads: int | None = None,
 ) -> np.ndarray:
     """Compress an equal-weighted sequence of n' = 4^j points to m ~ sqrt(n') points (Alg. F.3).
 
@@ -102,6 +103,8 @@ def kt_compresspp(
     check_input : bool
         Validate the arguments (default); ``False`` trusts them (``indices`` an int64 host
         array, ``rng`` a Generator).
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -113,6 +116,7 @@ def kt_compresspp(
     O(4^g n' log n') kernel evaluations for COMPRESS, O(4^g n') for THIN and O(m n) for KT-Swap
     (Thm. 5); memory O(n' + n) plus the kernel rows of one halving — never an n x n matrix.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     if not check_input:
         S = np.arange(K.n, dtype=np.int64) if indices is None else indices
     else:

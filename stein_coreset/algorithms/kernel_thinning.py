@@ -39,6 +39,7 @@ def kt_split(
     *,
     uniforms=None,
     check_input: bool = True,
+    n_threads: int | None = None,
 ):
     """KT-SPLIT: t rounds of kernel halving of the index sequence ``indices`` (Alg. 1a of
     Dwivedi & Mackey, 2022, as called by Alg. D.2).
@@ -67,6 +68,8 @@ def kt_split(
     check_input : bool
         Validate the arguments (default); ``False`` trusts them (``indices`` an int64 host
         array, ``rng`` a Generator).
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -76,6 +79,7 @@ def kt_split(
     -----
     O(N^2) kernel evaluations (O(N^2 d) for the Stein kernel), O(N) memory.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     if not check_input:
         return _kt_split(K, indices, t, delta, rng, uniforms)
     val.check_kernel_matrix(K)
@@ -107,7 +111,13 @@ def _mmd2(K: KernelMatrix, coresets: np.ndarray) -> np.ndarray:
 
 
 def kt_swap(
-    K: KernelMatrix, candidates, baseline=None, *, passes: int = 1, check_input: bool = True
+    K: KernelMatrix,
+    candidates,
+    baseline=None,
+    *,
+    passes: int = 1,
+    check_input: bool = True,
+    n_threads: int | None = None,
 ):
     """KT-Swap targeting P (Alg. D.3): best candidate, then greedy swaps lowering MMD_{k_P}.
 
@@ -130,6 +140,8 @@ def kt_swap(
         Sweeps over the coreset (Alg. D.3 makes one; a sweep with no swap stops early).
     check_input : bool
         Validate the arguments (default); ``False`` trusts them (a list of int64 host arrays).
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -139,6 +151,7 @@ def kt_swap(
     -----
     O(L m^2 + passes m n) kernel evaluations for L candidates, O(n + L m) memory.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     if not check_input:
         return _kt_swap(K, candidates, baseline, passes)
     val.check_kernel_matrix(K)
@@ -187,6 +200,7 @@ def kernel_thinning(
     baseline=None,
     passes: int = 1,
     check_input: bool = True,
+    n_threads: int | None = None,
 ):
     """Kernel Thinning targeting P (Alg. D.2): KT-SPLIT to m points, then KT-Swap.
 
@@ -208,6 +222,8 @@ def kernel_thinning(
         KT-Swap sweeps.
     check_input : bool
         Validate the arguments (default); ``False`` trusts them.
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -218,6 +234,7 @@ def kernel_thinning(
     -----
     O(n'^2 + n' m + n m) kernel evaluations, O(n + n') memory.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     if not check_input:
         idx = np.arange(K.n, dtype=np.int64) if indices is None else indices
         return _kernel_thinning(K, m, idx, delta, rng, baseline, passes)

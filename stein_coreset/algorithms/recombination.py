@@ -98,7 +98,14 @@ def recombination(A, x0):
     return aa.from_host(x, xp=xp, device=dev)
 
 
-def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
+def kt_swap_ls(
+    K: KernelMatrix,
+    indices,
+    weights,
+    fmt: str = "splx",
+    *,
+    n_threads: int | None = None,
+):
     """Greedy support swaps with exact line search: KT-Swap-LS (Alg. G.2).
 
     Visits the given support points in order; each is removed (the rest renormalised) and the
@@ -117,6 +124,8 @@ def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
     fmt : {"splx", "cp"}
         "splx": the line search is clipped to t in [0, 1], so weights stay in the simplex.
         "cp": unconstrained t (constant-preserving weights, any sign, sum 1).
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -128,6 +137,7 @@ def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
     O(n s) kernel evaluations and O(n s) arithmetic with the sufficient statistics
     g = K w and D = w^T K w (C++, on host copies of the points).
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     val.check_kernel_matrix(K)
     if not isinstance(fmt, str) or fmt.lower() not in SWAP_LS_FORMATS:
         raise ValueError(f"fmt must be 'splx' or 'cp', got {fmt!r}")
@@ -156,7 +166,14 @@ def kt_swap_ls(K: KernelMatrix, indices, weights, fmt: str = "splx"):
 
 
 def recombination_thinning(
-    K: KernelMatrix, w, m: int, *, rank: int | None = None, rng=None, check_input: bool = True
+    K: KernelMatrix,
+    w,
+    m: int,
+    *,
+    rank: int | None = None,
+    rng=None,
+    check_input: bool = True,
+    n_threads: int | None = None,
 ):
     """Simplex-weighted coreset of at most m points: Recombination Thinning (RT, Alg. 4).
 
@@ -179,6 +196,8 @@ def recombination_thinning(
     check_input : bool
         Validate the arguments (default); ``False`` trusts them (``rank`` given, ``rng`` a
         Generator, ``w`` None or validated simplex weights).
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -190,6 +209,7 @@ def recombination_thinning(
     O((d + m) n m) for RPCholesky and KT-Swap-LS, O(m^3 log n) for Recombination and O(m^3)
     per active-set step of the final QP (Prop. G.1).
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     if not check_input:
         return _recombination_thinning(K, w, m, m - 1 if rank is None else rank, rng)
     val.check_kernel_matrix(K)

@@ -19,6 +19,7 @@ def stein_thinning(
     progress: bool = False,
     backend: str = "auto",
     check_input: bool = True,
+    n_threads: int | None = None,
 ):
     """Greedy Stein thinning of the n points of K to m points, with repeats (Alg. D.1).
 
@@ -43,6 +44,8 @@ def stein_thinning(
     check_input : bool
         Validate the arguments (default). ``False`` skips the checks, for callers that have
         validated them already (scikit-learn's ``check_input``).
+    n_threads : int or None
+        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -52,6 +55,7 @@ def stein_thinning(
     -----
     O(n m) kernel evaluations (O(n m d) time for the Stein kernel), O(n) memory.
     """
+    K = K if n_threads is None else K.with_threads(n_threads)
     if check_input:
         val.check_kernel_matrix(K)
         m = val.check_int(m, "m", lo=1)

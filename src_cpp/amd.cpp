@@ -1,5 +1,7 @@
 #include "amd.hpp"
 
+#include "parallel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -69,6 +71,8 @@ ChunkFn pick_chunk() {
 void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_t t0,
                  int64_t steps, double eta, double* w, double* v, int n_threads) {
     const ChunkFn chunk = pick_chunk();
+    Team team(n_threads);
+    const bool par = n * (r + 1) > kParallelWork;
     const double ninf = -std::numeric_limits<double>::infinity();
     const int64_t nch = (n + kRows - 1) / kRows;
     std::vector<double> logv(static_cast<size_t>(n));
@@ -78,8 +82,7 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
         pM(static_cast<size_t>(nch)), ps(static_cast<size_t>(nch));
     std::vector<double> Ftw(static_cast<size_t>(r), 0.0), Ftv(static_cast<size_t>(r), 0.0),
         u(static_cast<size_t>(r)), acc(static_cast<size_t>(r));
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-    for (int64_t c = 0; c < nch; ++c) {
+    team.for_chunks(nch, [&](int64_t c) {
         double* a = pacc.data() + c * r;
         double* b = pacc2.data() + c * r;
         std::fill(a, a + r, 0.0);
@@ -92,7 +95,7 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
                 b[k] += v[i] * static_cast<double>(Fi[k]);
             }
         }
-    }
+    }, par);
     for (int64_t c = 0; c < nch; ++c)
         for (int64_t k = 0; k < r; ++k) {
             Ftw[k] += pacc[c * r + k];
@@ -103,10 +106,9 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
         const double cst = 2.0 * static_cast<double>(t) * eta;
         // u = F^T z_t with z_t = (1 - beta) w_{t-1} + beta v_{t-1}
         for (int64_t k = 0; k < r; ++k) u[k] = (1.0 - beta) * Ftw[k] + beta * Ftv[k];
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-        for (int64_t c = 0; c < nch; ++c)
+        team.for_chunks(nch, [&](int64_t c) {
             chunk(F, res, w, v, logv.data(), u.data(), r, c * kRows, std::min(n, (c + 1) * kRows),
-                  beta, cst, pacc.data() + c * r, pM.data() + c, ps.data() + c, ninf);
+                  beta, cst, pacc.data() + c * r, pM.data() + c, ps.data() + c, ninf); }, par);
         double M = ninf;
         for (int64_t c = 0; c < nch; ++c) M = std::max(M, pM[c]);
         double s = 0.0;
@@ -119,13 +121,13 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
         }
         // v_t = e / s (normalised in the log domain), w_t = (1 - beta) w_{t-1} + beta v_t
         const double lnorm = M + std::log(s);
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-        for (int64_t i = 0; i < n; ++i) {
+        team.for_chunks(nch, [&](int64_t c) {
+        for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
             if (logv[i] == ninf) continue;
             logv[i] -= lnorm;
             v[i] = std::exp(logv[i]);
             w[i] = (1.0 - beta) * w[i] + beta * v[i];
-        }
+        } }, par);
         for (int64_t k = 0; k < r; ++k) {
             Ftv[k] = acc[k] / s;
             Ftw[k] = (1.0 - beta) * Ftw[k] + beta * Ftv[k];

@@ -1,5 +1,7 @@
 #include "amd.hpp"
 
+#include "isa.hpp"
+
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -54,14 +56,16 @@ constexpr int64_t kRows = 2048;  // rows per chunk (fixed: results independent o
         const double *u, int64_t r, int64_t i0, int64_t i1, double beta, double cst, double *a, \
         double *pM, double *ps, double ninf
 
+#ifdef SC_MULTI_ISA
 __attribute__((target("avx2,fma"))) void chunk_avx2(SC_AMD_CHUNK_ARGS) SC_AMD_CHUNK_BODY
+#endif
 
 void chunk_base(SC_AMD_CHUNK_ARGS) SC_AMD_CHUNK_BODY
 
 using ChunkFn = void (*)(SC_AMD_CHUNK_ARGS);
 
 ChunkFn pick_chunk() {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef SC_MULTI_ISA
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return chunk_avx2;
 #endif
     return chunk_base;

@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <optional>
 
+#include "isa.hpp"
 #include "parallel.hpp"
 #include "stein_thinning.hpp"
 
-// Runtime instruction-set dispatch, x86 only: the evaluator is also built for AVX-512 and
-// AVX2+FMA with function target attributes (GCC and Clang) and the widest one the CPU supports is
-// picked at first use. Every other target (aarch64, ppc64le, MSVC) builds the portable evaluator
-// only, which the compiler vectorises for the baseline ISA.
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define SC_MULTI_ISA 1
+// The evaluator is also built for AVX-512 and AVX2+FMA (isa.hpp) and the widest one the CPU
+// supports is picked at first use.
+#ifdef SC_MULTI_ISA
 #include <immintrin.h>
 #endif
 

@@ -113,14 +113,3 @@ def as_index_array(xp, idx, device):
     if isinstance(idx, np.ndarray) or isinstance(idx, (list, tuple, range)):
         return from_host(np.asarray(idx, dtype=np.int64), xp=xp, device=device)
     return xp.astype(idx, xp.int64)
-
-
-# Input validation lives in :mod:`stein_coreset._validation`; these names stay importable from
-# here for the modules that still reach them as ``aa.check_*`` (imported last: no cycle).
-from ._validation import (  # noqa: E402, F401
-    check_points,
-    check_scores,
-    check_size,
-    check_weights,
-    nonfinite_rows,
-)

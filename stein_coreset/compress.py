@@ -484,7 +484,7 @@ def compress(
             stein.bind(X, S, n_threads=n_threads, check_input=False), size, rng, **args
         )
     elif spec.target == "centred":
-        K = centred_kernel_matrix(stein.base, X, n_threads=n_threads)
+        K = centred_kernel_matrix(stein.base, X, n_threads=n_threads, check_input=False)
         idx, w, extra = spec.run(K, size, rng, **args)
     elif spec.target == "base":
         idx, w, extra = spec.run(stein.base, X, size, rng, n_threads=n_threads, **args)

@@ -235,9 +235,6 @@ class Whitening:
 
 # Private spellings kept for the engine part of this module (KernelMatrix,
 # centred_kernel_matrix); use the public names.
-_RadialKernel = RadialKernel
-_Whitening = Whitening
-_sqdist = squared_distances
 
 
 def median_bandwidth(
@@ -382,7 +379,7 @@ class KernelMatrix:
 
     def __init__(
         self,
-        base: _RadialKernel,
+        base: RadialKernel,
         U,
         T=None,
         mean=None,
@@ -602,21 +599,25 @@ class KernelMatrix:
 
 
 def centred_kernel_matrix(
-    base: _RadialKernel, X, M=None, reference=None, n_threads=None
+    base: RadialKernel, X, M=None, reference=None, n_threads=None, *, check_input: bool = True
 ) -> KernelMatrix:
     """Base kernel centred at an empirical distribution: the unbiased baselines' k_P.
 
     ``k_P(x, y) = k(x, y) - E k(x, Z) - E k(Z, y) + E k(Z, Z')`` with Z, Z' drawn from the rows of
     ``reference`` (default ``X`` itself, paper footnote 2), so
     ``MMD_{k_P}(Q, P) = MMD_k(Q, P_ref)``.
-    O(n n_ref d) to form the centring vector.
+    O(n n_ref d) to form the centring vector. ``check_input=False`` trusts X and reference
+    (float64 (n, d) arrays of one namespace, as :func:`~stein_coreset.compress` passes them).
     """
     xp, dev = aa.namespace(X=X, reference=reference)
-    X = aa.check_points(X, xp, "X")
-    R = X if reference is None else aa.check_points(reference, xp, "reference")
-    if R.shape[1] != X.shape[1]:
-        raise ValueError("reference must have the dimension of X")
-    wh = _Whitening(M, X.shape[1], xp, dev)
+    if check_input:
+        X = val.check_points(X, xp, "X")
+        R = X if reference is None else val.check_points(reference, xp, "reference")
+        if R.shape[1] != X.shape[1]:
+            raise ValueError("reference must have the dimension of X")
+    else:
+        R = X if reference is None else reference
+    wh = Whitening(M, X.shape[1], xp, dev)
     U, V = wh.points(X), wh.points(R)
     plain = KernelMatrix(base, U, n_threads=n_threads)
     if reference is None:
@@ -625,7 +626,7 @@ def centred_kernel_matrix(
     else:
         means = []
         for a, b in plain.slabs():
-            means.append(xp.mean(base.radial(xp, _sqdist(xp, U[a:b, ...], V))[0], axis=1))
+            means.append(xp.mean(base.radial(xp, squared_distances(xp, U[a:b, ...], V))[0], axis=1))
         mean = xp.concat(means, axis=0)
     if reference is None:
         mean_all = float(xp.mean(mean))

@@ -7,6 +7,7 @@ import math
 import array_api_compat
 
 from .. import _array_api as aa
+from .. import _validation as val
 from .._threads import effective_n_threads
 
 __all__ = ["amd", "LowRankPlusDiagonal"]
@@ -67,7 +68,7 @@ class _Dense:
         self.xp, self.device = aa.namespace(K=A)
         if A.ndim != 2 or A.shape[0] != A.shape[1]:
             raise ValueError(f"K must be a square matrix, got shape {tuple(A.shape)}")
-        self.A = aa.check_points(A, self.xp, "K")
+        self.A = val.check_points(A, self.xp, "K")
         self.n = int(A.shape[0])
 
     def diag(self):
@@ -152,7 +153,7 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         w0 = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev)
     else:
         aa.namespace(K=op.diag(), w0=w0)
-        w0 = aa.check_weights(w0, n, xp, "w0", simplex=True)
+        w0 = val.check_weights(w0, n, xp, "w0", simplex=True)
     dg = op.diag()
     if step_size is None:
         denom = float(xp.sum(w0 * dg)) if agg else float(xp.max(dg))

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _array_api as aa
+from .. import _validation as val
 from ..kernels import KernelMatrix
 from .amd import LowRankPlusDiagonal, amd
 from .rpcholesky import weighted_rpcholesky
@@ -73,7 +74,7 @@ def low_rank_debias(
     if not isinstance(K, KernelMatrix):
         raise TypeError(f"K must be a KernelMatrix, got {type(K).__name__}")
     n = K.n
-    rank = aa.check_size(rank, n, "rank")
+    rank = val.check_size(rank, n, "rank")
     if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
     if steps is None:

@@ -309,7 +309,7 @@ def _scores(model, X, theta):
     S = model.score(X, theta)
     if tuple(S.shape) != tuple(X.shape):
         raise ValueError(f"model.score must return shape {tuple(X.shape)}, got {tuple(S.shape)}")
-    bad = int(xp.sum(xp.astype(aa.nonfinite_rows(xp, S), xp.int64)))
+    bad = int(xp.sum(xp.astype(val.nonfinite_rows(xp, S), xp.int64)))
     if bad:
         raise ValueError(
             f"model.score returned NaN or inf at {bad} of {X.shape[0]} points for theta = {theta}"

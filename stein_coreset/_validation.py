@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 import numpy as np
 
@@ -86,6 +87,41 @@ def check_positive(value, name: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be positive and finite, got {value}")
     return value
+
+
+#: Bandwidths whose fourth power is a normal float: the Stein kernel divides by sigma^4.
+SIGMA_RANGE = (1e-75, 1e75)
+
+
+def check_bandwidth(value, name: str = "sigma") -> float:
+    """A kernel bandwidth in :data:`SIGMA_RANGE` (beyond it sigma^4 under- or overflows)."""
+    value = check_positive(value, name)
+    lo, hi = SIGMA_RANGE
+    if not lo <= value <= hi:
+        raise ValueError(
+            f"{name} = {value:.3g} is outside [{lo:g}, {hi:g}], where the kernel's derivatives "
+            "(sigma^-4) stay finite; rescale the points (and scores) instead"
+        )
+    return value
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory of this machine (None where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def check_buffer(nbytes: float, name: str, what: str) -> None:
+    """Refuse, before allocating, a buffer larger than the machine's memory (the estimate and
+    the argument that set it in the message)."""
+    total = physical_memory()
+    if total is not None and nbytes > total:
+        raise ValueError(
+            f"{name}: {what} would need {nbytes / 2**30:.3g} GiB, more than this machine's "
+            f"{total / 2**30:.3g} GiB of memory"
+        )
 
 
 def check_bool(value, name: str) -> bool:
@@ -170,8 +206,12 @@ def check_scores(S, X, xp, name: str = "S", *, allow_nonfinite: bool = False):
     return check_points(S, xp, name, allow_nonfinite=allow_nonfinite)
 
 
-def check_weights(w, n: int, xp, name: str = "weights", *, simplex: bool = False, device=None):
-    """Validate a weight vector of length ``n`` (finite; on the simplex when ``simplex``).
+def check_weights(
+    w, n: int, xp, name: str = "weights", *, simplex: bool = False, sum_to_one: bool = False,
+    device=None,
+):
+    """Validate a weight vector of length ``n`` (finite; on the simplex when ``simplex``;
+    summing to one, signs free, when ``sum_to_one``).
 
     ``None`` becomes uniform weights on ``device``.
     """
@@ -182,9 +222,9 @@ def check_weights(w, n: int, xp, name: str = "weights", *, simplex: bool = False
     w = _float_dtype(xp, w, name)
     if not bool(xp.all(xp.isfinite(w))):
         raise ValueError(f"{name} has NaN or inf entries")
-    if simplex:
-        if bool(xp.any(w < 0)):
-            raise ValueError(f"{name} must be non-negative")
+    if simplex and bool(xp.any(w < 0)):
+        raise ValueError(f"{name} must be non-negative (a probability vector)")
+    if simplex or sum_to_one:
         total = float(xp.sum(w))
         if not math.isclose(total, 1.0, rel_tol=1e-6):
             raise ValueError(f"{name} must sum to 1, got sum {total:.6g}")

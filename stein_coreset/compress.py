@@ -34,7 +34,15 @@ from .algorithms.resample import iid_thinning, standard_thinning
 from .algorithms.stein_thinning import stein_thinning_coreset
 from .algorithms.weighted import weighted_compression
 from .algorithms.weights import centre_at_weights
-from .kernels import IMQ, RadialKernel, SteinKernel, centred_kernel_matrix, median_bandwidth
+from .discrepancy import finite_discrepancy
+from .kernels import (
+    IMQ,
+    RadialKernel,
+    SteinKernel,
+    Whitening,
+    centred_kernel_matrix,
+    median_bandwidth,
+)
 
 __all__ = [
     "compress",
@@ -480,14 +488,21 @@ def compress(
     if spec.takes_progress:
         args["progress"] = progress
     if spec.target == "stein":
-        idx, w, extra = spec.run(
-            stein.bind(X, S, n_threads=n_threads, check_input=False), size, rng, **args
-        )
-    elif spec.target == "centred":
-        K = centred_kernel_matrix(stein.base, X, n_threads=n_threads, check_input=False)
+        K = stein.bind(X, S, n_threads=n_threads, check_input=False)
+        if not bool(xp.all(xp.isfinite(K.diag()))):
+            raise ValueError(
+                "S: the Stein kernel overflowed on the diagonal (|S|^2 k(0) is not finite); "
+                "the scores are too large for float64 — rescale X and S"
+            )
         idx, w, extra = spec.run(K, size, rng, **args)
-    elif spec.target == "base":
-        idx, w, extra = spec.run(stein.base, X, size, rng, n_threads=n_threads, **args)
+    elif spec.target == "centred":
+        K = centred_kernel_matrix(
+            stein.base, X, stein.M, n_threads=n_threads, check_input=False
+        )
+        idx, w, extra = spec.run(K, size, rng, **args)
+    elif spec.target == "base":  # radial in the M-norm: the base kernel on whitened points
+        U = Whitening(stein.M, X.shape[1], xp, dev).points(X)
+        idx, w, extra = spec.run(stein.base, U, size, rng, n_threads=n_threads, **args)
     else:
         idx, w, extra = spec.run(n, size, rng, **args)
     info.update(extra)
@@ -513,6 +528,6 @@ def compress(
         sub = stein.bind(
             points, xp.take(S, local_dev, axis=0), n_threads=n_threads, check_input=False
         )
-        res_ksd = math.sqrt(max(sub.quad(weights_out), 0.0))
+        res_ksd = finite_discrepancy(sub.quad(weights_out), "res.ksd")
     indices = aa.from_host(original, xp=xp, device=dev)
     return Coreset(indices, weights_out, points, spec.kind, method, res_ksd, info)

@@ -12,7 +12,7 @@ from . import _array_api as aa
 from . import _validation as val
 from .kernels import IMQ, RadialKernel, SteinKernel, median_bandwidth, squared_distances
 
-__all__ = ["ksd", "mmd", "energy_distance"]
+__all__ = ["ksd", "mmd", "energy_distance", "finite_discrepancy"]
 
 
 def _stein(kernel) -> SteinKernel:
@@ -41,8 +41,20 @@ def ksd(X, S, weights=None, kernel=None) -> float:
     """
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
     K = _stein(kernel).bind(X, S)
-    w = val.check_weights(weights, K.n, xp, device=dev)
-    return math.sqrt(max(K.quad(w), 0.0))
+    w = val.check_weights(weights, K.n, xp, device=dev, sum_to_one=True)
+    return finite_discrepancy(K.quad(w), "ksd")
+
+
+def finite_discrepancy(sq: float, what: str) -> float:
+    """sqrt(max(sq, 0)) of a squared discrepancy, or a ValueError when the kernel overflowed:
+    finite input can still give inf/NaN when the scores are huge or the bandwidth extreme."""
+    if not math.isfinite(sq):
+        raise ValueError(
+            f"{what}: the kernel evaluations overflowed (the squared discrepancy is {sq}); the "
+            "scores S or the bandwidth sigma are too extreme — rescale X and S, or pass a kernel "
+            "with another sigma"
+        )
+    return math.sqrt(max(sq, 0.0))
 
 
 def _two_sample(X, Y, wx, wy):
@@ -51,8 +63,10 @@ def _two_sample(X, Y, wx, wy):
     Y = val.check_points(Y, xp, "Y")
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"X and Y must have the same dimension, got {X.shape[1]} and {Y.shape[1]}")
-    wx = val.check_weights(wx, X.shape[0], xp, "wx", device=dev)
-    wy = val.check_weights(wy, Y.shape[0], xp, "wy", device=dev)
+    # weights sum to one; signs are free (constant-preserving coresets are signed measures, and
+    # both distances are >= 0 between signed measures of equal total mass)
+    wx = val.check_weights(wx, X.shape[0], xp, "wx", sum_to_one=True, device=dev)
+    wy = val.check_weights(wy, Y.shape[0], xp, "wy", sum_to_one=True, device=dev)
     return xp, dev, X, Y, wx, wy
 
 
@@ -85,7 +99,7 @@ def mmd(X, Y, wx=None, wy=None, kernel=None) -> float:
         + _weighted_pair_sum(xp, Y, wy, Y, wy, f)
         - 2.0 * _weighted_pair_sum(xp, X, wx, Y, wy, f)
     )
-    return math.sqrt(max(val, 0.0))
+    return finite_discrepancy(val, "mmd")
 
 
 def energy_distance(X, Y, wx=None, wy=None) -> float:
@@ -100,4 +114,5 @@ def energy_distance(X, Y, wx=None, wy=None) -> float:
         - _weighted_pair_sum(xp, X, wx, X, wx, f)
         - _weighted_pair_sum(xp, Y, wy, Y, wy, f)
     )
+    finite_discrepancy(val, "energy_distance")
     return max(val, 0.0)

@@ -18,6 +18,7 @@ products, and a C++ handle for the serial loops.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class RadialKernel:
     code: int  # base-kernel code shared with src_cpp/stein_kernel.hpp
 
     def __init__(self, sigma: float = 1.0):
-        self.sigma = val.check_positive(sigma, "sigma")
+        self.sigma = val.check_bandwidth(sigma, "sigma")
 
     @property
     def beta(self) -> float:
@@ -64,7 +65,7 @@ class RadialKernel:
         """A copy of this kernel with another bandwidth."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
-        new.sigma = val.check_positive(sigma, "sigma")
+        new.sigma = val.check_bandwidth(sigma, "sigma")
         return new
 
     def radial(self, xp, q):
@@ -171,12 +172,16 @@ class Matern(RadialKernel):
 def squared_distances(xp, U, V):
     """Squared Euclidean distances between the rows of U and V, (n, n'), clipped at 0.
 
-    O(n n' d). Used by the base-kernel Gram matrices and the discrepancies.
+    O(n n' d). Used by the base-kernel Gram matrices and the discrepancies. The differences are
+    formed coordinate by coordinate, not by the ||u||^2 + ||v||^2 - 2 u.v expansion, which
+    cancels catastrophically for points far from the origin (X + 1e8) and near the diagonal;
+    so the result is invariant to a shift of the data.
     """
-    uu = xp.sum(U * U, axis=1)
-    vv = xp.sum(V * V, axis=1)
-    q = uu[:, None] + vv[None, :] - 2.0 * (U @ V.T)
-    return xp.clip(q, 0.0, None) if hasattr(xp, "clip") else xp.where(q > 0.0, q, 0.0)
+    q = xp.zeros((U.shape[0], V.shape[0]), dtype=U.dtype, device=aa.device_of(U))
+    for c in range(U.shape[1]):
+        diff = U[:, c : c + 1] - V[:, c][None, :]
+        q = q + diff * diff
+    return q
 
 
 class Whitening:
@@ -202,13 +207,26 @@ class Whitening:
         self.M = self.L = self.LinvT = None
         if self.identity:
             return
-        Mh = (
-            np.asarray(M, dtype=np.float64)
-            if isinstance(M, (np.ndarray, list, tuple))
-            else aa.to_host(M)
-        )
+        if isinstance(M, bool) or isinstance(M, str):
+            raise TypeError(f"M must be a (d, d) or (d,) array or a positive number, got {M!r}")
+        if isinstance(M, numbers.Real):
+            Mh = np.asarray(M, dtype=np.float64)
+        elif isinstance(M, (np.ndarray, list, tuple)):
+            try:
+                Mh = np.asarray(M, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError("M must hold real numbers") from None
+        else:
+            Mh = aa.to_host(M)
+        if Mh.ndim == 0:  # a scalar: M = c I
+            Mh = float(Mh) * np.eye(d)
+        elif Mh.shape == (d,):  # a diagonal
+            Mh = np.diag(Mh)
         if Mh.shape != (d, d):
-            raise ValueError(f"M must have shape ({d}, {d}) to match the points, got {Mh.shape}")
+            raise ValueError(
+                f"M must have shape ({d}, {d}) or ({d},), or be a number, to match the points; "
+                f"got shape {Mh.shape}"
+            )
         if not np.all(np.isfinite(Mh)):
             raise ValueError("M has NaN or inf entries")
         if not np.allclose(Mh, Mh.T, rtol=1e-10, atol=1e-12 * np.abs(Mh).max()):

@@ -197,8 +197,14 @@ def _amd_native(
 
     from ._native import amd_lowrank
 
-    F = np.ascontiguousarray(op.F, dtype=np.float32)
-    res = np.ascontiguousarray(op.residual, dtype=np.float64)
+    # K' -> 2^-2e K' and eta -> 2^2e eta leave every iterate unchanged, exactly (powers of two);
+    # e puts max|F| near 1, so float32 storage of F neither overflows nor underflows.
+    Fh = np.asarray(op.F, dtype=np.float64)
+    top = float(np.max(np.abs(Fh))) if Fh.size else 0.0
+    e = math.frexp(top)[1] if 0.0 < top < math.inf else 0
+    F = np.ascontiguousarray(np.ldexp(Fh, -e), dtype=np.float32)
+    res = np.ascontiguousarray(np.ldexp(np.asarray(op.residual, dtype=np.float64), -2 * e))
+    eta = math.ldexp(eta, 2 * e)
     w = np.array(w0, dtype=np.float64, copy=True)
     v = w.copy()
     chunk = max(1, math.ceil(steps / 25)) if progress else max(steps, 1)

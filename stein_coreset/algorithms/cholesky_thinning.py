@@ -91,6 +91,11 @@ def _cholesky_thinning(K: KernelMatrix, w, m: int, rank: int, rng: np.random.Gen
     top = xp.sort(K.diag())[n - m :]
     c = float(xp.mean(top))
     piv, _ = weighted_rpcholesky(_shifted(K, c), w, rank, rng)
+    if piv.size == 0:
+        # K + c vanishes on the support (e.g. all points equal under a centred kernel): then
+        # K = 0 there and every coreset has MMD 0; keep the heaviest point
+        j = int(xp.argmax(w))
+        return np.array([j], dtype=np.int64), xp.ones((1,), dtype=xp.float64, device=K.device)
     idx = np.sort(piv)
     w1 = affine_weights(aa.to_host(K.block(idx, idx)))
 

@@ -57,6 +57,7 @@ def resample(
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
     m = val.check_int(m, "m", lo=1)
+    val.check_buffer(8.0 * m, "m", f"{m} resampled indices (8 bytes each)")
     if isinstance(w, (list, tuple)):
         w = np.asarray(w, dtype=np.float64)
     xp, _ = aa.namespace(w=w)

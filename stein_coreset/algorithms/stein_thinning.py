@@ -59,6 +59,7 @@ def stein_thinning(
     if check_input:
         val.check_kernel_matrix(K)
         m = val.check_int(m, "m", lo=1)
+        val.check_buffer(8.0 * m, "m", f"{m} Stein thinning steps (8 bytes of output each)")
         progress = val.check_bool(progress, "progress")
         val.check_choice(backend, "backend", ("auto", "cpp", "xp"))
     return _stein_thinning(K, m, progress, backend)

@@ -121,6 +121,8 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     if lr is None:
         lr = 0.2 if optimizer == "riemannian_sgd" else 0.1
     lr = val.check_positive(lr, "lr")
+    reg = val.check_positive(reg, "reg")
+    val.check_choice(gradient, "gradient", ("analytic", "fd"))
     rng = val.check_random_state(seed)
     in_domain = getattr(model, "in_domain", None)
 
@@ -161,5 +163,12 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         raise ValueError(f"the optimiser left the parameter domain: theta = {theta}")
     final = _losses._value(model, X, theta, discrepancy, kernel, diff)
     info = _losses._information(model, X, theta, discrepancy, kernel, diff)
+    converged, message = res.converged, res.message
+    if converged and optimizer in ("riemannian_sgd", "sgd"):
+        start = _losses._value(model, X, theta0, discrepancy, kernel, diff)
+        if not final <= start + 1e-8 * (1.0 + abs(start)):
+            converged = False
+            message = (f"stalled where the loss ({final:.6g}) is above its value at theta0 "
+                       f"({start:.6g}): the steps overshot; lower lr")
     return FitResult(theta, final, res.history, info, res.losses, optimizer, discrepancy,
-                     res.n_iter, res.converged, res.message)
+                     res.n_iter, converged, message)

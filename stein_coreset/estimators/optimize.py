@@ -54,6 +54,32 @@ def _stay_inside(theta, step, in_domain, max_halvings=60):
     return theta
 
 
+#: An SGD run has converged when its parameter moved less than this, relative to 1 + |theta|,
+#: over the last :data:`STATIONARY_WINDOW` steps (all iterates and losses finite).
+STATIONARY_RTOL = 1e-2
+STATIONARY_WINDOW = 10
+
+
+def _sgd_outcome(hist, losses, steps):
+    """(converged, message) of a constant-step SGD run from its trajectory."""
+    H = np.asarray(hist)
+    if not (np.all(np.isfinite(H)) and np.all(np.isfinite(np.asarray(losses, dtype=float)))):
+        return False, "diverged: the parameter or the loss became NaN or inf (lr too large?)"
+    tail = H[-min(len(H), STATIONARY_WINDOW + 1) :]
+    spread = float(np.max(np.abs(tail - tail[-1])))
+    scale = 1.0 + float(np.max(np.abs(tail[-1])))
+    if spread <= STATIONARY_RTOL * scale:
+        return True, f"stationary over the last {len(tail) - 1} of {steps} steps"
+    return False, (
+        f"not stationary after {steps} steps: theta moved {spread:.3g} (relative "
+        f"{spread / scale:.3g}) over the last {len(tail) - 1}; lower lr or raise steps"
+    )
+
+
+def _diverged(theta, val) -> bool:
+    return not (np.all(np.isfinite(theta)) and np.isfinite(val))
+
+
 def _batches(n, batch_size, steps, rng):
     for _ in range(steps):
         if batch_size >= n:
@@ -70,11 +96,14 @@ def riemannian_sgd(grad, metric, theta0, *, n, steps, lr, batch_size, rng, in_do
     hist, losses = [theta.copy()], []
     for batch in _batches(n, batch_size, steps, rng):
         val, g = grad(theta, batch)
+        losses.append(val)
+        if _diverged(g, val):
+            break
         G = metric(theta, batch)
         theta = _stay_inside(theta, lr * (regularised_inverse(G, reg) @ g), in_domain)
         hist.append(theta.copy())
-        losses.append(val)
-    return OptResult(theta, np.asarray(hist), losses, steps, True, "fixed number of steps")
+    return OptResult(theta, np.asarray(hist), losses, len(losses),
+                     *_sgd_outcome(hist, losses, len(losses)))
 
 
 def sgd(grad, theta0, *, n, steps, lr, batch_size, rng, in_domain=None) -> OptResult:
@@ -83,10 +112,13 @@ def sgd(grad, theta0, *, n, steps, lr, batch_size, rng, in_domain=None) -> OptRe
     hist, losses = [theta.copy()], []
     for batch in _batches(n, batch_size, steps, rng):
         val, g = grad(theta, batch)
+        losses.append(val)
+        if _diverged(g, val):
+            break
         theta = _stay_inside(theta, lr * g, in_domain)
         hist.append(theta.copy())
-        losses.append(val)
-    return OptResult(theta, np.asarray(hist), losses, steps, True, "fixed number of steps")
+    return OptResult(theta, np.asarray(hist), losses, len(losses),
+                     *_sgd_outcome(hist, losses, len(losses)))
 
 
 def lbfgs(grad, theta0, *, steps, bounds=None, gtol=1e-10, ftol=1e-12) -> OptResult:

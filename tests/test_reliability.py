@@ -1,0 +1,169 @@
+"""Issue 15: extreme but valid inputs work or fail clearly; no silent wrong answer."""
+
+import numpy as np
+import pytest
+
+import stein_coreset as sc
+from stein_coreset import estimators as est
+from stein_coreset.algorithms import stein_thinning
+
+METHODS = ("standard", "iid", "st", "skt", "kt", "lskt", "compresspp",
+           "rt", "ct", "sr", "sc", "lsr", "lsc")
+
+
+@pytest.fixture
+def sample():
+    rng = np.random.default_rng(3)
+    X = 0.5 + 1.3 * rng.standard_normal((512, 3))
+    return X, -X
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_selects_the_same_points_after_a_shift_of_1e8(sample, method):
+    X, S = sample
+    a = sc.compress(X, S, size=16, method=method, seed=1)
+    b = sc.compress(X + 1e8, S, size=16, method=method, seed=1)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_allclose(a.weights, b.weights, rtol=1e-6, atol=1e-8)
+    assert b.ksd == pytest.approx(a.ksd, rel=1e-6)
+
+
+def test_bandwidth_and_two_sample_distances_are_shift_invariant(sample):
+    X, _ = sample
+    Y = np.random.default_rng(4).standard_normal((300, 3))
+    assert sc.median_bandwidth(X + 1e8) == pytest.approx(sc.median_bandwidth(X), rel=1e-6)
+    assert sc.median_bandwidth(X + 1e10) == pytest.approx(sc.median_bandwidth(X), rel=1e-4)
+    assert sc.mmd(X + 1e8, Y + 1e8) == pytest.approx(sc.mmd(X, Y), rel=1e-6)
+    assert sc.energy_distance(X + 1e8, Y + 1e8) == pytest.approx(
+        sc.energy_distance(X, Y), rel=1e-6
+    )
+    G = sc.IMQ(sigma=1.0)(X[:50])
+    np.testing.assert_allclose(sc.IMQ(sigma=1.0)(X[:50] + 1e8), G, rtol=1e-6)
+
+
+@pytest.mark.parametrize("sigma", [1e-300, 1e300, 1e-80, 1e80])
+@pytest.mark.parametrize("kind", [sc.IMQ, sc.Gaussian, sc.Matern])
+def test_bandwidths_whose_fourth_power_is_not_a_normal_float_are_refused(kind, sigma):
+    with pytest.raises(ValueError, match="sigma"):
+        kind(sigma=sigma)
+
+
+def test_a_median_bandwidth_out_of_range_says_to_rescale(sample):
+    X, S = sample
+    with pytest.raises(ValueError, match="sigma.*rescale"):
+        sc.compress(X * 1e-100, S * 1e100, size=8, method="st")
+
+
+@pytest.mark.parametrize("method", ["st", "skt", "sr"])
+def test_scores_that_overflow_the_kernel_give_a_clear_error(sample, method):
+    X, S = sample
+    with pytest.raises(ValueError, match="overflow"):
+        sc.compress(X, S * 1e200, size=8, method=method, seed=0)
+    with pytest.raises(ValueError, match="overflow"):
+        sc.ksd(X, S * 1e200)
+
+
+@pytest.mark.parametrize("method", ["lskt", "lsr", "lsc"])
+def test_low_rank_methods_work_with_huge_scores(sample, method):
+    # the float32 copy of the factor F used to overflow (w had NaN); it is now scaled by 2^-e
+    X, S = sample
+    res = sc.compress(X, S * 1e40, size=16, method=method, seed=0)
+    assert np.isfinite(res.ksd) and np.isfinite(np.asarray(res.weights)).all()
+
+
+def test_scalar_and_diagonal_preconditioners_equal_the_full_matrix(sample):
+    X, S = sample
+    full = sc.SteinKernel(sc.IMQ(1.0), M=np.diag([2.0, 2.0, 2.0])).matrix(X[:40], S[:40])
+    np.testing.assert_allclose(sc.SteinKernel(sc.IMQ(1.0), M=2.0).matrix(X[:40], S[:40]), full)
+    diag = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(
+        sc.SteinKernel(sc.IMQ(1.0), M=diag).matrix(X[:40], S[:40]),
+        sc.SteinKernel(sc.IMQ(1.0), M=np.diag(diag)).matrix(X[:40], S[:40]),
+    )
+    with pytest.raises(ValueError, match="M"):
+        sc.SteinKernel(sc.IMQ(1.0), M=-1.0).matrix(X, S)
+    with pytest.raises(TypeError, match="M"):
+        sc.SteinKernel(sc.IMQ(1.0), M="I").matrix(X, S)
+
+
+@pytest.mark.parametrize("method", ["kt", "rt", "ct", "compresspp"])
+def test_baselines_use_the_preconditioner(sample, method):
+    # before, a SteinKernel's M was silently dropped by the unbiased baselines
+    X, S = sample
+    M = np.diag([1e4, 1.0, 1.0])
+    with_m = sc.compress(X, S, size=8, method=method, seed=0,
+                         kernel=sc.SteinKernel(sc.IMQ(1.0), M=M))
+    plain = sc.compress(X, S, size=8, method=method, seed=0, kernel=sc.SteinKernel(sc.IMQ(1.0)))
+    whitened = sc.compress(X / np.sqrt(np.diag(M)), S, size=8, method=method, seed=0,
+                           kernel=sc.IMQ(1.0))
+    assert not np.array_equal(with_m.indices, plain.indices)
+    np.testing.assert_array_equal(with_m.indices, whitened.indices)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"wx": np.full(64, 2 / 64)}, "wx must sum to 1"),
+        ({"wy": np.full(64, 0.5 / 64)}, "wy must sum to 1"),
+        ({"wy": np.ones(10)}, r"wy must have shape"),
+    ],
+)
+def test_two_sample_weights_must_sum_to_one(kw, match):
+    # total masses of 2 and 1 made energy_distance negative, silently clamped to 0.0
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((64, 2)), rng.standard_normal((64, 2))
+    for f in (sc.mmd, sc.energy_distance):
+        with pytest.raises(ValueError, match=match):
+            f(X, Y, **kw)
+
+
+def test_signed_weights_of_unit_mass_give_nonnegative_distances():
+    # constant-preserving coresets carry signed weights; MMD and energy distance stay >= 0
+    rng = np.random.default_rng(1)
+    X, Y = rng.standard_normal((64, 2)), rng.standard_normal((64, 2))
+    wx = np.full(64, 1 / 64)
+    wx[:8] -= 0.05
+    wx[8:16] += 0.05
+    assert sc.mmd(X, Y, wx=wx) > 0
+    assert sc.energy_distance(X, Y, wx=wx) > 0
+
+
+def test_ksd_weights_may_be_signed_but_must_sum_to_one(sample):
+    X, S = sample
+    w = np.full(512, 1 / 512)
+    w[0], w[1] = w[0] + 0.5, w[1] - 0.5
+    assert np.isfinite(sc.ksd(X, S, weights=w))
+    with pytest.raises(ValueError, match="weights must sum to 1"):
+        sc.ksd(X, S, weights=2 * w)
+
+
+def test_all_equal_points_give_a_valid_coreset_for_every_baseline():
+    X = np.ones((64, 3))
+    for method in ("standard", "iid", "kt", "compresspp", "rt", "ct"):
+        res = sc.compress(X, -X, size=8, method=method, seed=0, kernel=sc.IMQ(1.0))
+        assert np.isclose(np.sum(res.weights), 1.0) and len(res) <= 8
+
+
+def test_stein_thinning_refuses_more_steps_than_memory_holds(sample):
+    X, S = sample
+    K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, S)
+    with pytest.raises(ValueError, match=r"m: .*GiB"):
+        stein_thinning(K, 10**13)
+
+
+def test_fit_rejects_unknown_gradient_and_nan_reg():
+    X = np.random.default_rng(0).standard_normal((100, 1))
+    with pytest.raises(ValueError, match="gradient must be one of"):
+        est.fit(est.Gaussian(), X, discrepancy="ksd", steps=3, gradient="magic")
+    with pytest.raises(ValueError, match="reg"):
+        est.fit(est.Gaussian(), X, discrepancy="ksd", steps=3, reg=float("nan"))
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "riemannian_sgd"])
+def test_fit_with_a_huge_step_does_not_claim_convergence(optimizer):
+    X = 1.0 + 2.0 * np.random.default_rng(0).standard_normal((200, 1))
+    bad = est.fit(est.Gaussian(), X, discrepancy="ksd", steps=60, lr=1e6, seed=0,
+                  optimizer=optimizer)
+    assert not bad.converged and "lr" in bad.message
+    good = est.fit(est.Gaussian(), X, discrepancy="ksd", steps=150, seed=0, optimizer=optimizer)
+    assert good.converged and np.allclose(good.theta, [1.0, 2.0], atol=0.4)

@@ -5,10 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _array_api as aa
-from .. import _validation as val
 from ..kernels import KernelMatrix
 from .rpcholesky import weighted_rpcholesky
-from .weights import affine_weights, input_weights, quadratic_form, swap_ls_support
+from .weights import (
+    affine_weights,
+    check_thinning_input,
+    input_weights,
+    quadratic_form,
+    swap_ls_support,
+)
 
 __all__ = ["cholesky_thinning"]
 
@@ -71,15 +76,7 @@ def cholesky_thinning(
     K = K if n_threads is None else K.with_threads(n_threads)
     if not check_input:
         return _cholesky_thinning(K, w, m, m if rank is None else rank, rng)
-    val.check_kernel_matrix(K)
-    m = val.check_size(m, K.n, "m")
-    rank = m if rank is None else val.check_int(rank, "rank")
-    if not 1 <= rank <= m:
-        raise ValueError(f"rank must be between 1 and m = {m}, got {rank}")
-    rng = val.check_random_state(rng, "rng")
-    if w is not None:
-        aa.namespace(K=K.U, w=w)
-        w = val.check_weights(w, K.n, K.xp, "w", simplex=True, device=K.device)
+    w, m, rank, rng = check_thinning_input(K, w, m, rank, rng, lambda m: (1, m, "m"))
     return _cholesky_thinning(K, w, m, rank, rng)
 
 

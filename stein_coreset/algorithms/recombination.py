@@ -19,6 +19,7 @@ from .resample import resample
 from .rpcholesky import weighted_rpcholesky
 from .weights import (
     SWAP_LS_FORMATS,
+    check_thinning_input,
     input_weights,
     quadratic_form,
     simplex_weights,
@@ -212,15 +213,7 @@ def recombination_thinning(
     K = K if n_threads is None else K.with_threads(n_threads)
     if not check_input:
         return _recombination_thinning(K, w, m, m - 1 if rank is None else rank, rng)
-    val.check_kernel_matrix(K)
-    m = val.check_size(m, K.n, "m")
-    rank = m - 1 if rank is None else val.check_int(rank, "rank")
-    if not 0 <= rank <= m - 1:
-        raise ValueError(f"rank must be between 0 and m - 1 = {m - 1}, got {rank}")
-    rng = val.check_random_state(rng, "rng")
-    if w is not None:
-        aa.namespace(K=K.U, w=w)
-        w = val.check_weights(w, K.n, K.xp, "w", simplex=True, device=K.device)
+    w, m, rank, rng = check_thinning_input(K, w, m, rank, rng, lambda m: (0, m - 1, "m - 1"))
     return _recombination_thinning(K, w, m, rank, rng)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from .. import _array_api as aa
+from .. import _validation as val
 from ..kernels import KernelMatrix
 from . import _native
 
@@ -18,6 +20,7 @@ __all__ = [
     "SWAP_LS_FORMATS",
     "equal_weights",
     "input_weights",
+    "check_thinning_input",
     "centre_at_weights",
     "swap_ls_support",
     "affine_weights",
@@ -36,6 +39,22 @@ def equal_weights(idx, m: int):
     """
     uniq, counts = np.unique(np.asarray(idx, dtype=np.int64), return_counts=True)
     return uniq, counts / float(m)
+
+
+def check_thinning_input(K: KernelMatrix, w, m: int, rank, rng, rank_range):
+    """Validated ``(w, m, rank, rng)`` of a weighted thinning (RT, CT): ``m`` in [1, n], ``rank``
+    (None: ``hi``) in ``rank_range(m) = (lo, hi, name of hi)``, simplex ``w`` or None."""
+    val.check_kernel_matrix(K)
+    m = val.check_size(m, K.n, "m")
+    lo, hi, hi_name = rank_range(m)
+    rank = hi if rank is None else val.check_int(rank, "rank")
+    if not lo <= rank <= hi:
+        raise ValueError(f"rank must be between {lo} and {hi_name} = {hi}, got {rank}")
+    rng = val.check_random_state(rng, "rng")
+    if w is not None:
+        aa.namespace(K=K.U, w=w)
+        w = val.check_weights(w, K.n, K.xp, "w", simplex=True, device=K.device)
+    return w, m, rank, rng
 
 
 def input_weights(K: KernelMatrix, w):

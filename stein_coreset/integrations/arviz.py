@@ -78,8 +78,11 @@ def get_group(idata, group: str):
     if not has_group(idata, group):
         raise ValueError(
             f"idata has no {group!r} group"
-            + (" (is it the output of pm.sample / an ArviZ InferenceData?)"
-               if group == "posterior" else "")
+            + (
+                " (is it the output of pm.sample / an ArviZ InferenceData?)"
+                if group == "posterior"
+                else ""
+            )
         )
     node = idata[group] if not callable(getattr(idata, "groups", None)) else getattr(idata, group)
     return node.to_dataset() if hasattr(node, "to_dataset") and not _is_dataset(node) else node
@@ -186,7 +189,9 @@ def unflatten(X, layout: Layout, *, as_dataset: bool = True):
         raise ValueError(f"X must have shape (n, {layout.d}); got {X.shape}")
     n = X.shape[0]
     out = {}
-    for name, shape, sl, dt in zip(layout.names, layout.shapes, layout.slices, layout.dtypes):
+    for name, shape, sl, dt in zip(
+        layout.names, layout.shapes, layout.slices, layout.dtypes, strict=True
+    ):
         v = X[:, sl].reshape((n,) + shape)
         if np.issubdtype(dt, np.integer):
             v = np.rint(v)
@@ -197,12 +202,12 @@ def unflatten(X, layout: Layout, *, as_dataset: bool = True):
 
     grid = n == layout.n_chains * layout.n_draws and layout.n_chains > 0
     nc, nd = (layout.n_chains, layout.n_draws) if grid else (1, n)
-    coords = {"chain": layout.chain_coords if grid and layout.chain_coords is not None
-              else np.arange(nc),
-              "draw": layout.draw_coords if grid and layout.draw_coords is not None
-              else np.arange(nd)}
+    coords = {
+        "chain": layout.chain_coords if grid and layout.chain_coords is not None else np.arange(nc),
+        "draw": layout.draw_coords if grid and layout.draw_coords is not None else np.arange(nd),
+    }
     data_vars = {}
-    for name, shape, dims in zip(layout.names, layout.shapes, layout.dims):
+    for name, shape, dims in zip(layout.names, layout.shapes, layout.dims, strict=True):
         data_vars[name] = (("chain", "draw") + dims, out[name].reshape((nc, nd) + shape))
         for dim in dims:
             if dim in layout.coords:

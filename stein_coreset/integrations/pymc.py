@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import arviz as _az
 
-__all__ = ["TraceScores", "trace_scores", "compress_trace", "ModelFunctions"]
+__all__ = ["TraceScores", "trace_scores", "compress_trace", "ModelFunctions", "model_functions"]
 
 
 # ---- the model's compiled maps -----------------------------------------------------------------
@@ -57,21 +58,16 @@ class ModelFunctions:
         consts = [rv.type(name=f"{rv.name}_constrained") for rv in self.free]
         fwd = [
             tr.forward(rv, *rv.owner.inputs) if tr is not None else rv
-            for rv, tr in zip(self.free, self.transforms)
+            for rv, tr in zip(self.free, self.transforms, strict=True)
         ]
-        fwd = pytensor.clone_replace(fwd, replace=dict(zip(self.free, consts)))
+        fwd = pytensor.clone_replace(fwd, replace=dict(zip(self.free, consts, strict=True)))
         fwd = [pt.as_tensor_variable(f) for f in fwd]
         # backward and the joint log density, in the value variables
         bwd = model.replace_rvs_by_values(self.free)
         logp = model.logp(jacobian=True)
         dlogp = pytensor.grad(logp, self.values)
 
-        self._single = {
-            "forward": self._compile(consts, fwd),
-            "backward": self._compile(self.values, bwd),
-            "dlogp": self._compile(self.values, dlogp),
-            "logp": self._compile(self.values, [logp]),
-        }
+        self._single_fns: dict = {}
         self._graphs = {
             "forward": (consts, fwd),
             "backward": (self.values, bwd),
@@ -80,6 +76,12 @@ class ModelFunctions:
         }
         self._batched: dict = {}
         self.vectorized: dict = {}
+
+    def single(self, key):
+        """The compiled per-draw map ``key`` (compiled on first use)."""
+        if key not in self._single_fns:
+            self._single_fns[key] = self._compile(*self._graphs[key])
+        return self._single_fns[key]
 
     @staticmethod
     def _compile(inputs, outputs):
@@ -95,20 +97,21 @@ class ModelFunctions:
             inputs, outputs = self._graphs[key]
             try:
                 binputs = [
-                    pt.tensor(name=f"{v.name}_batch", dtype=v.dtype,
-                              shape=(None,) + tuple(v.type.shape))
+                    pt.tensor(
+                        name=f"{v.name}_batch", dtype=v.dtype, shape=(None,) + tuple(v.type.shape)
+                    )
                     for v in inputs
                 ]
-                bout = vectorize_graph(outputs, replace=dict(zip(inputs, binputs)))
+                bout = vectorize_graph(outputs, replace=dict(zip(inputs, binputs, strict=True)))
                 self._batched[key] = self._compile(binputs, bout)
             except Exception:  # noqa: BLE001 - any failure falls back to the per-draw loop
                 self._batched[key] = None
         return self._batched[key]
 
     def __call__(self, key: str, args: list, batch_size: int = 1024) -> list:
-        """Evaluate map ``key`` on batched inputs (each ``(n, *shape)``); list of ``(n, *shape)``."""
+        """Evaluate map ``key`` on batched inputs, each ``(n, *shape)``; list of ``(n, *shape)``."""
         n = int(args[0].shape[0])
-        single = self._single[key]
+        single = self.single(key)
         fn = self._batched_fn(key)
         if fn is not None and key not in self.vectorized:
             ok = False
@@ -116,15 +119,16 @@ class ModelFunctions:
                 got = fn(*[a[:1] for a in args])
                 want = single(*[a[0] for a in args])
                 ok = all(
-                    np.allclose(np.asarray(g)[0], np.asarray(w), rtol=1e-10, atol=1e-12,
-                                equal_nan=True)
-                    for g, w in zip(got, want)
+                    np.allclose(
+                        np.asarray(g)[0], np.asarray(w), rtol=1e-10, atol=1e-12, equal_nan=True
+                    )
+                    for g, w in zip(got, want, strict=True)
                 )
             except Exception:  # noqa: BLE001
                 ok = False
             self.vectorized[key] = ok
         if fn is not None and self.vectorized.get(key):
-            parts = [fn(*[a[i:i + batch_size] for a in args]) for i in range(0, n, batch_size)]
+            parts = [fn(*[a[i : i + batch_size] for a in args]) for i in range(0, n, batch_size)]
             return [np.concatenate([np.asarray(p[j]) for p in parts]) for j in range(len(parts[0]))]
         self.vectorized[key] = False
         rows = [single(*[a[i] for a in args]) for i in range(n)]
@@ -134,15 +138,16 @@ class ModelFunctions:
     def split(self, X):
         """(n, d) unconstrained rows -> list of (n, *value_shape) arrays."""
         n, out, start = X.shape[0], [], 0
-        for shape, size in zip(self.value_shapes, self.value_sizes):
-            out.append(np.ascontiguousarray(X[:, start:start + size]).reshape((n,) + shape))
+        for shape, size in zip(self.value_shapes, self.value_sizes, strict=True):
+            out.append(np.ascontiguousarray(X[:, start : start + size]).reshape((n,) + shape))
             start += size
         return out
 
     def join(self, parts) -> np.ndarray:
         n = parts[0].shape[0]
-        return np.concatenate([np.asarray(p, dtype=np.float64).reshape(n, -1) for p in parts],
-                              axis=1)
+        return np.concatenate(
+            [np.asarray(p, dtype=np.float64).reshape(n, -1) for p in parts], axis=1
+        )
 
     def to_unconstrained(self, constrained: list, batch_size: int = 1024) -> np.ndarray:
         return self.join(self("forward", constrained, batch_size))
@@ -156,6 +161,29 @@ class ModelFunctions:
 
     def logp(self, X, batch_size: int = 1024) -> np.ndarray:
         return np.asarray(self("logp", self.split(X), batch_size)[0]).reshape(-1)
+
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def model_functions(model) -> ModelFunctions:
+    """The model's :class:`ModelFunctions`, cached per model (and its current set of variables),
+    so compressing one trace with several methods compiles the gradient once."""
+    key = (
+        tuple(id(v) for v in model.free_RVs),
+        tuple(id(v) for v in model.value_vars),
+        tuple(id(v) for v in model.potentials),
+        tuple(id(v) for v in model.observed_RVs),
+    )
+    try:
+        hit = _CACHE.get(model)
+    except TypeError:  # not weak-referenceable: no cache
+        return ModelFunctions(model)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    fns = ModelFunctions(model)
+    _CACHE[model] = (key, fns)
+    return fns
 
 
 # ---- the trace in the unconstrained space --------------------------------------------------------
@@ -231,7 +259,7 @@ def trace_scores(
     groups = ["posterior"]
     if include_warmup and _az.has_group(idata, "warmup_posterior"):
         groups = ["warmup_posterior", "posterior"]
-    fns = ModelFunctions(model)
+    fns = model_functions(model)
     known = _model_var_names(model)
     extra = [v for v in post.data_vars if v not in known]
     if extra:
@@ -340,12 +368,12 @@ def compress_trace(
     -----
     Cost: scores as in :func:`trace_scores`, then the method's cost (``docs/choosing_a_method.md``).
     """
+    import arviz as az
+    import xarray as xr
+
     from .. import _validation as val
     from ..algorithms import resample
     from ..compress import compress
-
-    import arviz as az
-    import xarray as xr
 
     val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
     resample_equal = val.check_bool(resample_equal, "resample_equal")
@@ -362,8 +390,9 @@ def compress_trace(
             f"{ts.source_draw[i]}; pass nan_policy='omit' to drop them"
         )
     t0 = time.perf_counter()
-    res = compress(X, S, size=size, method=method, seed=rng, nan_policy=nan_policy,
-                   **compress_options)
+    res = compress(
+        X, S, size=size, method=method, seed=rng, nan_policy=nan_policy, **compress_options
+    )
     t_compress = time.perf_counter() - t0
     idx = np.asarray(res.indices, dtype=np.int64)
     w = np.asarray(res.weights, dtype=np.float64)
@@ -380,7 +409,7 @@ def compress_trace(
 
     fns = ts.functions
     post = _az.get_group(idata, "posterior")
-    constrained = dict(zip(fns.names, fns.to_constrained(X[idx], batch_size)))
+    constrained = dict(zip(fns.names, fns.to_constrained(X[idx], batch_size), strict=True))
     k = idx.size
     coords = {"chain": np.arange(1), "draw": np.arange(k)}
     data_vars = {}
@@ -391,11 +420,21 @@ def compress_trace(
         if name in constrained:
             vals = np.asarray(constrained[name]).reshape((k,) + da.shape[2:])
         else:  # deterministics: from the source draws
-            vals = np.stack([
-                groups[g][name].transpose("chain", "draw", ...).values[c, dr]
-                for g, c, dr in zip(ts.source_group[idx], ts.source_chain[idx],
-                                    ts.source_draw[idx])
-            ]) if k else np.empty((0,) + da.shape[2:])
+            vals = (
+                np.stack(
+                    [
+                        groups[g][name].transpose("chain", "draw", ...).values[c, dr]
+                        for g, c, dr in zip(
+                            ts.source_group[idx],
+                            ts.source_chain[idx],
+                            ts.source_draw[idx],
+                            strict=True,
+                        )
+                    ]
+                )
+                if k
+                else np.empty((0,) + da.shape[2:])
+            )
         data_vars[name] = (("chain", "draw") + dims, vals[None].astype(da.dtype, copy=False))
         for dim in dims:
             if dim in post.coords:
@@ -420,6 +459,9 @@ def compress_trace(
         "bandwidth": float(res.info.get("bandwidth", math.nan)),
     }
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
-    others = {g: _az.get_group(idata, g) for g in ("observed_data", "constant_data")
-              if _az.has_group(idata, g)}
+    others = {
+        g: _az.get_group(idata, g)
+        for g in ("observed_data", "constant_data")
+        if _az.has_group(idata, g)
+    }
     return az.InferenceData(posterior=ds, **others)

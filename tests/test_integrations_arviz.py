@@ -66,3 +66,24 @@ def test_flatten_takes_a_bare_dataset_as_the_posterior(idata):
     X1, _ = flatten(idata)
     X2, _ = flatten(idata.posterior)
     np.testing.assert_array_equal(X1, X2)
+
+
+def test_flatten_takes_an_xarray_datatree(idata):
+    tree = xr.DataTree.from_dict({"posterior": idata.posterior})
+    X1, _ = flatten(idata)
+    X2, layout = flatten(tree)
+    np.testing.assert_array_equal(X1, X2)
+    with pytest.raises(ValueError, match="no 'warmup_posterior' group"):
+        flatten(tree, group="warmup_posterior")
+
+
+def test_import_stein_coreset_does_not_import_pymc_arviz_or_jax():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, stein_coreset, stein_coreset.integrations;"
+        "print([m for m in ('pymc', 'arviz', 'jax', 'pytensor') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -85,6 +85,17 @@ def test_scores_are_vectorised_and_warmup_rows_come_first_in_each_chain(model, t
     assert trace_scores(trace, model, include_warmup=False).X.shape[0] == 12
 
 
+def test_the_per_draw_loop_fallback_gives_the_vectorised_scores(model, trace, monkeypatch):
+    from stein_coreset.integrations.pymc import ModelFunctions
+
+    want = trace_scores(trace, model).S
+    monkeypatch.setattr(ModelFunctions, "_batched_fn", lambda self, key: None)
+    fns = ModelFunctions(model)  # a fresh object: nothing cached
+    ts = trace_scores(trace, model)
+    np.testing.assert_allclose(fns.scores(ts.X), want, rtol=1e-12)
+    assert fns.vectorized["dlogp"] is False
+
+
 def test_unconstrained_draws_map_back_to_the_trace(model, trace):
     ts = trace_scores(trace, model)
     back = dict(zip(ts.functions.names, ts.functions.to_constrained(ts.X), strict=True))

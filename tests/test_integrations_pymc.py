@@ -124,6 +124,14 @@ def test_compress_trace_returns_named_weighted_one_chain_posterior(model, trace)
     assert "observed_data" not in out.groups() or out.observed_data is not None
 
 
+def test_the_result_round_trips_through_netcdf(model, trace, tmp_path):
+    out = compress_trace(trace, model, size=4, method="skt", seed=0)
+    out.to_netcdf(tmp_path / "coreset.nc")
+    back = az.from_netcdf(tmp_path / "coreset.nc")
+    assert list(back.posterior.attrs["source_draw"]) == out.posterior.attrs["source_draw"]
+    np.testing.assert_array_equal(back.posterior["p"].values, out.posterior["p"].values)
+
+
 def test_resample_equal_gives_equal_weights_deterministically_for_a_seed(model, trace):
     a = compress_trace(trace, model, size=6, method="sr", seed=3, resample_equal=True)
     b = compress_trace(trace, model, size=6, method="sr", seed=3, resample_equal=True)

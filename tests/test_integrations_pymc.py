@@ -157,6 +157,14 @@ def test_a_trace_without_posterior_is_an_error(model):
         compress_trace(idata, model, size=3, method="st")
 
 
+def test_a_discrete_free_variable_is_an_error():
+    with pm.Model() as disc:
+        pm.Poisson("k", 3.0)
+    idata = az.from_dict(posterior={"k": np.array([[1, 2, 3]])})
+    with pytest.raises(ValueError, match="discrete"):
+        compress_trace(idata, disc, size=2, method="st")
+
+
 def test_nan_gradients_raise_or_are_dropped_and_counted():
     with pm.Model() as bad:
         x = pm.Normal("x", 0.0, 1.0)

@@ -46,6 +46,16 @@ class ModelFunctions:
             raise ValueError("model: it has no free random variables to compress over")
         self.names = [rv.name for rv in self.free]
         self.values = [model.rvs_to_values[rv] for rv in self.free]
+        discrete = [
+            n
+            for n, v in zip(self.names, self.values, strict=True)
+            if not v.dtype.startswith("float")
+        ]
+        if discrete:
+            raise ValueError(
+                f"model: free variables {discrete} are discrete; the scores need a gradient, so "
+                "every free variable must be continuous (marginalise discrete ones out)"
+            )
         self.value_names = [v.name for v in self.values]
         transforms = getattr(model, "rvs_to_transforms", {})
         self.transforms = [transforms.get(rv) for rv in self.free]

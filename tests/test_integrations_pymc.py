@@ -132,6 +132,18 @@ def test_the_result_round_trips_through_netcdf(model, trace, tmp_path):
     np.testing.assert_array_equal(back.posterior["p"].values, out.posterior["p"].values)
 
 
+def test_a_datatree_trace_gives_a_datatree_coreset(model, trace):
+    xr = pytest.importorskip("xarray")
+    tree = xr.DataTree.from_dict(
+        {"posterior": trace.posterior, "warmup_posterior": trace.warmup_posterior}
+    )
+    out = compress_trace(tree, model, size=4, method="skt", seed=0)
+    ref = compress_trace(trace, model, size=4, method="skt", seed=0)
+    assert isinstance(out, xr.DataTree)
+    np.testing.assert_array_equal(out["posterior"]["W"].values, ref.posterior["W"].values)
+    assert out["posterior"].attrs["n_input"] == 20
+
+
 def test_resample_equal_gives_equal_weights_deterministically_for_a_seed(model, trace):
     a = compress_trace(trace, model, size=6, method="sr", seed=3, resample_equal=True)
     b = compress_trace(trace, model, size=6, method="sr", seed=3, resample_equal=True)

@@ -373,13 +373,13 @@ def compress_trace(
 
     Returns
     -------
-    arviz.InferenceData whose posterior has one chain, draw = coreset position, the model's free
-    variables (backward-transformed coreset points) and the trace's other variables
-    (deterministics, taken from the source draws) with their names, dims and coords, and the
-    weights as the variable ``coreset_weight``. ``posterior.attrs`` hold the method, kind, KSD,
-    ``time_scores_s`` / ``time_compress_s``, the input size and the source of every point
-    (``source_chain``, ``source_draw``, ``source_warmup``). ``observed_data`` and
-    ``constant_data`` are carried over.
+    arviz.InferenceData (an ``xarray.DataTree`` when ``idata`` is one) whose posterior has one
+    chain, draw = coreset position, the model's free variables (backward-transformed coreset
+    points) and the trace's other variables (deterministics, taken from the source draws) with
+    their names, dims and coords, and the weights as the variable ``coreset_weight``.
+    ``posterior.attrs`` hold the method, kind, KSD, ``time_compile_s`` / ``time_scores_s`` /
+    ``time_compress_s``, the input size and the source of every point (``source_chain``,
+    ``source_draw``, ``source_warmup``). ``observed_data`` and ``constant_data`` are carried over.
 
     Notes
     -----
@@ -482,4 +482,7 @@ def compress_trace(
         for g in ("observed_data", "constant_data")
         if _az.has_group(idata, g)
     }
+    if isinstance(idata, xr.DataTree) or not hasattr(az, "InferenceData"):
+        # a DataTree in (or ArviZ >= 1, which has no InferenceData): a DataTree out
+        return xr.DataTree.from_dict({"posterior": ds, **others})
     return az.InferenceData(posterior=ds, **others)

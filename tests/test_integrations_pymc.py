@@ -15,12 +15,12 @@ pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWa
 
 
 def constrained_model():
-    """A positive (HalfNormal), two bounded (Beta, Uniform), a simplex (Dirichlet) and a
-    matrix-valued free variable, plus a deterministic."""
+    """A positive (HalfNormal), two bounded (Beta, Uniform with a random bound), a simplex
+    (Dirichlet) and a matrix-valued free variable, plus a deterministic."""
     with pm.Model() as model:
         s = pm.HalfNormal("s", 1.0)
         b = pm.Beta("b", 2.0, 3.0)
-        u = pm.Uniform("u", -1.0, 2.0)
+        u = pm.Uniform("u", -1.0, s + 1.0)  # a transform whose bounds depend on another RV
         p = pm.Dirichlet("p", np.ones(3))
         W = pm.Normal("W", 0.0, s, shape=(2, 3))
         pm.Deterministic("t", W.sum() * p[0])
@@ -35,7 +35,7 @@ def random_trace(rng, chains=2, draws=6, warmup=4):
         return {
             "s": rng.gamma(2.0, 0.5, size=(chains, nd)),
             "b": rng.uniform(0.05, 0.95, size=(chains, nd)),
-            "u": rng.uniform(-0.9, 1.9, size=(chains, nd)),
+            "u": rng.uniform(-0.9, 0.95, size=(chains, nd)),  # below s + 1 > 1
             "p": p,
             "W": W,
             "t": W.sum(axis=(2, 3)) * p[..., 0],
@@ -102,6 +102,7 @@ def test_unconstrained_draws_map_back_to_the_trace(model, trace):
     src = trace.warmup_posterior["p"].values[0]
     np.testing.assert_allclose(back["p"][:4], src, rtol=1e-10)
     np.testing.assert_allclose(back["s"][4:10], trace.posterior["s"].values[0], rtol=1e-10)
+    np.testing.assert_allclose(back["u"][14:], trace.posterior["u"].values[1], rtol=1e-10)
 
 
 def test_compress_trace_returns_named_weighted_one_chain_posterior(model, trace):

@@ -97,7 +97,10 @@ class ModelFunctions:
     def _compile(inputs, outputs):
         import pytensor
 
-        return pytensor.function(inputs, outputs, on_unused_input="ignore")
+        # float64 draws into a floatX=float32 model are cast down, as PyMC's own functions do
+        return pytensor.function(
+            inputs, outputs, on_unused_input="ignore", allow_input_downcast=True
+        )
 
     def _batched_fn(self, key):
         if key not in self._batched:

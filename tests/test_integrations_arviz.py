@@ -1,0 +1,89 @@
+"""flatten / unflatten: the (n, d) view of an ArviZ posterior and back."""
+
+import numpy as np
+import pytest
+
+az = pytest.importorskip("arviz")
+xr = pytest.importorskip("xarray")
+
+from stein_coreset.integrations.arviz import flatten, unflatten  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def idata():
+    rng = np.random.default_rng(0)
+    return az.from_dict(
+        posterior={
+            "a": rng.normal(size=(3, 7)),
+            "v": rng.normal(size=(3, 7, 4)),
+            "M": rng.normal(size=(3, 7, 2, 5)),
+        },
+        dims={"v": ["school"], "M": ["row", "col"]},
+        coords={"school": list("ABCD"), "row": [10, 20]},
+    )
+
+
+def test_flatten_is_chain_major_with_one_column_per_entry(idata):
+    X, layout = flatten(idata)
+    assert X.shape == (21, 1 + 4 + 10)
+    assert layout.names == ("a", "v", "M")
+    post = idata.posterior
+    np.testing.assert_array_equal(X[7 * 2 + 3, 0], post["a"].values[2, 3])
+    np.testing.assert_array_equal(X[8, 1:5], post["v"].values[1, 1])
+    np.testing.assert_array_equal(X[0, 5:], post["M"].values[0, 0].ravel())
+    chain, draw = layout.source([0, 8, 20])
+    assert chain.tolist() == [0, 1, 2] and draw.tolist() == [0, 1, 6]
+
+
+def test_unflatten_flatten_round_trips_scalar_vector_and_matrix_variables(idata):
+    X, layout = flatten(idata)
+    back = unflatten(X, layout)
+    xr.testing.assert_identical(
+        back[["a", "v", "M"]], idata.posterior[["a", "v", "M"]].drop_attrs()
+    )
+
+
+def test_unflatten_of_coreset_rows_is_one_chain_with_the_variables_shapes(idata):
+    X, layout = flatten(idata, var_names=["M", "a"])
+    ds = unflatten(X[[1, 5, 9]], layout)
+    assert ds["M"].dims == ("chain", "draw", "row", "col")
+    assert ds["M"].shape == (1, 3, 2, 5) and ds["a"].shape == (1, 3)
+    assert ds["row"].values.tolist() == [10, 20]
+    d = unflatten(X[:2], layout, as_dataset=False)
+    np.testing.assert_array_equal(d["M"][1], idata.posterior["M"].values[0, 1])
+
+
+def test_flatten_rejects_absent_group_and_variables(idata):
+    with pytest.raises(ValueError, match="warmup_posterior"):
+        flatten(idata, group="warmup_posterior")
+    with pytest.raises(ValueError, match="var_names"):
+        flatten(idata, var_names=["nope"])
+    with pytest.raises(ValueError, match="shape"):
+        unflatten(np.zeros((2, 3)), flatten(idata)[1])
+
+
+def test_flatten_takes_a_bare_dataset_as_the_posterior(idata):
+    X1, _ = flatten(idata)
+    X2, _ = flatten(idata.posterior)
+    np.testing.assert_array_equal(X1, X2)
+
+
+def test_flatten_takes_an_xarray_datatree(idata):
+    tree = xr.DataTree.from_dict({"posterior": idata.posterior})
+    X1, _ = flatten(idata)
+    X2, layout = flatten(tree)
+    np.testing.assert_array_equal(X1, X2)
+    with pytest.raises(ValueError, match="no 'warmup_posterior' group"):
+        flatten(tree, group="warmup_posterior")
+
+
+def test_import_stein_coreset_does_not_import_pymc_arviz_or_jax():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, stein_coreset, stein_coreset.integrations;"
+        "print([m for m in ('pymc', 'arviz', 'jax', 'pytensor') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,243 @@
+"""compress_trace: a PyMC trace in, a debiased weighted InferenceData out (issue 14)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+pm = pytest.importorskip("pymc")
+az = pytest.importorskip("arviz")
+pt = pytest.importorskip("pytensor.tensor")
+
+from stein_coreset.integrations.pymc import compress_trace, trace_scores  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+
+
+def constrained_model():
+    """A positive (HalfNormal), two bounded (Beta, Uniform with a random bound), a simplex
+    (Dirichlet) and a matrix-valued free variable, plus a deterministic."""
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 1.0)
+        b = pm.Beta("b", 2.0, 3.0)
+        u = pm.Uniform("u", -1.0, s + 1.0)  # a transform whose bounds depend on another RV
+        p = pm.Dirichlet("p", np.ones(3))
+        W = pm.Normal("W", 0.0, s, shape=(2, 3))
+        pm.Deterministic("t", W.sum() * p[0])
+        pm.Normal("y", W.sum() * p[0] + b + u, 1.0, observed=np.array([0.3, 0.5]))
+    return model
+
+
+def random_trace(rng, chains=2, draws=6, warmup=4):
+    def group(nd):
+        p = rng.dirichlet(np.ones(3), size=(chains, nd))
+        W = rng.normal(size=(chains, nd, 2, 3))
+        return {
+            "s": rng.gamma(2.0, 0.5, size=(chains, nd)),
+            "b": rng.uniform(0.05, 0.95, size=(chains, nd)),
+            "u": rng.uniform(-0.9, 0.95, size=(chains, nd)),  # below s + 1 > 1
+            "p": p,
+            "W": W,
+            "t": W.sum(axis=(2, 3)) * p[..., 0],
+        }
+
+    return az.from_dict(posterior=group(draws), warmup_posterior=group(warmup), save_warmup=True)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return constrained_model()
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return random_trace(np.random.default_rng(0))
+
+
+@pytest.mark.slow  # PyTensor compiles two models' graphs: ~5 s warm, ~15 s on a cold cache
+def test_scores_equal_central_differences_of_the_models_unconstrained_log_density(model, trace):
+    ts = trace_scores(trace, model)
+    assert ts.X.shape == (2 * (6 + 4), 1 + 1 + 1 + 2 + 6)  # simplex of 3 -> 2 coordinates
+    logp = model.compile_logp(jacobian=True)  # PyMC's own, not our compiled graph
+    fns = ts.functions
+
+    def f(x):
+        parts = fns.split(x[None])
+        return float(logp({n: v[0] for n, v in zip(fns.value_names, parts, strict=True)}))
+
+    h = 1e-5
+    for i in [0, 3, 11, 19]:
+        x = ts.X[i]
+        fd = np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+        np.testing.assert_allclose(ts.S[i], fd, rtol=1e-5, atol=1e-6)
+
+
+def test_scores_are_vectorised_and_warmup_rows_come_first_in_each_chain(model, trace):
+    ts = trace_scores(trace, model, batch_size=3)
+    assert ts.functions.vectorized["dlogp"]
+    assert ts.source_group.tolist()[:5] == ["warmup_posterior"] * 4 + ["posterior"]
+    assert ts.source_chain.tolist() == [0] * 10 + [1] * 10
+    # the per-draw compiled gradient agrees with the batched one
+    single = ts.functions.single("dlogp")
+    parts = ts.functions.split(ts.X[7:8])
+    want = ts.functions.join([np.asarray(g)[None] for g in single(*[p[0] for p in parts])])
+    np.testing.assert_allclose(ts.S[7:8], want, rtol=1e-12)
+    assert trace_scores(trace, model, include_warmup=False).X.shape[0] == 12
+
+
+def test_the_per_draw_loop_fallback_gives_the_vectorised_scores(model, trace, monkeypatch):
+    from stein_coreset.integrations.pymc import ModelFunctions
+
+    want = trace_scores(trace, model).S
+    monkeypatch.setattr(ModelFunctions, "_batched_fn", lambda self, key: None)
+    fns = ModelFunctions(model)  # a fresh object: nothing cached
+    ts = trace_scores(trace, model)
+    np.testing.assert_allclose(fns.scores(ts.X), want, rtol=1e-12)
+    assert fns.vectorized["dlogp"] is False
+
+
+def test_unconstrained_draws_map_back_to_the_trace(model, trace):
+    ts = trace_scores(trace, model)
+    back = dict(zip(ts.functions.names, ts.functions.to_constrained(ts.X), strict=True))
+    src = trace.warmup_posterior["p"].values[0]
+    np.testing.assert_allclose(back["p"][:4], src, rtol=1e-10)
+    np.testing.assert_allclose(back["s"][4:10], trace.posterior["s"].values[0], rtol=1e-10)
+    np.testing.assert_allclose(back["u"][14:], trace.posterior["u"].values[1], rtol=1e-10)
+
+
+def test_compress_trace_returns_named_weighted_one_chain_posterior(model, trace):
+    out = compress_trace(trace, model, size=5, method="sr", seed=1)
+    post = out.posterior
+    assert post.sizes["chain"] == 1 and post.sizes["draw"] <= 5
+    assert post["W"].shape[2:] == (2, 3) and post["p"].shape[2:] == (3,)
+    np.testing.assert_allclose(post["coreset_weight"].values.sum(), 1.0)
+    np.testing.assert_allclose(post["p"].values.sum(axis=-1), 1.0)
+    a = post.attrs
+    assert a["stein_coreset_method"] == "sr" and a["ksd"] > 0 and a["n_input"] == 20
+    assert a["time_scores_s"] >= 0 and a["time_compress_s"] >= 0
+    # every point is a source draw: free variables (backward transform) and the deterministic
+    for j, (c, d, w) in enumerate(
+        zip(a["source_chain"], a["source_draw"], a["source_warmup"], strict=True)
+    ):
+        g = trace.warmup_posterior if w else trace.posterior
+        np.testing.assert_allclose(post["W"].values[0, j], g["W"].values[c, d], rtol=1e-10)
+        np.testing.assert_allclose(post["t"].values[0, j], g["t"].values[c, d], rtol=1e-12)
+    assert "observed_data" not in out.groups() or out.observed_data is not None
+
+
+def test_the_result_round_trips_through_netcdf(model, trace, tmp_path):
+    out = compress_trace(trace, model, size=4, method="skt", seed=0)
+    out.to_netcdf(tmp_path / "coreset.nc")
+    back = az.from_netcdf(tmp_path / "coreset.nc")
+    assert list(back.posterior.attrs["source_draw"]) == out.posterior.attrs["source_draw"]
+    np.testing.assert_array_equal(back.posterior["p"].values, out.posterior["p"].values)
+
+
+def test_a_datatree_trace_gives_a_datatree_coreset(model, trace):
+    xr = pytest.importorskip("xarray")
+    tree = xr.DataTree.from_dict(
+        {"posterior": trace.posterior, "warmup_posterior": trace.warmup_posterior}
+    )
+    out = compress_trace(tree, model, size=4, method="skt", seed=0)
+    ref = compress_trace(trace, model, size=4, method="skt", seed=0)
+    assert isinstance(out, xr.DataTree)
+    np.testing.assert_array_equal(out["posterior"]["W"].values, ref.posterior["W"].values)
+    assert out["posterior"].attrs["n_input"] == 20
+
+
+def test_resample_equal_gives_equal_weights_deterministically_for_a_seed(model, trace):
+    a = compress_trace(trace, model, size=6, method="sr", seed=3, resample_equal=True)
+    b = compress_trace(trace, model, size=6, method="sr", seed=3, resample_equal=True)
+    np.testing.assert_allclose(a.posterior["coreset_weight"].values, 1 / 6)
+    np.testing.assert_array_equal(a.posterior["W"].values, b.posterior["W"].values)
+    assert a.posterior.attrs["coreset_kind"] == "equal"
+
+
+def test_a_model_variable_missing_from_the_trace_is_an_error(model, trace):
+    with pytest.raises(ValueError, match=r"\['b'\].*missing"):
+        compress_trace(trace.map(lambda ds: ds.drop_vars("b")), model, size=3, method="st")
+
+
+def test_a_trace_variable_missing_from_the_model_is_an_error(model, trace):
+    other = trace.map(lambda ds: ds.assign(zeta=ds["s"] * 2))
+    with pytest.raises(ValueError, match="zeta.*not in the model"):
+        compress_trace(other, model, size=3, method="st")
+
+
+def test_a_trace_without_posterior_is_an_error(model):
+    idata = az.from_dict(observed_data={"y": np.array([0.3, 0.5])})
+    with pytest.raises(ValueError, match="no 'posterior' group"):
+        compress_trace(idata, model, size=3, method="st")
+
+
+def test_a_discrete_free_variable_is_an_error():
+    with pm.Model() as disc:
+        pm.Poisson("k", 3.0)
+    idata = az.from_dict(posterior={"k": np.array([[1, 2, 3]])})
+    with pytest.raises(ValueError, match="discrete"):
+        compress_trace(idata, disc, size=2, method="st")
+
+
+def test_nan_gradients_raise_or_are_dropped_and_counted():
+    with pm.Model() as bad:
+        x = pm.Normal("x", 0.0, 1.0)
+        pm.Potential("edge", pt.sqrt(1.5 - x))  # NaN log density and gradient for x > 1.5
+    xs = np.array([[0.1, -0.5, 2.0, 0.7, 1.9, -1.0, 0.3, 0.0]])
+    idata = az.from_dict(posterior={"x": xs})
+    with pytest.raises(ValueError, match="NaN or inf at 2 of 8 draws.*nan_policy='omit'"):
+        compress_trace(idata, bad, size=3, method="st")
+    out = compress_trace(idata, bad, size=3, method="st", nan_policy="omit")
+    assert out.posterior.attrs["n_dropped"] == 2
+    assert (out.posterior["x"].values < 1.5).all()
+
+
+# ---- the statistical check on a real, short PyMC run --------------------------------------------
+
+
+def shifted_model():
+    rng = np.random.default_rng(42)
+    y = rng.normal(1.0, 2.0, size=30)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("y", mu, sigma, observed=y)
+    return model
+
+
+def sample(model, draws, tune, seed):
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.sample(
+            draws,
+            tune=tune,
+            chains=2,
+            cores=1,
+            random_seed=seed,
+            progressbar=False,
+            discard_tuned_samples=False,
+            compute_convergence_checks=False,
+            initvals={"mu": 25.0, "sigma": 20.0},  # far away: a visible burn-in
+        )
+
+
+def weighted_mean(post, name):
+    w = post["coreset_weight"].values[0]
+    return float(np.sum(w * post[name].values[0]))
+
+
+@pytest.mark.slow
+def test_skt_beats_standard_thinning_in_ksd_and_posterior_mean_error():
+    model = shifted_model()
+    ref = sample(model, 2000, 500, seed=100).posterior
+    ref_mean = np.array([float(ref["mu"].mean()), float(ref["sigma"].mean())])
+    err = {"skt": [], "standard": []}
+    for seed in (1, 2, 3):
+        idata = sample(model, 100, 100, seed=seed)  # 400 draws, half of them warm-up
+        outs = {m: compress_trace(idata, model, size=20, method=m, seed=seed) for m in err}
+        assert outs["skt"].posterior.attrs["ksd"] < outs["standard"].posterior.attrs["ksd"]
+        for m, out in outs.items():
+            got = np.array(
+                [weighted_mean(out.posterior, "mu"), weighted_mean(out.posterior, "sigma")]
+            )
+            err[m].append(np.linalg.norm(got - ref_mean))
+    assert np.median(err["skt"]) < np.median(err["standard"]), err

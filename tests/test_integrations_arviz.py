@@ -77,7 +77,7 @@ def test_flatten_takes_an_xarray_datatree(idata):
         flatten(tree, group="warmup_posterior")
 
 
-def test_import_stein_coreset_does_not_import_pymc_arviz_or_jax():
+def test_import_stein_coreset_does_not_import_pymc_arviz_or_jax(tmp_path):
     import subprocess
     import sys
 
@@ -85,5 +85,9 @@ def test_import_stein_coreset_does_not_import_pymc_arviz_or_jax():
         "import sys, stein_coreset, stein_coreset.integrations;"
         "print([m for m in ('pymc', 'arviz', 'jax', 'pytensor') if m in sys.modules])"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # run outside the checkout: its source tree (without the built _core) would shadow the
+    # installed package
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
     assert out.stdout.strip() == "[]"

@@ -28,6 +28,7 @@ import sys
 
 import numpy as np
 
+from . import _io
 from .demo import demo_chain, run_demo  # noqa: F401 (demo_chain: re-exported for callers)
 
 #: Array names looked up, in order, in an ``.npz`` file when none is given.
@@ -53,18 +54,11 @@ def _split_key(spec: str):
 
 
 def _read_csv(path: str) -> np.ndarray:
-    with open(path) as f:
-        first = f.readline()
-    skip = 0
+    """A numeric CSV table; one row is one point (stein_coreset._io.read_csv)."""
     try:
-        [float(v) for v in first.strip().split(",") if v.strip()]
-    except ValueError:
-        skip = 1  # a header line
-    try:
-        A = np.genfromtxt(path, delimiter=",", skip_header=skip, dtype=np.float64)
+        return _io.read_csv(path)
     except ValueError as e:
-        raise CLIError(f"{path}: not a numeric CSV table ({e})") from None
-    return A
+        raise CLIError(str(e)) from None
 
 
 def load_array(spec: str, what: str, keys=POINT_KEYS) -> np.ndarray:
@@ -203,7 +197,10 @@ def _cmd_compress(args) -> int:
             f"{n_bad} of the {X.shape[0]} rows of {where} contain NaN or inf; "
             "pass --nan-policy omit to drop them"
         )
-    out = args.out if args.out.lower().endswith(".npz") else args.out + ".npz"
+    try:  # the output never replaces an input (np.savez appends .npz: --out chain is chain.npz)
+        out = _io.refuse_overwrite_input(args.out, [args.points, scores, args.precond])
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     out_dir = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out_dir):
         raise CLIError(f"--out: directory does not exist: {out_dir}")
@@ -235,8 +232,9 @@ def _cmd_compress(args) -> int:
         options=options,
         precond_file=args.precond,
     )
-    np.savez(
-        out,
+    # written atomically: an error or Ctrl-C never leaves a partial file behind
+    _io.write_atomic(out, lambda f: np.savez(
+        f,
         indices=np.asarray(res.indices, dtype=np.int64),
         weights=np.asarray(res.weights, dtype=np.float64),
         points=np.asarray(res.points, dtype=np.float64),
@@ -244,7 +242,7 @@ def _cmd_compress(args) -> int:
         kind=np.asarray(res.kind),
         ksd=np.asarray(np.nan if res.ksd is None else res.ksd),
         info=np.asarray(json.dumps(_jsonable(info))),
-    )
+    ))
     ksd = "n/a (no scores)" if res.ksd is None else f"{res.ksd:.4g}"
     dropped = f", dropped {n_bad} rows with NaN/inf" if n_bad else ""
     print(

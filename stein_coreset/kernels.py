@@ -102,6 +102,8 @@ class IMQ(RadialKernel):
 
     def __init__(self, sigma: float = 1.0, beta: float = -0.5):
         super().__init__(sigma)
+        if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
+            raise TypeError(f"beta must be a real number, got {type(beta).__name__}")
         beta = float(beta)
         if not (-1.0 < beta < 0.0):
             raise ValueError(
@@ -144,7 +146,7 @@ class Matern(RadialKernel):
 
     def __init__(self, sigma: float = 1.0, nu: float = 2.5):
         super().__init__(sigma)
-        if nu not in (1.5, 2.5):
+        if isinstance(nu, bool) or not isinstance(nu, numbers.Real) or nu not in (1.5, 2.5):
             raise ValueError(
                 f"nu must be 1.5 or 2.5 (the Stein kernel needs two derivatives), got {nu}"
             )
@@ -284,7 +286,9 @@ def _median_bandwidth(X, M, max_points: int, xp, dev) -> float:
     U = Whitening(M, X.shape[1], xp, dev).points(Xs)
     m = U.shape[0]
     if m < 2:
-        raise ValueError("median_bandwidth needs at least two points")
+        raise ValueError(
+            "X: the median bandwidth needs at least two points; give the kernel an explicit sigma"
+        )
     D = aa.to_host(xp.sqrt(squared_distances(xp, U, U)))
     med = float(np.median(D[np.triu_indices(m, k=1)]))
     if not med > 0:

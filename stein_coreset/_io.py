@@ -1,0 +1,268 @@
+"""File safety for the command line: atomic writes, no overwriting of inputs, strict readers.
+
+The CLI (``cli.py``) reads points and scores from ``.npy``, ``.npz`` (``file.npz:NAME`` picks an
+array) and ``.csv`` files and writes its coreset with ``np.savez``. These helpers keep the three
+promises of issue 15:
+
+- :func:`write_atomic` — the output appears whole or not at all: it is written to a temporary
+  file in the destination's directory, flushed and fsynced, then moved over the destination with
+  ``os.replace`` (atomic on POSIX and Windows). On any exception, ``KeyboardInterrupt`` included,
+  the temporary file is removed and the destination is left as it was.
+- :func:`refuse_overwrite_input` — an output path that names an input file (the same file by
+  ``os.path.samefile`` or by resolved path, including ``--out chain`` where ``np.savez`` would
+  append ``.npz`` and write ``chain.npz``) is refused before any work.
+- :func:`load_points` — a one-row CSV ``1,2,3`` is one point in 3 dimensions; ``;``-separated
+  files, text cells, empty cells and ragged rows are a ``ValueError`` naming the file and line.
+
+Errors are ``ValueError`` (bad content or a refused path) or ``FileNotFoundError`` /
+``IsADirectoryError``; their messages name the file, so the CLI can print them as one line.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from typing import IO
+
+import numpy as np
+
+__all__ = [
+    "POINT_KEYS",
+    "SCORE_KEYS",
+    "split_key",
+    "savez_path",
+    "write_atomic",
+    "refuse_overwrite_input",
+    "read_csv",
+    "load_points",
+]
+
+POINT_KEYS = ("X", "points", "samples", "x", "theta")
+SCORE_KEYS = ("S", "scores", "grad", "gradients", "score")
+
+
+def split_key(spec: str) -> tuple[str, str | None]:
+    """``file.npz:name`` -> ("file.npz", "name"); anything else -> (spec, None)."""
+    base, sep, key = spec.rpartition(":")
+    if sep and base.lower().endswith(".npz") and key and os.sep not in key:
+        return base, key
+    return spec, None
+
+
+def savez_path(path: str | os.PathLike) -> str:
+    """The file ``np.savez(path, ...)`` actually writes: ``.npz`` is appended when missing."""
+    path = os.fspath(path)
+    return path if path.endswith(".npz") else path + ".npz"
+
+
+def write_atomic(path: str | os.PathLike, writer: Callable[[IO[bytes]], object]) -> str:
+    """Write a file atomically: ``writer(f)`` fills an open binary temporary file in the same
+    directory, which then replaces ``path`` (``os.replace``) after ``flush`` and ``fsync``.
+
+    ``path`` is used exactly as given (no suffix is appended: ``np.savez`` given a file object
+    writes to it as is; pass :func:`savez_path` to get NumPy's naming). On any exception —
+    ``KeyboardInterrupt`` too — the temporary file is removed and ``path`` is untouched.
+    Returns ``path``.
+
+    Example: ``write_atomic(savez_path(out), lambda f: np.savez(f, indices=idx))``.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"output {path} is a directory")
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"output directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(
+        prefix="." + os.path.basename(path) + ".", suffix=".part", dir=directory
+    )
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.chmod(tmp, _file_mode(path))  # mkstemp makes 0600; keep the usual permissions
+            writer(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:  # make the rename itself durable where the platform allows it
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return path
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+    return path
+
+
+def _file_mode(path: str) -> int:
+    """The mode of the file being replaced, or 0666 less the umask for a new one."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def refuse_overwrite_input(
+    out_path: str | os.PathLike,
+    input_paths: Iterable[str | os.PathLike | None],
+    *,
+    savez: bool = True,
+    what: str = "--out",
+) -> str:
+    """Raise ``ValueError`` if the output would replace one of the inputs; return the path
+    that will be written.
+
+    ``out_path`` as the user gave it; with ``savez`` (the CLI writes with ``np.savez``) the file
+    actually written is :func:`savez_path` of it, so ``--out chain`` is checked as
+    ``chain.npz``. Inputs may be ``file.npz:NAME`` specs (the ``:NAME`` is dropped) or ``None``
+    (skipped). Both the given and the written name are compared, by ``os.path.samefile`` (hard
+    links, symlinks) and by resolved path.
+    """
+    given = os.fspath(out_path)
+    written = savez_path(given) if savez else given
+    for spec in input_paths:
+        if spec is None:
+            continue
+        src, _ = split_key(os.fspath(spec))
+        for cand in {given, written}:
+            if _same_file(cand, src):
+                raise ValueError(
+                    f"{what} {given} would overwrite the input file {src}"
+                    + (f" (np.savez writes {written})" if written != given else "")
+                    + "; choose another output path"
+                )
+    return written
+
+
+def read_csv(path: str | os.PathLike) -> np.ndarray:
+    """A comma-separated numeric table as a 2-D float64 array (rows are points).
+
+    One optional header line (a first line with a non-numeric cell) is skipped. A single row is
+    one point (shape (1, d)); a single column is n one-dimensional points (shape (n, 1)).
+    ``nan``/``inf`` cells are read as such (the caller's validation reports them). Raises
+    ``ValueError`` naming the file and the line for ``;``/tab separators, text or empty
+    cells and rows of different lengths.
+    """
+    path = os.fspath(path)
+    rows: list[list[float]] = []
+    width = None
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        for lineno, raw in enumerate(f, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            cells = [c.strip() for c in line.split(",")]
+            try:
+                values = [float(c) for c in cells]
+            except ValueError:
+                values = None
+            if values is None:
+                if not rows and width is None and not any(";" in c or "\t" in c for c in cells):
+                    width = len(cells)  # the header line
+                    continue
+                sep = ";" if ";" in line else ("\t" if "\t" in line else None)
+                if sep is not None and "," not in line:
+                    raise ValueError(
+                        f"{path}, line {lineno}: cells are separated by {sep!r}; "
+                        "the CSV reader expects commas"
+                    )
+                col, bad = next((j, c) for j, c in enumerate(cells) if not _is_float(c))
+                what = "an empty cell" if bad == "" else f"the cell {bad!r} is not a number"
+                raise ValueError(f"{path}, line {lineno}, column {col + 1}: {what}")
+            if width is not None and len(values) != width:
+                raise ValueError(
+                    f"{path}, line {lineno}: {len(values)} cells, but earlier lines have {width}"
+                )
+            width = len(values)
+            rows.append(values)
+    if not rows:
+        raise ValueError(f"{path}: no data rows")
+    return np.asarray(rows, dtype=np.float64)
+
+
+def _is_float(c: str) -> bool:
+    try:
+        float(c)
+    except ValueError:
+        return False
+    return True
+
+
+def load_points(
+    spec: str | os.PathLike, what: str = "POINTS", keys: tuple[str, ...] = POINT_KEYS
+) -> np.ndarray:
+    """Read a 2-D (n, d) float64 array from ``.npy``, ``.npz`` (``file.npz:NAME`` picks an
+    array; by default the first of ``keys`` present, or the only array) or ``.csv``.
+
+    A 1-D ``.npy``/``.npz`` array is n one-dimensional points (one column), as the CLI has
+    always read it; a CSV row is always one point (:func:`read_csv`). Raises ``ValueError``
+    naming ``what`` and the file on unreadable or non-numeric content.
+    """
+    path, key = split_key(os.fspath(spec))
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{what}: file not found: {path}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{what}: {path} is a directory, not a file")
+    ext = os.path.splitext(path)[1].lower()
+    try:
+        if ext == ".npy":
+            A = np.load(path, allow_pickle=False)
+        elif ext == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                names = list(z.files)
+                if key is None:
+                    found = [k for k in keys if k in names]
+                    if found:
+                        key = found[0]
+                    elif len(names) == 1:
+                        key = names[0]
+                    else:
+                        raise ValueError(
+                            f"{what}: {path} holds arrays {', '.join(names) or '(none)'}; "
+                            f"pick one with {path}:NAME"
+                        )
+                elif key not in names:
+                    raise ValueError(
+                        f"{what}: {path} has no array {key!r}; it holds {', '.join(names)}"
+                    )
+                A = z[key]
+        elif ext == ".csv":
+            A = read_csv(path)
+        else:
+            raise ValueError(
+                f"{what}: unsupported file type {ext or '(none)'!r} of {path}; "
+                "use .npy, .npz or .csv"
+            )
+    except ValueError as e:
+        msg = str(e)
+        raise ValueError(msg if msg.startswith(what) else f"{what}: {msg}") from None
+    except (OSError, EOFError) as e:
+        raise ValueError(f"{what}: cannot read {path}: {e}") from None
+    A = np.asarray(A)
+    if A.dtype.kind not in "fiub":
+        raise ValueError(f"{what}: {path} holds {A.dtype} data, not real numbers")
+    A = A.astype(np.float64)
+    if A.ndim == 1:
+        A = A[:, None]
+    if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] == 0:
+        raise ValueError(f"{what}: expected a 2-D (n, d) array in {spec}, got shape {A.shape}")
+    return A

@@ -1,0 +1,551 @@
+"""Property-based fuzz of the public API (issue 15): every call either raises a ``ValueError`` /
+``TypeError`` whose message names the offending argument, or returns a valid result.
+
+A valid coreset has distinct in-range indices, finite weights summing to 1 (non-negative for the
+simplex kind), at most ``size`` points and a finite, non-negative KSD. A valid fit has a finite
+theta and, when it says ``converged``, a finite loss. Inputs are drawn over shapes (n 0..300,
+d 1..50), dtypes (float16/32/64, big-endian, ints, bool, complex, object), layouts (C, Fortran,
+strided views, read-only, memmap), values (NaN/inf, duplicates, all-equal, magnitudes
+1e-150..1e150, offsets up to 1e10) and arguments (sizes, ranks, tau, seeds, kernels, bandwidths,
+preconditioners, options).
+
+The default profile ("short", tests/conftest.py) runs a short search; the long one is
+``python -m pytest tests/test_fuzz.py --hypothesis-profile=long`` (CI). With
+``STEIN_CORESET_FUZZ_STATS=path.json`` the counts of calls, distinct inputs, clear errors and
+valid results are written to ``path.json`` at the end of the module.
+
+Sub-cases whose failures come from code outside this suite's reach are separate parametrised
+families marked ``xfail(strict=True)``: the property stays strict, and the mark must be removed
+(strict: the run turns red) once the code is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from collections import Counter
+
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import Phase, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import stein_coreset as sc  # noqa: E402
+from stein_coreset import estimators as est  # noqa: E402
+
+METHODS = ("standard", "iid", "st", "skt", "kt", "lskt", "compresspp",
+           "rt", "ct", "sr", "sc", "lsr", "lsc")
+DEBIASED = {"st", "skt", "lskt", "sr", "sc", "lsr", "lsc"}
+LOW_RANK = ("lskt", "lsr", "lsc")
+
+#: Names a message may point at; a clear error names at least one of them as a word.
+ARGUMENTS = ("X", "S", "Y", "T", "size", "method", "rank", "tau", "seed", "kernel", "weights",
+             "wx", "wy", "nan_policy", "n_threads", "sigma", "beta", "nu", "M", "base",
+             "options?", "option", "delta", "g", "swap_target", "standard_thin", "progress",
+             "max_points", "points", "scores", "model", "theta0", "theta", "discrepancy",
+             "optimizer", "steps", "batch_size", "lr", "reg", "gradient", "diffusion", "rounds",
+             "swap_passes")
+
+#: Counts over the module (calls, distinct inputs, clear errors, valid results, by test).
+STATS: Counter = Counter()
+_SEEN: dict[str, set] = {}
+
+
+def _names_an_argument(msg: str) -> bool:
+    # a hyphen is part of the word: "zero-size array" names no argument
+    return any(re.search(rf"(?<![A-Za-z_-]){a}(?![A-Za-z_-])", msg) for a in ARGUMENTS)
+
+
+def _check_clear_error(exc: BaseException, test: str = ""):
+    if test and os.environ.get("STEIN_CORESET_FUZZ_STATS"):
+        msg = re.sub(r"[-+]?\d[\d.e+-]*", "#", str(exc))[:60]
+        STATS[f"{test}:error:{type(exc).__name__}: {msg}"] += 1
+    assert isinstance(exc, (ValueError, TypeError)), f"{type(exc).__name__}: {exc}"
+    assert _names_an_argument(str(exc)), f"message names no argument: {exc}"
+
+
+def _record(test: str, key, outcome: str):
+    STATS[f"{test}:calls"] += 1
+    STATS[f"{test}:{outcome}"] += 1
+    _SEEN.setdefault(test, set()).add(repr(key))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _write_stats():
+    yield
+    path = os.environ.get("STEIN_CORESET_FUZZ_STATS")
+    if path:
+        out = dict(STATS)
+        out.update({f"{t}:distinct_inputs": len(s) for t, s in _SEEN.items()})
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1, sort_keys=True)
+
+
+def pick(draw, good, bad, p_bad=0.12):
+    """One of ``good`` or, with probability about ``p_bad``, one of ``bad``: each bad argument
+    is rare, so most calls reach the algorithms (the search shrinks towards ``good``)."""
+    if bad and draw(st.integers(0, 99)) >= 100 - round(100 * p_bad):
+        return draw(st.sampled_from(list(bad)))
+    return draw(st.sampled_from(list(good)))
+
+
+# ---- input arrays -----------------------------------------------------------------------------
+
+DTYPES = ("float64", "float64", "float32", "float16", "int64", "int32", "uint8", "bool",
+          ">f8", ">f4")
+BAD_DTYPES = ("complex128", "object")
+LAYOUTS = ("C", "C", "F", "strided", "readonly", "memmap", "negstride")
+SCALES = (0, 0, 0, -3, 3, -50, 50, -100, 100, -150, 150)
+SHIFTS = (0.0, 0.0, 1e4, 1e8, -1e8, 1e10)
+
+
+@st.composite
+def points(draw, n=None, d=None, max_n=300):
+    n = draw(st.one_of(st.integers(0, 40), st.integers(0, max_n))) if n is None else n
+    d = draw(st.one_of(st.integers(1, 5), st.integers(1, 50))) if d is None else d
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    scale = 10.0 ** draw(st.sampled_from(SCALES))
+    shift = draw(st.sampled_from(SHIFTS))
+    kind = pick(draw, ["normal", "normal", "duplicates"], ["equal", "nan", "inf"])
+    X = shift + scale * rng.standard_normal((n, d))
+    if kind == "duplicates" and n > 1:
+        X[n // 2 :] = X[: n - n // 2]
+    elif kind == "equal":
+        X[:] = 1.0
+    elif kind in ("nan", "inf") and n:
+        X[rng.integers(0, n), rng.integers(0, d)] = np.nan if kind == "nan" else np.inf
+    return X
+
+
+def _memmap(A):
+    f = tempfile.TemporaryFile()
+    if A.size == 0:
+        return A
+    m = np.memmap(f, dtype=A.dtype, mode="w+", shape=A.shape)
+    m[...] = A
+    m.flush()
+    return m
+
+
+def layout(draw, A, tag=None):
+    """A in a drawn dtype and memory layout; ``tag`` (a list) collects the choices."""
+    dtype = pick(draw, DTYPES, BAD_DTYPES)
+    with np.errstate(all="ignore"):
+        if dtype == "object":
+            A = A.astype(object)
+        elif dtype == "bool":
+            A = A > 0
+        elif dtype == "uint8":
+            A = np.abs(np.nan_to_num(A)).clip(0, 255).astype(np.uint8)
+        elif dtype in ("int64", "int32"):
+            A = np.nan_to_num(A).clip(-2**31, 2**31 - 1).astype(dtype)
+        else:
+            A = A.astype(dtype)
+    how = draw(st.sampled_from(LAYOUTS))
+    if tag is not None:
+        tag += [dtype, how]
+    if how == "F":
+        A = np.asfortranarray(A)
+    elif how == "strided" and A.ndim == 2:
+        B = np.zeros((A.shape[0] * 2, A.shape[1]), dtype=A.dtype)
+        B[::2] = A
+        A = B[::2]
+    elif how == "negstride":
+        A = A[::-1][::-1] if A.ndim < 2 else np.ascontiguousarray(A[::-1])[::-1]
+    elif how == "readonly":
+        A = A.copy()
+        A.setflags(write=False)
+    elif how == "memmap" and A.dtype != object:
+        A = _memmap(A)
+    return A
+
+
+def check_coreset(res, n, size, method):
+    idx = np.asarray(res.indices)
+    w = np.asarray(res.weights, dtype=np.float64)
+    assert idx.ndim == 1 and w.shape == idx.shape
+    assert len(res) <= size
+    assert np.unique(idx).size == idx.size
+    assert idx.size == 0 or (idx.min() >= 0 and idx.max() < n)
+    assert np.all(np.isfinite(w)) and math.isclose(w.sum(), 1.0, rel_tol=1e-6)
+    if res.kind in ("equal", "simplex"):
+        assert np.all(w >= 0)
+    if res.ksd is not None:
+        assert math.isfinite(res.ksd) and res.ksd >= 0
+
+
+# ---- compress ---------------------------------------------------------------------------------
+
+GOOD_SEEDS = (None, 0, 7, 2**63 - 1, 2**70)
+BAD_SEEDS = (-1, "x", True, 1.5)
+SIGMAS = (1e-300, 1e-80, 1e-75, 1e-3, 1.0, 1e3, 1e75, 1e80, 1e300, 0.0, -1.0, float("nan"))
+
+
+def _kernel(data, d, moderate=False):
+    kind = pick(data.draw, ["none", "none", "imq", "gauss", "matern", "stein"], ["bad"])
+    if kind == "none":
+        return None
+    if kind == "bad":
+        return data.draw(st.sampled_from(["imq", 1.0, sc.SteinKernel]))
+    sigma = (data.draw(st.sampled_from(SIGMAS[3:6])) if moderate
+             else pick(data.draw, SIGMAS[2:8], SIGMAS[:2] + SIGMAS[8:]))
+    make = {"imq": lambda: sc.IMQ(sigma=sigma, beta=data.draw(st.sampled_from([-0.5, -0.9]))),
+            "gauss": lambda: sc.Gaussian(sigma=sigma),
+            "matern": lambda: sc.Matern(sigma=sigma, nu=data.draw(st.sampled_from([1.5, 2.5]))),
+            "stein": lambda: sc.IMQ(sigma=sigma)}[kind]
+    base = make()
+    if kind != "stein":
+        return base
+    M = pick(data.draw, ["none", "scalar", "diag", "full"], ["wrong", "notspd"])
+    Mv = {"none": None, "scalar": 3.0, "diag": np.linspace(0.5, 2.0, d),
+          "full": np.diag(np.linspace(1.0, 1e4, d)), "wrong": np.eye(d + 1),
+          "notspd": -np.eye(d)}[M]
+    return sc.SteinKernel(base, M=Mv)
+
+
+OPTIONS = {
+    "delta": [0.5, 0.1, 0.0, 2.0, -1.0],
+    "g": [0, 1, 4, -1, 2.5],
+    "swap_target": ["input", "bogus"],
+    "rounds": [1, 3, 0],
+    "swap_passes": [1, 2, 0],
+    "bogus_option": [1],
+}
+
+
+def _moderate(X):
+    """Spread and magnitude between 1e-15 and 1e15 (or no finite spread to judge)."""
+    A = np.abs(X[np.isfinite(X)])
+    if A.size == 0:
+        return True
+    spread = float(np.std(X[np.isfinite(X).all(axis=1)])) if len(X) > 1 else 1.0
+    return A.max() < 1e15 and (spread == 0.0 or spread > 1e-15)
+
+
+def _narrow_case(data, family):
+    """Valid X, size, method and options, so that only the family's defect can fail."""
+    n = data.draw(st.integers(16, 96))
+    X0 = data.draw(points(n=n, d=data.draw(st.integers(1, 5))).filter(
+        lambda A: bool(np.all(np.isfinite(A))) and np.ptp(A, axis=0).min() > 0))
+    size = data.draw(st.integers(2, 8))
+    if family == "all_equal_ct":  # one point: all rows equal, the centred kernel is zero
+        X0 = X0[:1]
+        return X0, -X0, 1, "ct", 1, 0, {"kernel": sc.IMQ(1.0)}, [X0.shape, family]
+    if family == "bad_seed":
+        method = data.draw(st.sampled_from(METHODS))
+        S, seed = -X0, data.draw(st.sampled_from(BAD_SEEDS))
+    else:  # overflowing_scale: S*1e200 for every method; S*1e40, X*1e+-50 or sigma = 1e-75
+        # for the low-rank ones
+        power = data.draw(st.sampled_from([40, 200, "x50", "x-50", "sigma"]))
+        method = data.draw(st.sampled_from(METHODS if power == 200 else LOW_RANK))
+        seed = data.draw(st.sampled_from(GOOD_SEEDS))
+        if power == "sigma":
+            tag = [X0.shape, family, method, size, seed, power]
+            return X0, -X0, n, method, size, seed, {"kernel": sc.IMQ(1e-75)}, tag
+        if isinstance(power, str):
+            X0 = X0 * 10.0 ** int(power[1:])
+            S = -X0
+        else:
+            S = -X0 * 10.0**power
+    tag = [X0.shape, family, method, size, seed]
+    return X0, S, n, method, size, seed, {}, tag
+
+
+def _compress_case(data, family):
+    if family != "valid_seed":
+        return _narrow_case(data, family)
+    X0 = data.draw(points())
+    n, d = X0.shape
+    tag = [n, d]
+    S_kind = pick(data.draw, ["minus", "minus", "none"], ["shape", "nonfinite"])
+    tag.append(S_kind)
+    if S_kind == "minus":
+        S = -X0
+    elif S_kind == "scaled":
+        S = -X0 * 10.0 ** data.draw(st.sampled_from([40, 100, 200]))
+    elif S_kind == "shape":
+        S = -X0[:, : max(1, d - 1)] if d > 1 else -X0[: max(0, n - 1)]
+    elif S_kind == "nonfinite":
+        S = -X0.copy()
+        if n:
+            S[0, 0] = np.inf
+    else:
+        S = None
+    X = layout(data.draw, X0, tag)
+    if S is not None and data.draw(st.booleans()):
+        S = layout(data.draw, S, tag)
+    method = pick(data.draw, METHODS, ("bogus", 3, "ST"))
+    if method in LOW_RANK and not _moderate(X0):
+        # Low-rank Debiasing's float32 factor overflows when k_p ~ |S|^2 + d / sigma^2 passes
+        # ~1e38: the strict "overflowing_scale" family below holds those inputs (and the
+        # kernel drawn for a low-rank method has sigma in [1e-3, 1e3]; ct takes the median
+        # bandwidth)
+        method = data.draw(st.sampled_from([m for m in METHODS if m not in LOW_RANK]))
+    if method == "ct" and n >= 1 and bool(np.all(X0 == X0[:1])):
+        method = "rt"  # all-equal points with ct: the strict "all_equal_ct" family below
+    size = data.draw(st.integers(1, max(1, n))) if data.draw(st.integers(0, 9)) < 8 else (
+        data.draw(st.sampled_from([-2, 0, n + 1, 2.5, True, "4", 10**13])))
+    kw = {}
+    if data.draw(st.booleans()):
+        kw["rank"] = pick(data.draw, [1, 2, max(1, n // 2), max(1, n)], [-1, 0, n + 1, 1.5])
+    if data.draw(st.booleans()):
+        kw["tau"] = pick(data.draw, [0.3, 0.5, 1.0], [0.0, -1.0, 2.0, float("nan"), True])
+    if data.draw(st.booleans()):
+        kw["n_threads"] = pick(data.draw, [1, 2, None], [0, -1, 1.5])
+    if data.draw(st.integers(0, 9)) == 0:
+        for name in data.draw(st.lists(st.sampled_from(sorted(OPTIONS)), max_size=2,
+                                       unique=True)):
+            kw[name] = data.draw(st.sampled_from(OPTIONS[name]))
+    kw["nan_policy"] = pick(data.draw, ["raise", "omit"], ["bogus"])
+    seed = data.draw(st.sampled_from(GOOD_SEEDS))
+    tag += [method, size, seed, sorted(kw.items(), key=str)]
+    return X, S, n, method, size, seed, kw, tag
+
+
+_XFAIL_SCALE = pytest.mark.xfail(
+    strict=True,
+    reason="lskt/lsr/lsc still raise 'w has NaN or inf entries' (names no argument) for some "
+    "X*1e+-50 or IMQ(1e-75) inputs: the Low-rank Debiasing weights underflow/overflow before "
+    "AMD (issue 15 rows 4, 13); S*1e200 and S*1e40 are fixed",
+)
+
+
+#: The known-defect families only need one counterexample each: no shrinking (it would spend
+#: the default run's time minimising an example the xfail reason already describes).
+_NO_SHRINK = settings(phases=(Phase.explicit, Phase.reuse, Phase.generate))
+
+
+@given(data=st.data())
+def test_compress_gives_clear_error_or_valid_coreset(data):
+    _compress_property("valid_seed", data)
+
+
+@pytest.mark.parametrize("family", [
+    pytest.param("bad_seed"),
+    pytest.param("overflowing_scale", marks=_XFAIL_SCALE),
+    pytest.param("all_equal_ct"),
+])
+@_NO_SHRINK
+@given(data=st.data())
+def test_compress_known_defects_stay_strict(family, data):
+    _compress_property(family, data)
+
+
+def _compress_property(family, data):
+    X, S, n, method, size, seed, kw, tag = _compress_case(data, family)
+    try:
+        if family != "valid_seed":
+            kernel = kw.pop("kernel", None)
+        elif method == "ct":  # an explicit sigma far from the spread: the all_equal_ct family
+            kernel = None
+        else:
+            kernel = _kernel(data, X.shape[1], moderate=method in LOW_RANK)
+        res = sc.compress(X, S, size=size, method=method, kernel=kernel, seed=seed, **kw)
+    except Exception as exc:  # noqa: BLE001 - the property is about the exception's type
+        _record("compress", tag, "clear_error")
+        _check_clear_error(exc, "compress")
+        return
+    _record("compress", tag, "valid")
+    assert isinstance(size, int) and not isinstance(size, bool)
+    assert seed is None or (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0)
+    check_coreset(res, n, size, method)
+
+
+# ---- discrepancies ----------------------------------------------------------------------------
+
+@given(data=st.data())
+def test_discrepancies_give_clear_error_or_finite_value(data):
+    X0 = data.draw(points(max_n=200))
+    Y0 = data.draw(points(d=X0.shape[1] if data.draw(st.integers(0, 9)) else None,
+                          max_n=200))
+    tag = [X0.shape, Y0.shape]
+    X = layout(data.draw, X0, tag)
+    Y = layout(data.draw, Y0, tag)
+    which = data.draw(st.sampled_from(["ksd", "mmd", "energy"]))
+    wkind = pick(data.draw, ["none", "uniform"],
+                 ["scaled", "negative", "short", "nan", "2d", "list"], p_bad=0.3)
+    warg = data.draw(st.sampled_from(["wx", "wy"]))
+    tag += [which, wkind, warg]
+
+    def weights(n):
+        if wkind == "uniform":
+            return np.full(n, 1.0 / max(n, 1))
+        if wkind == "scaled":
+            return np.full(n, 2.0 / max(n, 1))
+        if wkind == "negative":  # total mass 1 - 2/n: never a unit-mass (signed) measure
+            w = np.full(n, 1.0 / max(n, 1))
+            if n:
+                w[0] = -w[0]
+            return w
+        if wkind == "short":
+            return np.full(max(0, n - 1), 1.0)
+        if wkind == "nan":
+            return np.full(n, np.nan)
+        if wkind == "2d":
+            return np.full((n, 1), 1.0 / max(n, 1))
+        if wkind == "list":
+            return [1.0 / max(n, 1)] * n
+        return None
+
+    try:
+        if which == "ksd":
+            kernel = _kernel(data, X0.shape[1])
+            v = sc.ksd(X, -X0, weights=weights(X0.shape[0]), kernel=kernel)
+        elif which == "mmd":
+            w = weights(X0.shape[0] if warg == "wx" else Y0.shape[0])
+            kernel = data.draw(st.sampled_from([None, sc.IMQ(1.0), sc.Gaussian(1e-3),
+                                                sc.Matern(1e3, nu=1.5)]))
+            v = sc.mmd(X, Y, kernel=kernel, **{warg: w})
+        else:
+            w = weights(X0.shape[0] if warg == "wx" else Y0.shape[0])
+            v = sc.energy_distance(X, Y, **{warg: w})
+    except Exception as exc:  # noqa: BLE001
+        _record("discrepancy", tag, "clear_error")
+        _check_clear_error(exc, "discrepancy")
+        return
+    _record("discrepancy", tag, "valid")
+    assert wkind in ("none", "uniform") or (wkind == "negative" and X0.shape[0] == 0)
+    assert math.isfinite(v) and v >= 0
+
+
+# ---- kernels ----------------------------------------------------------------------------------
+
+_XFAIL_CPP_OVERFLOW = pytest.mark.xfail(
+    strict=True,
+    reason="src_cpp/stein_kernel.hpp radial(): when q / sigma^2 overflows (spread 1e100 against "
+    "sigma 1e-75) IMQ's qk2 = q beta (beta - 1) / (s2 s2) * p and Matern's r e terms give "
+    "inf * 0 = NaN in SteinKernel.matrix (the array-API path takes the limit 0)",
+)
+
+
+@given(data=st.data())
+def test_kernels_give_clear_error_or_finite_gram(data):
+    _kernels_property("moderate_ratio", data)
+
+
+@pytest.mark.parametrize("family", [
+    pytest.param("overflowing_ratio", marks=_XFAIL_CPP_OVERFLOW),
+])
+@_NO_SHRINK
+@given(data=st.data())
+def test_kernels_known_defects_stay_strict(family, data):
+    _kernels_property(family, data)
+
+
+def _kernels_property(family, data):
+    if family == "moderate_ratio":
+        # log10(spread / sigma) < 125: q / sigma^2 stays a finite double
+        sigma = data.draw(st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.sampled_from([0, -1, 1e-300, 1e-75, 1e75, 1e300, "1", True, np.float32(2.0)])))
+        beta = data.draw(st.one_of(st.floats(-2, 1), st.sampled_from([-0.5, float("nan"), "x"])))
+        nu = data.draw(st.sampled_from([0.5, 1.5, 2.5, 3.0, float("nan"), "x"]))
+        ok_sigma = isinstance(sigma, (float, int)) and not isinstance(sigma, bool) and sigma > 0
+        top = 100 + math.log10(sigma) if ok_sigma and math.isfinite(sigma) else 150
+        scale = data.draw(st.sampled_from([s for s in (0, -100, -150, 3, 50, 100, 150)
+                                           if s < top + 25] or [0]))
+    else:
+        sigma, beta, nu = 1e-75, -0.5, 1.5
+        scale = data.draw(st.sampled_from([100, 150]))
+    M = data.draw(st.sampled_from(["none", "scalar", "diag1d", "spd", "notspd", "nan",
+                                   "wrongshape", "negscalar", "string", "zero_diag", "list",
+                                   "nonsym"]))
+    shift = data.draw(st.sampled_from([0.0, 1e8, 1e10]))
+    rng = np.random.default_rng(0)
+    X = shift + 10.0**scale * rng.standard_normal((20, 3))
+    Mv = {
+        "none": None,
+        "scalar": 2.0,
+        "negscalar": -2.0,
+        "diag1d": np.array([1.0, 2.0, 3.0]),
+        "zero_diag": np.array([1.0, 0.0, 3.0]),
+        "spd": np.diag([1e4, 1.0, 1.0]),
+        "list": [[2.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]],
+        "notspd": -np.eye(3),
+        "nonsym": np.triu(np.ones((3, 3))),
+        "nan": np.full((3, 3), np.nan),
+        "wrongshape": np.eye(2),
+        "string": "eye",
+    }[M]
+    tag = [repr(sigma), repr(beta), nu, M, scale, shift]
+    for make in (lambda: sc.IMQ(sigma=sigma, beta=beta), lambda: sc.Gaussian(sigma=sigma),
+                 lambda: sc.Matern(sigma=sigma, nu=nu)):
+        try:
+            base = make()
+            G = sc.SteinKernel(base, M=Mv).matrix(X, -X)
+            with np.errstate(all="ignore"):
+                B = base(X, M=Mv)
+        except Exception as exc:  # noqa: BLE001
+            _record("kernels", tag, "clear_error")
+            _check_clear_error(exc, "kernels")
+            continue
+        _record("kernels", tag, "valid")
+        assert np.all(np.isfinite(B)) and np.all(B >= 0) and np.all(B <= 1 + 1e-12)
+        # a huge spread may underflow k_p's off-diagonal, never to NaN; the diagonal is
+        # ||L^T s||^2 kappa(0) - 2 d kappa'(0) and may overflow only through S itself
+        assert not np.any(np.isnan(G))
+
+
+@given(data=st.data())
+def test_median_bandwidth_gives_clear_error_or_positive_value(data):
+    X0 = data.draw(points(max_n=200))
+    tag = [X0.shape]
+    X = layout(data.draw, X0, tag)
+    M = data.draw(st.sampled_from([None, 2.0, "diag"]))
+    if M == "diag":
+        M = np.linspace(1.0, 2.0, X0.shape[1])
+    max_points = pick(data.draw, [1000, 2, 50], [1, 0, 2.5, True])
+    tag += [repr(M), max_points]
+    try:
+        v = sc.median_bandwidth(X, M=M, max_points=max_points)
+    except Exception as exc:  # noqa: BLE001
+        _record("median_bandwidth", tag, "clear_error")
+        _check_clear_error(exc, "median_bandwidth")
+        return
+    _record("median_bandwidth", tag, "valid")
+    assert math.isfinite(v) and v > 0
+
+
+# ---- estimators.fit --------------------------------------------------------------------------
+
+@given(data=st.data())
+def test_fit_gives_clear_error_or_valid_result(data):
+    X0 = data.draw(points(d=1, max_n=120))
+    tag = [X0.shape]
+    X = layout(data.draw, X0, tag)
+    model = pick(data.draw, ["t", "gauss"], ["bad"])
+    model_obj = {"t": est.StudentT(nu=5.0), "gauss": est.Gaussian(), "bad": object()}[model]
+    kw = dict(
+        discrepancy=pick(data.draw, ["ksd", "dksd", "sm", "dsm"], ["bogus"]),
+        optimizer=pick(data.draw, ["riemannian_sgd", "sgd", "lbfgs"],
+                       ["bogus", "closed_form"]),
+        steps=pick(data.draw, [1, 5, 20], [0, -3, 2.5]),
+        lr=pick(data.draw, [None, 0.1, 1e6], [0.0, -1.0, float("nan")]),
+        reg=pick(data.draw, [1e-8, 1.0], [0.0, float("nan"), 2.0]),
+        gradient=pick(data.draw, ["analytic", "fd"], ["magic"]),
+        seed=data.draw(st.sampled_from([None, 0, 3])),
+        kernel=data.draw(st.sampled_from([None, sc.IMQ(1.0), sc.IMQ(1e-75)])),
+    )
+    if kw["discrepancy"] in ("sm", "dsm") and data.draw(st.integers(0, 9)):
+        kw["kernel"] = None  # they take no kernel: passing one is a (clear) error
+    if data.draw(st.booleans()):
+        kw["batch_size"] = pick(data.draw, [2, 10], [1, 10**6])
+    tag += [model, sorted(kw.items(), key=str)]
+    try:
+        with np.errstate(all="ignore"):
+            fit = est.fit(model_obj, X, **kw)
+    except Exception as exc:  # noqa: BLE001
+        _record("fit", tag, "clear_error")
+        _check_clear_error(exc, "fit")
+        return
+    _record("fit", tag, "valid")
+    assert np.all(np.isfinite(fit.theta))
+    if fit.converged:
+        assert math.isfinite(fit.loss)
+    assert isinstance(fit.message, str) and fit.message

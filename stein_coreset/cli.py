@@ -32,8 +32,7 @@ from . import _io
 from .demo import demo_chain, run_demo  # noqa: F401 (demo_chain: re-exported for callers)
 
 #: Array names looked up, in order, in an ``.npz`` file when none is given.
-POINT_KEYS = ("X", "points", "samples", "x", "theta")
-SCORE_KEYS = ("S", "scores", "grad", "gradients", "score")
+POINT_KEYS, SCORE_KEYS = _io.POINT_KEYS, _io.SCORE_KEYS
 
 
 class CLIError(Exception):
@@ -45,78 +44,19 @@ class CLIError(Exception):
 # ---------------------------------------------------------------------------------------------
 
 
-def _split_key(spec: str):
-    """``file.npz:name`` -> ("file.npz", "name"); anything else -> (spec, None)."""
-    base, sep, key = spec.rpartition(":")
-    if sep and base.lower().endswith(".npz") and key and os.sep not in key:
-        return base, key
-    return spec, None
-
-
-def _read_csv(path: str) -> np.ndarray:
-    """A numeric CSV table; one row is one point (stein_coreset._io.read_csv)."""
-    try:
-        return _io.read_csv(path)
-    except ValueError as e:
-        raise CLIError(str(e)) from None
-
-
 def load_array(spec: str, what: str, keys=POINT_KEYS) -> np.ndarray:
     """Read a 2-D float array from ``.npy``, ``.npz`` (``file.npz:name`` picks an array) or
-    ``.csv`` (comma separated, one optional header line). 1-D input becomes one column."""
-    path, key = _split_key(spec)
-    if not os.path.exists(path):
-        raise CLIError(f"{what}: file not found: {path}")
-    if os.path.isdir(path):
-        raise CLIError(f"{what}: {path} is a directory, not a file")
-    ext = os.path.splitext(path)[1].lower()
+    ``.csv`` (comma separated, one optional header line, one row per point); 1-D ``.npy``/``.npz``
+    input becomes one column (stein_coreset._io.load_points)."""
     try:
-        if ext == ".npy":
-            A = np.load(path, allow_pickle=False)
-        elif ext == ".npz":
-            with np.load(path, allow_pickle=False) as z:
-                names = list(z.files)
-                if key is None:
-                    found = [k for k in keys if k in names]
-                    if found:
-                        key = found[0]
-                    elif len(names) == 1:
-                        key = names[0]
-                    else:
-                        raise CLIError(
-                            f"{what}: {path} holds arrays {', '.join(names) or '(none)'}; "
-                            f"pick one with {path}:NAME"
-                        )
-                elif key not in names:
-                    raise CLIError(
-                        f"{what}: {path} has no array {key!r}; it holds {', '.join(names)}"
-                    )
-                A = z[key]
-        elif ext == ".csv":
-            A = _read_csv(path)
-        else:
-            raise CLIError(
-                f"{what}: unsupported file type {ext or '(none)'!r} of {path}; "
-                "use .npy, .npz or .csv"
-            )
-    except CLIError:
-        raise
-    except (ValueError, OSError, EOFError) as e:
-        raise CLIError(f"{what}: cannot read {path}: {e}") from None
-    A = np.asarray(A)
-    if A.dtype.kind not in "fiub":
-        raise CLIError(f"{what}: {path} holds {A.dtype} data, not numbers")
-    A = A.astype(np.float64)
-    if A.ndim == 1:
-        A = A[:, None]
-    if A.ndim != 2 or A.shape[0] == 0:
-        raise CLIError(f"{what}: expected a 2-D (n, d) array in {spec}, got shape {A.shape}")
-    return A
+        return _io.load_points(spec, what, keys)
+    except (ValueError, OSError) as e:
+        raise CLIError(str(e)) from None
 
 
 def _scores_from_points_file(points_spec: str):
     """When SCORES is omitted and POINTS is an .npz holding scores too, use those."""
-    path, _ = _split_key(points_spec)
+    path, _ = _io.split_key(points_spec)
     if not path.lower().endswith(".npz") or not os.path.exists(path):
         return None
     with np.load(path, allow_pickle=False) as z:

@@ -87,3 +87,17 @@ def biased_gaussian():
         return X, -X
 
     return make
+
+
+# hypothesis profiles: a short search by default, `--hypothesis-profile=long` for CI's long one
+try:
+    from hypothesis import HealthCheck, settings
+
+    _quiet = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    for _name, _n in (("short", 40), ("long", 1500)):
+        settings.register_profile(
+            _name, max_examples=_n, deadline=None, suppress_health_check=_quiet
+        )
+    settings.load_profile("short")
+except ImportError:
+    pass

@@ -116,7 +116,8 @@ def kt_compresspp(
     O(4^g n' log n') kernel evaluations for COMPRESS, O(4^g n') for THIN and O(m n) for KT-Swap
     (Thm. 5); memory O(n' + n) plus the kernel rows of one halving — never an n x n matrix.
     """
-    K = K if n_threads is None else K.with_threads(n_threads)
+    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
+        K = val.check_kernel_matrix(K).with_threads(n_threads)
     if not check_input:
         S = np.arange(K.n, dtype=np.int64) if indices is None else indices
     else:

@@ -79,7 +79,8 @@ def kt_split(
     -----
     O(N^2) kernel evaluations (O(N^2 d) for the Stein kernel), O(N) memory.
     """
-    K = K if n_threads is None else K.with_threads(n_threads)
+    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
+        K = val.check_kernel_matrix(K).with_threads(n_threads)
     if not check_input:
         return _kt_split(K, indices, t, delta, rng, uniforms)
     val.check_kernel_matrix(K)
@@ -151,7 +152,8 @@ def kt_swap(
     -----
     O(L m^2 + passes m n) kernel evaluations for L candidates, O(n + L m) memory.
     """
-    K = K if n_threads is None else K.with_threads(n_threads)
+    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
+        K = val.check_kernel_matrix(K).with_threads(n_threads)
     if not check_input:
         return _kt_swap(K, candidates, baseline, passes)
     val.check_kernel_matrix(K)
@@ -234,7 +236,8 @@ def kernel_thinning(
     -----
     O(n'^2 + n' m + n m) kernel evaluations, O(n + n') memory.
     """
-    K = K if n_threads is None else K.with_threads(n_threads)
+    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
+        K = val.check_kernel_matrix(K).with_threads(n_threads)
     if not check_input:
         idx = np.arange(K.n, dtype=np.int64) if indices is None else indices
         return _kernel_thinning(K, m, idx, delta, rng, baseline, passes)

@@ -138,7 +138,8 @@ def kt_swap_ls(
     O(n s) kernel evaluations and O(n s) arithmetic with the sufficient statistics
     g = K w and D = w^T K w (C++, on host copies of the points).
     """
-    K = K if n_threads is None else K.with_threads(n_threads)
+    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
+        K = val.check_kernel_matrix(K).with_threads(n_threads)
     val.check_kernel_matrix(K)
     if not isinstance(fmt, str) or fmt.lower() not in SWAP_LS_FORMATS:
         raise ValueError(f"fmt must be 'splx' or 'cp', got {fmt!r}")
@@ -210,7 +211,8 @@ def recombination_thinning(
     O((d + m) n m) for RPCholesky and KT-Swap-LS, O(m^3 log n) for Recombination and O(m^3)
     per active-set step of the final QP (Prop. G.1).
     """
-    K = K if n_threads is None else K.with_threads(n_threads)
+    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
+        K = val.check_kernel_matrix(K).with_threads(n_threads)
     if not check_input:
         return _recombination_thinning(K, w, m, m - 1 if rank is None else rank, rng)
     w, m, rank, rng = check_thinning_input(K, w, m, rank, rng, lambda m: (0, m - 1, "m - 1"))

@@ -117,6 +117,8 @@ def _as_dask(A, name: str, keys):
                 )
             if p.ndim != 2:
                 raise ValueError(f"{name}[{i}]: expected a 2-D (n, d) array, got shape {p.shape}")
+            if p.shape[0] == 0:
+                raise ValueError(f"{name}[{i}]: chain {i} is empty (0 rows)")
             p = p.rechunk({1: -1})
             parts.append(p)
         out = da.concatenate(parts, axis=0)
@@ -196,7 +198,8 @@ def _reduce_task(parts, size, method, kernel, seed, options, final):
         "info": info,
         "kind": res.kind,
         "ksd": res.ksd,
-        "children": [p["info"] for p in parts],
+        "blocks": [b for p in parts for b in p.get("blocks", [p["info"]])],
+        "reduce": [r for p in parts for r in p.get("reduce", [])] + [info],
     }
 
 
@@ -332,13 +335,7 @@ def compress(
             break
     (out,) = dask.compute(level[0], scheduler=scheduler)
 
-    blocks, stack = [], [out]
-    reduce_info = []
-    while stack:
-        r = stack.pop()
-        reduce_info.append(r["info"])
-        for c in r["children"]:
-            (blocks if "offset" in c else reduce_info).append(c)
+    blocks, reduce_info = list(out["blocks"]), list(out["reduce"])
     blocks.sort(key=lambda c: c["offset"])
     info = {
         "distributed": True,

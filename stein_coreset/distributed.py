@@ -295,7 +295,7 @@ def compress(
     if kernel is None:
         per = max(1, -(-1000 // n_blocks))
         picks = np.concatenate([o + np.linspace(0, r - 1, min(per, r)).astype(np.int64)
-                                for o, r in zip(offsets, rows)])
+                                for o, r in zip(offsets, rows, strict=True)])
         sX, sS = dask.compute(Xd[picks], Sd[picks], scheduler=scheduler)
         ok = np.isfinite(sX).all(axis=1) & np.isfinite(sS).all(axis=1)
         if not ok.all() and nan_policy == "raise":

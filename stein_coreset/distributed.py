@@ -1,0 +1,410 @@
+"""Debiased compression of inputs that do not fit one process, on Dask (issue 13).
+
+Scheme (docs/distributed.md): *map* -- every row block of (X, S) is compressed by a debiased
+method of :func:`stein_coreset.compress` to an intermediate coreset targeting P; *reduce* -- the
+block coresets are merged (groups of ``fan_in``, as a tree) and the union is compressed again by
+the same debiased method, whose first stage (Stein thinning / Low-rank Debiasing weights) re-weights
+the union towards P, so a block of pure burn-in gets little weight. The Stein kernel is fixed once
+(IMQ, median bandwidth of a small sample of the input) and used in every block and every reduce.
+Per-task seeds come from ``numpy.random.SeedSequence(seed)``, so the result does not depend on the
+number of workers, their order or retries. Only block coresets travel to the driver.
+
+Needs the optional extra ``dask`` (``dask[array]``, ``distributed``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import zipfile
+
+import numpy as np
+
+from .compress import Coreset as _Coreset
+from .compress import compress as _sc_compress
+from .kernels import IMQ, SteinKernel, median_bandwidth
+
+__all__ = ["compress", "run_cli"]
+
+#: Debiased methods usable in the map and the reduce (they need the scores S).
+DEBIASED = ("st", "skt", "lskt", "sr", "sc", "lsr", "lsc")
+POINT_KEYS = ("X", "points", "samples", "x", "theta")
+SCORE_KEYS = ("S", "scores", "grad", "gradients", "score")
+
+
+def _import_dask():
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as e:  # pragma: no cover - only without the extra
+        raise ImportError(
+            "stein_coreset.distributed needs Dask: pip install 'stein_coreset[dask]'"
+        ) from e
+    return dask, da
+
+
+# ---------------------------------------------------------------------------------------------
+# Lazy inputs
+# ---------------------------------------------------------------------------------------------
+def _npz_member_shape(path: str, key: str):
+    """Shape and dtype of ``key`` in an .npz without reading its data."""
+    with zipfile.ZipFile(path) as z, z.open(key + ".npy") as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    return tuple(shape), dtype
+
+
+def _load_npz(path: str, key: str):
+    with np.load(path, allow_pickle=False) as z:
+        return np.asarray(z[key], dtype=np.float64)
+
+
+def _lazy_file(spec: str, keys, name: str):
+    """A dask array (one chunk) reading ``spec`` (``.npy`` or ``file.npz[:key]``) on a worker."""
+    dask, da = _import_dask()
+    path, _, key = spec.partition(":") if spec.lower().split(":")[0].endswith(".npz") else (
+        spec, "", "")
+    if not os.path.exists(path):
+        raise ValueError(f"{name}: file not found: {path}")
+    low = path.lower()
+    if low.endswith(".npy"):
+        A = np.load(path, mmap_mode="r", allow_pickle=False)
+        return da.from_array(A, chunks=A.shape, name=False).astype(np.float64)
+    if low.endswith(".npz"):
+        with zipfile.ZipFile(path) as z:
+            members = [m[:-4] for m in z.namelist() if m.endswith(".npy")]
+        if not key:
+            key = next((k for k in keys if k in members), "")
+            if not key:
+                raise ValueError(
+                    f"{name}: {path} holds none of the arrays {', '.join(keys)} "
+                    f"(it has {', '.join(members)}); use FILE.npz:NAME"
+                )
+        elif key not in members:
+            raise ValueError(f"{name}: {path} has no array {key!r} (it has {', '.join(members)})")
+        shape, dtype = _npz_member_shape(path, key)
+        return da.from_delayed(dask.delayed(_load_npz)(path, key), shape, dtype=np.float64)
+    raise ValueError(f"{name}: unsupported file type {spec!r}; use .npy or .npz")
+
+
+def _as_dask(A, name: str, keys):
+    """X or S as a dask array chunked along rows only."""
+    dask, da = _import_dask()
+    if isinstance(A, da.Array):
+        out = A
+    elif isinstance(A, (str, os.PathLike)):
+        out = _lazy_file(os.fspath(A), keys, name)
+    elif isinstance(A, (list, tuple)):
+        if len(A) == 0:
+            raise ValueError(f"{name}: the list of chains is empty")
+        parts = []
+        for i, a in enumerate(A):
+            if isinstance(a, (str, os.PathLike)):
+                p = _lazy_file(os.fspath(a), keys, f"{name}[{i}]")
+            elif isinstance(a, da.Array):
+                p = a
+            elif hasattr(a, "shape"):
+                a = np.asarray(a)
+                p = da.from_array(a, chunks=a.shape if a.ndim else ())
+            else:
+                raise TypeError(
+                    f"{name}[{i}]: expected an array, a dask array or a path, "
+                    f"got {type(a).__name__}"
+                )
+            if p.ndim != 2:
+                raise ValueError(f"{name}[{i}]: expected a 2-D (n, d) array, got shape {p.shape}")
+            if p.shape[0] == 0:
+                raise ValueError(f"{name}[{i}]: chain {i} is empty (0 rows)")
+            p = p.rechunk({1: -1})
+            parts.append(p)
+        out = da.concatenate(parts, axis=0)
+    else:
+        raise TypeError(
+            f"{name}: expected a dask.array, a list of per-chain arrays or paths, "
+            f"got {type(A).__name__} (wrap a NumPy array with dask.array.from_array)"
+        )
+    if out.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D (n, d) array, got shape {out.shape}")
+    if any(math.isnan(c) for c in out.chunks[0]):
+        raise ValueError(f"{name}: unknown chunk sizes; call compute_chunk_sizes() first")
+    if len(out.chunks[1]) != 1:
+        out = out.rechunk({1: -1})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks (run on workers)
+# ---------------------------------------------------------------------------------------------
+def _block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, delay_s):
+    """Map: compress one block; return (global indices, weights, points, scores, info)."""
+    if delay_s:
+        time.sleep(delay_s)
+    Xb = np.asarray(Xb, dtype=np.float64)
+    Sb = np.asarray(Sb, dtype=np.float64)
+    n = Xb.shape[0]
+    opts = _fit_options(options, n)
+    res = _sc_compress(
+        Xb, Sb, size=min(size, n), method=method, kernel=kernel,
+        seed=np.random.default_rng(seed), nan_policy=nan_policy, **opts,
+    )
+    loc = np.asarray(res.indices, dtype=np.int64)
+    return {
+        "indices": loc + offset,
+        "weights": np.asarray(res.weights, dtype=np.float64),
+        "points": Xb[loc],
+        "scores": Sb[loc],
+        "mass": float(n - res.info.get("n_dropped", 0)),
+        "info": {"n": n, "offset": offset, "size": int(loc.size), "ksd": res.ksd,
+                 "n_dropped": int(res.info.get("n_dropped", 0)),
+                 "time_s": res.info.get("time_s")},
+    }
+
+
+def _fit_options(options, n):
+    opts = dict(options)
+    if opts.get("rank") is not None:
+        opts["rank"] = min(int(opts["rank"]), n)
+    return opts
+
+
+def _reduce_task(parts, size, method, kernel, seed, options, final):
+    """Reduce: merge block coresets and compress the union again, targeting P."""
+    X = np.concatenate([p["points"] for p in parts])
+    S = np.concatenate([p["scores"] for p in parts])
+    gidx = np.concatenate([p["indices"] for p in parts])
+    mass = np.concatenate([p["weights"] * p["mass"] for p in parts])
+    total = float(sum(p["mass"] for p in parts))
+    n = X.shape[0]
+    opts = _fit_options(options, n)
+    res = _sc_compress(
+        X, S, size=min(size, n), method=method, kernel=kernel,
+        seed=np.random.default_rng(seed), **opts,
+    )
+    loc = np.asarray(res.indices, dtype=np.int64)
+    info = {"n_union": n, "size": int(loc.size), "ksd": res.ksd,
+            "time_s": res.info.get("time_s"),
+            # Share of the merged input (block mass x block-coreset weight) the reduce kept.
+            "input_mass_kept": float(mass[loc].sum() / max(total, 1e-300))}
+    return {
+        "indices": gidx[loc],
+        "weights": np.asarray(res.weights, dtype=np.float64),
+        "points": X[loc],
+        "scores": S[loc],
+        "mass": total,
+        "info": info,
+        "kind": res.kind,
+        "ksd": res.ksd,
+        "blocks": [b for p in parts for b in p.get("blocks", [p["info"]])],
+        "reduce": [r for p in parts for r in p.get("reduce", [])] + [info],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry points
+# ---------------------------------------------------------------------------------------------
+def compress(
+    X,
+    S,
+    *,
+    size: int,
+    method: str,
+    seed=None,
+    kernel=None,
+    block_size: int | None = None,
+    fan_in: int = 8,
+    nan_policy: str = "raise",
+    n_threads: int = 1,
+    scheduler=None,
+    _delay_s: float = 0.0,
+    **options,
+):
+    """Debiased compression of a row-chunked (X, S) on Dask: map over blocks, tree reduce.
+
+    Parameters
+    ----------
+    X, S : dask.array (n, d), chunked along rows alike; or lists of per-chain arrays / ``.npy`` /
+        ``.npz`` paths (one block per chain, loaded lazily on the workers).
+    size : int
+        Final coreset size.
+    method : str
+        A debiased method of :func:`stein_coreset.compress`: st, skt, lskt, sr, sc, lsr, lsc.
+    seed : int, optional
+        Root of ``SeedSequence(seed)``; block b uses child b, reduce node j child n_blocks + j.
+    kernel : SteinKernel, optional
+        Default: ``SteinKernel(IMQ(sigma=median_bandwidth(sample)))`` with the sample of at most
+        1000 rows spread over the blocks, fixed once and used in every task.
+    block_size : int, optional
+        Size of each block coreset and of each intermediate reduce (default ``size``).
+    fan_in : int
+        Block coresets merged per reduce node (>= 2); more blocks give a tree.
+    nan_policy : {"raise", "omit"}
+        "omit" drops non-finite rows inside each block; indices stay global.
+    n_threads : int
+        Threads of the C++ loops inside each task (default 1: one core per Dask thread).
+    scheduler : optional
+        Passed to ``dask.compute`` (default: the active scheduler, a ``distributed.Client`` if
+        one exists).
+    **options
+        Passed to every ``sc.compress`` call (e.g. ``tau``, ``rank``).
+
+    Returns
+    -------
+    Coreset with ``indices`` into the global row order and ``info["blocks"]``,
+    ``info["reduce"]`` (per-stage details). Cost: one block's compression per map task (e.g. SKT
+    on n_b rows), one compression of at most ``fan_in * block_size`` rows per reduce node.
+    """
+    dask, da = _import_dask()
+    if not isinstance(method, str) or method not in DEBIASED:
+        raise ValueError(f"method {method!r}: the distributed path takes the debiased methods "
+                         f"{', '.join(DEBIASED)}")
+    if nan_policy not in ("raise", "omit"):
+        raise ValueError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+        raise TypeError(f"size must be an integer, got {type(size).__name__}")
+    if isinstance(fan_in, bool) or not isinstance(fan_in, (int, np.integer)) or fan_in < 2:
+        raise ValueError(f"fan_in must be an integer >= 2, got {fan_in!r}")
+    if seed is not None and not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
+    Xd = _as_dask(X, "X", POINT_KEYS)
+    Sd = _as_dask(S, "S", SCORE_KEYS)
+    if Xd.shape != Sd.shape:
+        raise ValueError(f"X and S must have the same shape, got {Xd.shape} and {Sd.shape}")
+    if Xd.chunks[0] != Sd.chunks[0]:
+        raise ValueError(
+            "X and S must be chunked alike along rows, got row chunks "
+            f"{Xd.chunks[0]} and {Sd.chunks[0]} (rechunk S like X: S.rechunk(X.chunks))"
+        )
+    rows = Xd.chunks[0]
+    if any(c == 0 for c in rows):
+        raise ValueError(f"X: block {rows.index(0)} is empty (row chunks {rows})")
+    n = int(Xd.shape[0])
+    if not 1 <= int(size) <= n:
+        raise ValueError(f"size must lie in [1, n = {n}], got {size}")
+    size = int(size)
+    block_size = size if block_size is None else int(block_size)
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    n_blocks = len(rows)
+    offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
+
+    t0 = time.perf_counter()
+    if kernel is None:
+        per = max(1, -(-1000 // n_blocks))
+        picks = np.concatenate([o + np.linspace(0, r - 1, min(per, r)).astype(np.int64)
+                                for o, r in zip(offsets, rows, strict=True)])
+        sX, sS = dask.compute(Xd[picks], Sd[picks], scheduler=scheduler)
+        ok = np.isfinite(sX).all(axis=1) & np.isfinite(sS).all(axis=1)
+        if not ok.all() and nan_policy == "raise":
+            raise ValueError("X or S has NaN or inf rows; pass nan_policy='omit' to drop them")
+        sigma = float(median_bandwidth(np.asarray(sX[ok], dtype=np.float64)))
+        kernel = SteinKernel(IMQ(sigma=sigma))
+    elif not isinstance(kernel, SteinKernel):
+        raise TypeError(f"kernel must be a SteinKernel, got {type(kernel).__name__}")
+    base = getattr(kernel, "base", None)
+
+    ss = np.random.SeedSequence(seed)
+    n_nodes = _count_reduce_nodes(n_blocks, fan_in)
+    children = ss.spawn(n_blocks + n_nodes)
+    seeds = [int(c.generate_state(1, np.uint64)[0]) for c in children]
+
+    Xblocks = Xd.to_delayed().ravel()
+    Sblocks = Sd.to_delayed().ravel()
+    opts = dict(options, n_threads=n_threads)
+    task_b = dask.delayed(_block_task, pure=True)
+    task_r = dask.delayed(_reduce_task, pure=True)
+    level = [
+        task_b(Xblocks[b], Sblocks[b], int(offsets[b]), block_size, method, kernel, seeds[b],
+               nan_policy, opts, _delay_s, dask_key_name=f"sc-block-{b}-{seeds[b]}")
+        for b in range(n_blocks)
+    ]
+    node = 0
+    while True:
+        final = len(level) <= fan_in
+        nxt = []
+        for g in range(0, len(level), fan_in):
+            s = seeds[n_blocks + node]
+            nxt.append(task_r(level[g:g + fan_in], size if final else block_size, method,
+                              kernel, s, opts, final, dask_key_name=f"sc-reduce-{node}-{s}"))
+            node += 1
+        level = nxt
+        if final:
+            break
+    (out,) = dask.compute(level[0], scheduler=scheduler)
+
+    blocks, reduce_info = list(out["blocks"]), list(out["reduce"])
+    blocks.sort(key=lambda c: c["offset"])
+    info = {
+        "distributed": True,
+        "n": n,
+        "n_blocks": n_blocks,
+        "fan_in": fan_in,
+        "block_size": block_size,
+        "n_dropped": int(sum(b["n_dropped"] for b in blocks)),
+        "blocks": blocks,
+        "reduce": reduce_info,
+        "sigma": getattr(base, "sigma", None),
+        "time_s": time.perf_counter() - t0,
+    }
+    return _Coreset(
+        out["indices"], out["weights"], out["points"], out["kind"], method, out["ksd"], info
+    )
+
+
+def _count_reduce_nodes(n_blocks: int, fan_in: int) -> int:
+    count, k = 0, n_blocks
+    while True:
+        k = -(-k // fan_in)
+        count += k
+        if k == 1:
+            return count
+
+
+def run_cli(paths, *, size, method, seed=None, workers=None, scheduler=None, out=None,
+            scores=None, **kw):
+    """What ``stein-coreset compress FILE... --workers N | --scheduler ADDRESS`` does.
+
+    ``paths``: chain files (``.npz`` holding X and S, or ``.npy`` points with ``scores`` a list of
+    ``.npy`` score files in the same order), one block per chain, loaded lazily on the workers.
+    ``workers``: start a loopback ``LocalCluster`` with that many single-threaded worker
+    processes; ``scheduler``: connect to a running scheduler at that address; neither: the local
+    threaded scheduler. ``out``: write indices, weights, points and per-stage info to an ``.npz``.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
+    if workers is not None and scheduler is not None:
+        raise ValueError("give --workers or --scheduler, not both")
+    if scores is None:
+        Sp = paths
+    else:
+        Sp = [os.fspath(p) for p in scores]
+        if len(Sp) != len(paths):
+            raise ValueError(f"scores: {len(Sp)} score files for {len(paths)} chain files")
+    client = cluster = None
+    try:
+        if workers is not None:
+            from distributed import Client, LocalCluster
+
+            cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None)
+            client = Client(cluster)
+        elif scheduler is not None:
+            from distributed import Client
+
+            client = Client(scheduler)
+        res = compress(paths, Sp, size=size, method=method, seed=seed, **kw)
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    if out is not None:
+        out = out if out.lower().endswith(".npz") else out + ".npz"
+        summary = {k: v for k, v in res.info.items() if k not in ("blocks", "reduce")}
+        np.savez(out, indices=np.asarray(res.indices), weights=np.asarray(res.weights),
+                 points=np.asarray(res.points), info=np.array(repr(summary)))
+    return res

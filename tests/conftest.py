@@ -70,6 +70,27 @@ class Namespace:
         assert array_api_compat.device(a) == array_api_compat.device(ref)
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--runxslow",
+        action="store_true",
+        default=False,
+        help="also run the tests marked xslow (minutes each; also STEIN_CORESET_XSLOW=1)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """``slow`` tests (seconds) run by default and ``-m "not slow"`` leaves them out; ``xslow``
+    tests (minutes, SciPy's marker of the same name) are skipped unless ``--runxslow`` or
+    ``STEIN_CORESET_XSLOW=1``, so the default run stays short."""
+    if config.getoption("--runxslow") or os.environ.get("STEIN_CORESET_XSLOW", "") not in ("", "0"):
+        return
+    skip = pytest.mark.skip(reason="xslow: minutes; run with --runxslow or STEIN_CORESET_XSLOW=1")
+    for item in items:
+        if "xslow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(params=_namespaces())
 def xp(request):
     """The array namespace under test (``xp.xp`` the module, ``xp.asarray`` to move data in)."""

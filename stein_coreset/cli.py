@@ -9,6 +9,9 @@ Sub-commands:
   chain, its burn-in, each coreset (point size proportional to weight) and KSD-vs-size curves.
 - ``compress POINTS [SCORES]``: compress arrays read from ``.npy``, ``.npz`` or ``.csv`` files and
   write the coreset (indices, weights, points, run info) to an ``.npz`` file.
+  ``compress CHAIN... [--workers N | --scheduler ADDRESS] [--block-size M]``: several chain files
+  (or any of those flags) go to :func:`stein_coreset.distributed.run_cli` (Dask, extra ``dask``):
+  one block per chain, read on the workers, same output file.
 - ``methods``: list the methods.
 
 This module parses, calls and prints: argument values are validated by ``compress`` (and the
@@ -108,7 +111,7 @@ def _kernel_from_args(args, X):
     M = None
     if args.precond is not None:
         M = load_array(args.precond, "--precond", ("M", "precond", "cov"))
-        d = X.shape[1]
+        d = M.shape[0] if X is None else X.shape[1]  # X None: the distributed path checks d
         if M.shape != (d, d):
             raise CLIError(f"--precond must be a ({d}, {d}) matrix, got shape {M.shape}")
     base = None if args.bandwidth is None else sc.IMQ(sigma=args.bandwidth)
@@ -116,6 +119,17 @@ def _kernel_from_args(args, X):
 
 
 def _cmd_compress(args) -> int:
+    if _distributed_requested(args):
+        return _cmd_compress_distributed(args)
+    if len(args.files) > 2:  # pragma: no cover - _distributed_requested takes these
+        raise CLIError("several chain files need the distributed path")
+    args.points = args.files[0]
+    args.scores = args.files[1] if len(args.files) == 2 else None
+    return _compress_single(args)
+
+
+def _compress_single(args) -> int:
+    """Today's single-process ``compress POINTS [SCORES]`` (the whole input in this process)."""
     import stein_coreset as sc
 
     options = _parse_options(args.option)
@@ -172,6 +186,18 @@ def _cmd_compress(args) -> int:
         options=options,
         precond_file=args.precond,
     )
+    _write_coreset(out, res, info)
+    ksd = "n/a (no scores)" if res.ksd is None else f"{res.ksd:.4g}"
+    dropped = f", dropped {n_bad} rows with NaN/inf" if n_bad else ""
+    print(
+        f"{res.method}: {len(res)} of {X.shape[0]} points ({res.kind} weights), KSD {ksd}, "
+        f"{info['time_s']:.2f} s{dropped} -> {out}"
+    )
+    return 0
+
+
+def _write_coreset(out: str, res, info: dict) -> None:
+    """The output ``.npz`` of ``compress`` (single-process and distributed alike)."""
     # written atomically: an error or Ctrl-C never leaves a partial file behind
     _io.write_atomic(out, lambda f: np.savez(
         f,
@@ -183,11 +209,102 @@ def _cmd_compress(args) -> int:
         ksd=np.asarray(np.nan if res.ksd is None else res.ksd),
         info=np.asarray(json.dumps(_jsonable(info))),
     ))
-    ksd = "n/a (no scores)" if res.ksd is None else f"{res.ksd:.4g}"
-    dropped = f", dropped {n_bad} rows with NaN/inf" if n_bad else ""
+
+
+def _holds_points_and_scores(spec: str) -> bool:
+    """An ``.npz`` chain file (no ``:NAME``) holding both points and scores."""
+    path, key = _io.split_key(spec)
+    if key is not None or not path.lower().endswith(".npz") or not os.path.isfile(path):
+        return False
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            names = set(z.files)
+    except (OSError, ValueError):
+        return False
+    return bool(names & set(POINT_KEYS)) and bool(names & set(SCORE_KEYS))
+
+
+def _distributed_requested(args) -> bool:
+    """Several chain files or a distributed flag: the Dask path. Two files are POINTS SCORES as
+    before, unless both are chain files holding their own points and scores."""
+    if any(v is not None for v in (args.workers, args.scheduler, args.block_size, args.scores)):
+        return True
+    if len(args.files) > 2:
+        return True
+    return len(args.files) == 2 and all(_holds_points_and_scores(f) for f in args.files)
+
+
+def _cmd_compress_distributed(args) -> int:
+    """``compress FILE... [--workers N | --scheduler ADDRESS] [--block-size M]`` on Dask
+    (:func:`stein_coreset.distributed.run_cli`): one block per chain file, read on the workers;
+    the driver holds only block coresets."""
+    from . import distributed as scd
+
+    if args.workers is not None and args.scheduler is not None:
+        raise CLIError(
+            "--workers starts a local cluster and --scheduler connects to a running one: "
+            "give one of them"
+        )
+    if args.workers is not None and args.workers < 1:
+        raise CLIError(f"--workers must be >= 1, got {args.workers}")
+    if args.block_size is not None and args.block_size < 1:
+        raise CLIError(f"--block-size must be >= 1, got {args.block_size}")
+    if args.progress:
+        raise CLIError("--progress is not available on the distributed path (several files, "
+                       "--workers, --scheduler or --block-size)")
+    files = list(args.files)
+    scores = list(args.scores) if args.scores is not None else None
+    if scores is not None and len(scores) != len(files):
+        raise CLIError(f"--scores: {len(scores)} score files for {len(files)} chain files; "
+                       "give one per chain, in the same order")
+    for f in files + (scores or []):
+        if not os.path.exists(_io.split_key(f)[0]):
+            raise CLIError(f"file not found: {f}")
+    options = _parse_options(args.option)
+    if args.rank is not None:
+        options["rank"] = args.rank
+    try:
+        out = _io.refuse_overwrite_input(args.out, [*files, *(scores or []), args.precond])
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir):
+        raise CLIError(f"--out: directory does not exist: {out_dir}")
+    kernel = _kernel_from_args(args, None)
+    try:
+        res = scd.run_cli(
+            files, scores=scores, size=args.size, method=args.method, seed=args.seed,
+            workers=args.workers, scheduler=args.scheduler, block_size=args.block_size,
+            kernel=kernel, nan_policy=args.nan_policy, **options,
+        )
+    except ImportError as e:
+        raise CLIError(str(e)) from None
+    info = dict(res.info)
+    info.update(
+        method=res.method,
+        kind=res.kind,
+        size=len(res),
+        requested_size=args.size,
+        ksd=res.ksd,
+        points_files=files,
+        scores_files=scores,
+        seed=args.seed,
+        options=options,
+        precond_file=args.precond,
+        scheduler=args.scheduler,
+    )
+    _write_coreset(out, res, info)
+    ksd = "n/a" if res.ksd is None else f"{res.ksd:.4g}"
+    dropped = f", dropped {info['n_dropped']} rows with NaN/inf" if info["n_dropped"] else ""
+    if args.workers is not None:
+        where = f"a local cluster of {args.workers} workers"
+    elif args.scheduler is not None:
+        where = f"{args.scheduler} ({info.get('workers')} workers)"
+    else:
+        where = "the threaded scheduler"
     print(
-        f"{res.method}: {len(res)} of {X.shape[0]} points ({res.kind} weights), KSD {ksd}, "
-        f"{info['time_s']:.2f} s{dropped} -> {out}"
+        f"{res.method}: {len(res)} of {info['n']} points ({res.kind} weights), KSD {ksd}, "
+        f"{info['time_s']:.2f} s, {info['n_blocks']} blocks on {where}{dropped} -> {out}"
     )
     return 0
 
@@ -291,13 +408,15 @@ def build_parser() -> argparse.ArgumentParser:
         "write indices, weights, points and the run's info to an .npz file. Files: .npy, .npz "
         "(FILE.npz:NAME picks an array; by default X/points and S/scores), .csv.",
     )
-    comp.add_argument("points", metavar="POINTS", help="(n, d) points: .npy, .npz[:NAME] or .csv")
     comp.add_argument(
-        "scores",
-        metavar="SCORES",
-        nargs="?",
-        default=None,
-        help="(n, d) scores grad log p at the points (needed by the debiased methods)",
+        "files",
+        metavar="FILE",
+        nargs="+",
+        help="POINTS [SCORES]: (n, d) points (.npy, .npz[:NAME] or .csv) and the scores grad "
+        "log p at them (needed by the debiased methods; optional when POINTS is an .npz holding "
+        "them). Several chain files (.npz with points and scores, or .npy points with --scores), "
+        "or any of --workers/--scheduler/--block-size: the distributed path (needs the extra "
+        "'dask'), one block per chain",
     )
     comp.add_argument("--method", required=True, help="method name (see `stein-coreset methods`)")
     comp.add_argument("--size", type=int, required=True, help="coreset size")
@@ -329,6 +448,38 @@ def build_parser() -> argparse.ArgumentParser:
         help="method-specific option, repeatable (e.g. --option tau=0.4)",
     )
     comp.add_argument("--progress", action="store_true", help="show a progress bar")
+    dist = comp.add_argument_group(
+        "distributed (stein_coreset.distributed, extra 'dask'; docs/distributed.md)"
+    )
+    dist.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run on a loopback LocalCluster of N single-threaded worker processes (not with "
+        "--scheduler)",
+    )
+    dist.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="run on the running Dask scheduler at ADDRESS (e.g. tcp://10.0.0.1:8786)",
+    )
+    dist.add_argument(
+        "--block-size",
+        type=int,
+        default=None,
+        metavar="M",
+        help="size of each block coreset and intermediate reduce (default --size)",
+    )
+    dist.add_argument(
+        "--scores",
+        nargs="+",
+        default=None,
+        metavar="SCORES",
+        help="score files (.npy / .npz[:NAME]), one per FILE in the same order (for chains whose "
+        "files hold the points only)",
+    )
     comp.set_defaults(func=_cmd_compress)
 
     meth = sub.add_parser("methods", parents=[common], help="list the compression methods")

@@ -14,6 +14,7 @@ Needs the optional extra ``dask`` (``dask[array]``, ``distributed``).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -21,6 +22,7 @@ import zipfile
 
 import numpy as np
 
+from . import _io
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
 from .kernels import IMQ, SteinKernel, median_bandwidth
@@ -29,19 +31,30 @@ __all__ = ["compress", "run_cli"]
 
 #: Debiased methods usable in the map and the reduce (they need the scores S).
 DEBIASED = ("st", "skt", "lskt", "sr", "sc", "lsr", "lsc")
-POINT_KEYS = ("X", "points", "samples", "x", "theta")
-SCORE_KEYS = ("S", "scores", "grad", "gradients", "score")
+POINT_KEYS, SCORE_KEYS = _io.POINT_KEYS, _io.SCORE_KEYS
+#: What a missing Dask says (the CLI prints it as is).
+NEEDS_DASK = (
+    "the distributed path (stein_coreset.distributed; several chain files, --workers, "
+    "--scheduler or --block-size on the command line) needs the optional extra 'dask': "
+    "pip install 'stein_coreset[dask]'"
+)
 
 
 def _import_dask():
     try:
         import dask
         import dask.array as da
-    except ImportError as e:  # pragma: no cover - only without the extra
-        raise ImportError(
-            "stein_coreset.distributed needs Dask: pip install 'stein_coreset[dask]'"
-        ) from e
+    except ImportError as e:
+        raise ImportError(f"{NEEDS_DASK} ({e})") from e
     return dask, da
+
+
+def _import_distributed():
+    try:
+        import distributed
+    except ImportError as e:
+        raise ImportError(f"{NEEDS_DASK} ({e})") from e
+    return distributed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -60,20 +73,37 @@ def _npz_member_shape(path: str, key: str):
 
 def _load_npz(path: str, key: str):
     with np.load(path, allow_pickle=False) as z:
-        return np.asarray(z[key], dtype=np.float64)
+        return _as_2d(np.asarray(z[key], dtype=np.float64))
+
+
+def _load_npy(path: str):
+    return _as_2d(np.asarray(np.load(path, allow_pickle=False), dtype=np.float64))
+
+
+def _as_2d(a):
+    """1-D input is one column, as in the single-process CLI (``_io.load_points``)."""
+    return a[:, None] if a.ndim == 1 else a
+
+
+def _shape_2d(shape):
+    return (shape[0], 1) if len(shape) == 1 else tuple(shape)
 
 
 def _lazy_file(spec: str, keys, name: str):
     """A dask array (one chunk) reading ``spec`` (``.npy`` or ``file.npz[:key]``) on a worker."""
     dask, da = _import_dask()
-    path, _, key = spec.partition(":") if spec.lower().split(":")[0].endswith(".npz") else (
-        spec, "", "")
+    path, key = _io.split_key(spec)
+    key = key or ""
     if not os.path.exists(path):
         raise ValueError(f"{name}: file not found: {path}")
     low = path.lower()
     if low.endswith(".npy"):
+        # only the header is read here; the data is read on the worker that needs the block
+        # (a memory map in the graph would be pickled, whole, through the scheduler)
         A = np.load(path, mmap_mode="r", allow_pickle=False)
-        return da.from_array(A, chunks=A.shape, name=False).astype(np.float64)
+        shape = _shape_2d(A.shape)
+        del A
+        return da.from_delayed(dask.delayed(_load_npy)(path), shape, dtype=np.float64)
     if low.endswith(".npz"):
         with zipfile.ZipFile(path) as z:
             members = [m[:-4] for m in z.namelist() if m.endswith(".npy")]
@@ -87,7 +117,8 @@ def _lazy_file(spec: str, keys, name: str):
         elif key not in members:
             raise ValueError(f"{name}: {path} has no array {key!r} (it has {', '.join(members)})")
         shape, dtype = _npz_member_shape(path, key)
-        return da.from_delayed(dask.delayed(_load_npz)(path, key), shape, dtype=np.float64)
+        return da.from_delayed(dask.delayed(_load_npz)(path, key), _shape_2d(shape),
+                               dtype=np.float64)
     raise ValueError(f"{name}: unsupported file type {spec!r}; use .npy or .npz")
 
 
@@ -146,6 +177,11 @@ def _block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options,
     Xb = np.asarray(Xb, dtype=np.float64)
     Sb = np.asarray(Sb, dtype=np.float64)
     n = Xb.shape[0]
+    if nan_policy == "omit" and not (np.isfinite(Xb).all(axis=1)
+                                     & np.isfinite(Sb).all(axis=1)).any():
+        # a block of NaN rows only: it carries no mass, like its rows in the single-process path
+        return _empty_part(Xb.shape[1], {"n": n, "offset": offset, "size": 0, "ksd": None,
+                                         "n_dropped": n, "time_s": 0.0})
     opts = _fit_options(options, n)
     res = _sc_compress(
         Xb, Sb, size=min(size, n), method=method, kernel=kernel,
@@ -164,6 +200,11 @@ def _block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options,
     }
 
 
+def _empty_part(d, info):
+    return {"indices": np.zeros(0, dtype=np.int64), "weights": np.zeros(0),
+            "points": np.zeros((0, d)), "scores": np.zeros((0, d)), "mass": 0.0, "info": info}
+
+
 def _fit_options(options, n):
     opts = dict(options)
     if opts.get("rank") is not None:
@@ -179,6 +220,14 @@ def _reduce_task(parts, size, method, kernel, seed, options, final):
     mass = np.concatenate([p["weights"] * p["mass"] for p in parts])
     total = float(sum(p["mass"] for p in parts))
     n = X.shape[0]
+    blocks = [b for p in parts for b in p.get("blocks", [p["info"]])]
+    if n == 0:  # every block below this node was NaN rows only (nan_policy="omit")
+        if final:
+            raise ValueError("every row of X or S has NaN or inf")
+        part = _empty_part(X.shape[1], {"n_union": 0, "size": 0, "ksd": None, "time_s": 0.0,
+                                        "input_mass_kept": 0.0})
+        part.update(blocks=blocks, reduce=[r for p in parts for r in p.get("reduce", [])])
+        return part
     opts = _fit_options(options, n)
     res = _sc_compress(
         X, S, size=min(size, n), method=method, kernel=kernel,
@@ -198,7 +247,7 @@ def _reduce_task(parts, size, method, kernel, seed, options, final):
         "info": info,
         "kind": res.kind,
         "ksd": res.ksd,
-        "blocks": [b for p in parts for b in p.get("blocks", [p["info"]])],
+        "blocks": blocks,
         "reduce": [r for p in parts for r in p.get("reduce", [])] + [info],
     }
 
@@ -236,7 +285,8 @@ def compress(
         Root of ``SeedSequence(seed)``; block b uses child b, reduce node j child n_blocks + j.
     kernel : SteinKernel, optional
         Default: ``SteinKernel(IMQ(sigma=median_bandwidth(sample)))`` with the sample of at most
-        1000 rows spread over the blocks, fixed once and used in every task.
+        1000 rows spread over the blocks, fixed once and used in every task; a ``SteinKernel``
+        without a base (``SteinKernel(M=M)``) gets its bandwidth fixed the same way (M-distance).
     block_size : int, optional
         Size of each block coreset and of each intermediate reduce (default ``size``).
     fan_in : int
@@ -292,7 +342,15 @@ def compress(
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
 
     t0 = time.perf_counter()
-    if kernel is None:
+    d = int(Xd.shape[1])
+    if kernel is not None and not isinstance(kernel, SteinKernel):
+        raise TypeError(f"kernel must be a SteinKernel, got {type(kernel).__name__}")
+    M = None if kernel is None else kernel.M
+    if M is not None and tuple(getattr(M, "shape", ())) != (d, d):
+        raise ValueError(f"kernel: the preconditioner M must be ({d}, {d}) for d = {d}, got "
+                         f"shape {getattr(M, 'shape', None)}")
+    if kernel is None or kernel.base is None:
+        # one kernel for every task: the median bandwidth of <= 1000 rows spread over the blocks
         per = max(1, -(-1000 // n_blocks))
         picks = np.concatenate([o + np.linspace(0, r - 1, min(per, r)).astype(np.int64)
                                 for o, r in zip(offsets, rows, strict=True)])
@@ -300,10 +358,13 @@ def compress(
         ok = np.isfinite(sX).all(axis=1) & np.isfinite(sS).all(axis=1)
         if not ok.all() and nan_policy == "raise":
             raise ValueError("X or S has NaN or inf rows; pass nan_policy='omit' to drop them")
-        sigma = float(median_bandwidth(np.asarray(sX[ok], dtype=np.float64)))
-        kernel = SteinKernel(IMQ(sigma=sigma))
-    elif not isinstance(kernel, SteinKernel):
-        raise TypeError(f"kernel must be a SteinKernel, got {type(kernel).__name__}")
+        if not ok.any():
+            raise ValueError(
+                f"X, S: all {ok.size} rows sampled for the kernel bandwidth have NaN or inf; "
+                "pass kernel=SteinKernel(IMQ(sigma=...))"
+            )
+        sigma = float(median_bandwidth(np.asarray(sX[ok], dtype=np.float64), M=M))
+        kernel = SteinKernel(IMQ(sigma=sigma), M=M)
     base = getattr(kernel, "base", None)
 
     ss = np.random.SeedSequence(seed)
@@ -363,48 +424,120 @@ def _count_reduce_nodes(n_blocks: int, fan_in: int) -> int:
             return count
 
 
-def run_cli(paths, *, size, method, seed=None, workers=None, scheduler=None, out=None,
-            scores=None, **kw):
-    """What ``stein-coreset compress FILE... --workers N | --scheduler ADDRESS`` does.
+def _local_cluster(workers: int):
+    """A loopback ``LocalCluster`` of ``workers`` single-threaded worker processes (no dashboard
+    on a fixed port: several clusters on one machine do not collide)."""
+    distributed = _import_distributed()
+    return distributed.LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    )
 
-    ``paths``: chain files (``.npz`` holding X and S, or ``.npy`` points with ``scores`` a list of
-    ``.npy`` score files in the same order), one block per chain, loaded lazily on the workers.
-    ``workers``: start a loopback ``LocalCluster`` with that many single-threaded worker
-    processes; ``scheduler``: connect to a running scheduler at that address; neither: the local
-    threaded scheduler. ``out``: write indices, weights, points and per-stage info to an ``.npz``.
+
+def run_cli(
+    paths,
+    *,
+    size: int,
+    method: str,
+    seed: int | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    out: str | None = None,
+    scores=None,
+    **kw,
+) -> _Coreset:
+    """What ``stein-coreset compress FILE... [--workers N | --scheduler ADDRESS]`` does.
+
+    Parameters
+    ----------
+    paths : str or list of str
+        Chain files, one block per chain, read lazily on the workers: ``.npz`` holding points
+        and scores (``X``/``S`` or the other names of ``stein-coreset compress``), ``FILE.npz:NAME``
+        for one array, or ``.npy`` points with ``scores`` the score files in the same order.
+    size, method, seed
+        As in :func:`compress`.
+    workers : int, optional
+        Start a loopback ``LocalCluster`` with this many single-threaded worker processes for
+        this call, closed afterwards.
+    scheduler : str, optional
+        Address of a running ``dask.distributed`` scheduler (``tcp://host:8786``) to connect to.
+        With neither ``workers`` nor ``scheduler``: Dask's local threaded scheduler.
+    out : str, optional
+        Write ``indices``, ``weights``, ``points``, ``method``, ``kind``, ``ksd`` and ``info``
+        (JSON, without the per-stage lists) to this ``.npz``, atomically.
+    scores : list of str, optional
+        Score files, one per entry of ``paths`` (default: the scores inside each ``.npz``).
+    **kw
+        Passed to :func:`compress` (``block_size``, ``fan_in``, ``kernel``, ``nan_policy``,
+        ``tau``, ``rank`` ...).
+
+    Returns
+    -------
+    Coreset
+        As :func:`compress`; ``info["workers"]`` is the number of workers used (None for the
+        threaded scheduler).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise ValueError("paths: no chain files given")
     if workers is not None and scheduler is not None:
-        raise ValueError("give --workers or --scheduler, not both")
+        raise ValueError("give workers (--workers) or scheduler (--scheduler), not both")
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1
+    ):
+        raise ValueError(f"workers (--workers) must be an integer >= 1, got {workers!r}")
     if scores is None:
+        plain = [p for p in paths if _io.split_key(p)[1] is not None
+                 or not p.lower().endswith(".npz")]
+        if plain:
+            raise ValueError(
+                f"scores: {plain[0]} is not an .npz holding points and scores; give the score "
+                "files (scores=[...], --scores on the command line), one per chain"
+            )
         Sp = paths
     else:
-        Sp = [os.fspath(p) for p in scores]
+        Sp = [os.fspath(p) for p in ([scores] if isinstance(scores, (str, os.PathLike))
+                                     else scores)]
         if len(Sp) != len(paths):
             raise ValueError(f"scores: {len(Sp)} score files for {len(paths)} chain files")
+    _import_dask()
     client = cluster = None
     try:
         if workers is not None:
-            from distributed import Client, LocalCluster
-
-            cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None)
-            client = Client(cluster)
+            distributed = _import_distributed()
+            cluster = _local_cluster(int(workers))
+            client = distributed.Client(cluster)
         elif scheduler is not None:
-            from distributed import Client
-
-            client = Client(scheduler)
+            distributed = _import_distributed()
+            client = distributed.Client(scheduler)
+        n_workers = None if client is None else len(client.scheduler_info()["workers"])
         res = compress(paths, Sp, size=size, method=method, seed=seed, **kw)
     finally:
         if client is not None:
             client.close()
         if cluster is not None:
             cluster.close()
+    res.info["workers"] = n_workers
     if out is not None:
-        out = out if out.lower().endswith(".npz") else out + ".npz"
         summary = {k: v for k, v in res.info.items() if k not in ("blocks", "reduce")}
-        np.savez(out, indices=np.asarray(res.indices), weights=np.asarray(res.weights),
-                 points=np.asarray(res.points), info=np.array(repr(summary)))
+        _io.write_atomic(_io.savez_path(out), lambda f: np.savez(
+            f,
+            indices=np.asarray(res.indices, dtype=np.int64),
+            weights=np.asarray(res.weights, dtype=np.float64),
+            points=np.asarray(res.points, dtype=np.float64),
+            method=np.asarray(res.method),
+            kind=np.asarray(res.kind),
+            ksd=np.asarray(np.nan if res.ksd is None else res.ksd),
+            info=np.asarray(json.dumps(summary, default=_json_default)),
+        ))
     return res
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return repr(o)

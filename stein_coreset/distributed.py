@@ -20,9 +20,11 @@ import os
 import time
 import zipfile
 
+import array_api_compat
 import numpy as np
 
 from . import _io
+from ._array_api import to_host
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
 from .kernels import IMQ, SteinKernel, median_bandwidth
@@ -170,15 +172,33 @@ def _as_dask(A, name: str, keys):
 # ---------------------------------------------------------------------------------------------
 # Tasks (run on workers)
 # ---------------------------------------------------------------------------------------------
+def _block_arrays(Xb, Sb):
+    """A block as float64 in its own namespace: NumPy blocks as NumPy, CuPy blocks stay on
+    their GPU (the compression of the block runs there)."""
+    if array_api_compat.is_numpy_array(Xb) and array_api_compat.is_numpy_array(Sb):
+        return np, np.asarray(Xb, dtype=np.float64), np.asarray(Sb, dtype=np.float64)
+    xp = array_api_compat.array_namespace(Xb, Sb)
+    return xp, xp.astype(Xb, xp.float64), xp.astype(Sb, xp.float64)
+
+
+def _sample_task(Xb, Sb, local):
+    """Rows ``local`` of a block, on the host (the sample fixing the kernel bandwidth)."""
+    xp, Xb, Sb = _block_arrays(Xb, Sb)
+    idx = xp.asarray(local, device=array_api_compat.device(Xb))
+    return to_host(xp.take(Xb, idx, axis=0)), to_host(xp.take(Sb, idx, axis=0))
+
+
 def _block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, delay_s):
-    """Map: compress one block; return (global indices, weights, points, scores, info)."""
+    """Map: compress one block; return (global indices, weights, points, scores, info).
+
+    The block is compressed in its own namespace (NumPy, or CuPy on the worker's GPU); only the
+    block coreset (``size`` rows) comes back to the host."""
     if delay_s:
         time.sleep(delay_s)
-    Xb = np.asarray(Xb, dtype=np.float64)
-    Sb = np.asarray(Sb, dtype=np.float64)
+    xp, Xb, Sb = _block_arrays(Xb, Sb)
     n = Xb.shape[0]
-    if nan_policy == "omit" and not (np.isfinite(Xb).all(axis=1)
-                                     & np.isfinite(Sb).all(axis=1)).any():
+    if nan_policy == "omit" and not bool(xp.any(xp.all(xp.isfinite(Xb), axis=1)
+                                                & xp.all(xp.isfinite(Sb), axis=1))):
         # a block of NaN rows only: it carries no mass, like its rows in the single-process path
         return _empty_part(Xb.shape[1], {"n": n, "offset": offset, "size": 0, "ksd": None,
                                          "n_dropped": n, "time_s": 0.0})
@@ -187,12 +207,12 @@ def _block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options,
         Xb, Sb, size=min(size, n), method=method, kernel=kernel,
         seed=np.random.default_rng(seed), nan_policy=nan_policy, **opts,
     )
-    loc = np.asarray(res.indices, dtype=np.int64)
+    loc = to_host(res.indices, dtype=np.int64)
     return {
         "indices": loc + offset,
-        "weights": np.asarray(res.weights, dtype=np.float64),
-        "points": Xb[loc],
-        "scores": Sb[loc],
+        "weights": to_host(res.weights),
+        "points": to_host(res.points),
+        "scores": to_host(xp.take(Sb, res.indices, axis=0)),
         "mass": float(n - res.info.get("n_dropped", 0)),
         "info": {"n": n, "offset": offset, "size": int(loc.size), "ksd": res.ksd,
                  "n_dropped": int(res.info.get("n_dropped", 0)),
@@ -342,6 +362,8 @@ def compress(
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
 
     t0 = time.perf_counter()
+    Xblocks = Xd.to_delayed().ravel()
+    Sblocks = Sd.to_delayed().ravel()
     d = int(Xd.shape[1])
     if kernel is not None and not isinstance(kernel, SteinKernel):
         raise TypeError(f"kernel must be a SteinKernel, got {type(kernel).__name__}")
@@ -352,9 +374,12 @@ def compress(
     if kernel is None or kernel.base is None:
         # one kernel for every task: the median bandwidth of <= 1000 rows spread over the blocks
         per = max(1, -(-1000 // n_blocks))
-        picks = np.concatenate([o + np.linspace(0, r - 1, min(per, r)).astype(np.int64)
-                                for o, r in zip(offsets, rows, strict=True)])
-        sX, sS = dask.compute(Xd[picks], Sd[picks], scheduler=scheduler)
+        sample = dask.delayed(_sample_task, pure=True)
+        got = dask.compute(*[sample(Xblocks[b], Sblocks[b],
+                                    np.linspace(0, r - 1, min(per, r)).astype(np.int64))
+                             for b, r in enumerate(rows)], scheduler=scheduler)
+        sX = np.concatenate([g[0] for g in got])
+        sS = np.concatenate([g[1] for g in got])
         ok = np.isfinite(sX).all(axis=1) & np.isfinite(sS).all(axis=1)
         if not ok.all() and nan_policy == "raise":
             raise ValueError("X or S has NaN or inf rows; pass nan_policy='omit' to drop them")
@@ -372,8 +397,6 @@ def compress(
     children = ss.spawn(n_blocks + n_nodes)
     seeds = [int(c.generate_state(1, np.uint64)[0]) for c in children]
 
-    Xblocks = Xd.to_delayed().ravel()
-    Sblocks = Sd.to_delayed().ravel()
     opts = dict(options, n_threads=n_threads)
     task_b = dask.delayed(_block_task, pure=True)
     task_r = dask.delayed(_reduce_task, pure=True)

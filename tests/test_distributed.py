@@ -176,6 +176,44 @@ def test_ksd_close_to_single_process(cluster, method, n, size, block_size):
     assert np.median(ratios) < 1.2, ratios
 
 
+def _blocks_in(X, S, n_blocks, to_xp):
+    """Dask arrays whose blocks are arrays of another namespace (as CuPy blocks would be)."""
+    Xd, Sd = as_dask(X, S, n_blocks)
+    meta = np.empty((0, X.shape[1]))
+    return Xd.map_blocks(to_xp, meta=meta), Sd.map_blocks(to_xp, meta=meta)
+
+
+def test_blocks_of_another_array_namespace_give_the_numpy_result():
+    # what the GPU variant does with CuPy blocks (each compressed in its namespace, on its
+    # device, only the block coreset copied to the host), here with array_api_strict on a
+    # non-default device
+    strict = pytest.importorskip("array_api_strict")
+    X, S = biased(2**12)
+    X[7, 0] = np.nan
+    ref = scd.compress(*as_dask(X, S, 4), size=32, method="skt", seed=1, nan_policy="omit",
+                       scheduler="sync")
+    got = scd.compress(*_blocks_in(X, S, 4, lambda b: strict.asarray(
+        b, device=strict.Device("device1"))), size=32, method="skt", seed=1,
+        nan_policy="omit", scheduler="sync")
+    np.testing.assert_array_equal(ref.indices, got.indices)
+    np.testing.assert_allclose(ref.weights, got.weights)
+    assert got.info["sigma"] == ref.info["sigma"] and got.info["n_dropped"] == 1
+
+
+def test_cupy_blocks_one_gpu_give_the_numpy_result():
+    cupy = pytest.importorskip("cupy")
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no CUDA device
+        pytest.skip(f"no GPU ({type(e).__name__})")
+    X, S = biased(2**12)
+    ref = scd.compress(*as_dask(X, S, 4), size=32, method="skt", seed=1, scheduler="sync")
+    got = scd.compress(*_blocks_in(X, S, 4, cupy.asarray), size=32, method="skt", seed=1,
+                       scheduler="sync")
+    np.testing.assert_array_equal(ref.indices, got.indices)
+    np.testing.assert_allclose(ref.weights, got.weights)
+
+
 # --- bad input (issue 13's list) ---------------------------------------------------------------
 
 

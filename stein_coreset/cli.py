@@ -406,7 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="compress points (and scores) read from files",
         description="Compress the points in POINTS, with the scores grad log p in SCORES, and "
         "write indices, weights, points and the run's info to an .npz file. Files: .npy, .npz "
-        "(FILE.npz:NAME picks an array; by default X/points and S/scores), .csv.",
+        "(FILE.npz:NAME picks an array; by default X/points and S/scores), .csv. Several chain "
+        "files, or --workers/--scheduler/--block-size/--scores: compress them on Dask, one "
+        "block per chain (docs/distributed.md).",
     )
     comp.add_argument(
         "files",

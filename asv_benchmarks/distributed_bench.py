@@ -8,7 +8,8 @@ closed form; the blocks b with b % 8 in {0, 3} are burn-in (1.5 x + 6, far from 
 are drawn from P. Each block is generated on the worker that compresses it (from
 ``default_rng([seed, b])``), so the driver never holds the input.
 
-(1) n = 2^20, d = 4, 16 blocks of 2^16, coreset size m = sqrt(n) = 1024, on a fresh
+(1) n = 2^20, d = 4, 16 blocks of 2^16, coreset size m = sqrt(n) = 1024, block coresets of
+    ``--block-factor`` x m rows (default 2, as the tests), fan-in 8, on a fresh
     ``LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`` (loopback) per run:
     wall time and KSD of distributed skt and lskt, against
     (a) standard thinning to 2^16 rows (every 16th), then single-process skt (what a user does
@@ -95,7 +96,8 @@ def ksd_of(points, weights, sigma: float) -> float:
     return float(sc.ksd(P, -P, weights=np.asarray(weights, dtype=np.float64), kernel=k))
 
 
-def run_distributed(method: str, n: int, n_blocks: int, size: int, workers: int, seed: int):
+def run_distributed(method: str, n: int, n_blocks: int, size: int, workers: int, seed: int,
+                    block_size: int):
     """One distributed run on a fresh loopback LocalCluster; wall/cpu of the call, worker RSS."""
     import distributed
 
@@ -108,7 +110,7 @@ def run_distributed(method: str, n: int, n_blocks: int, size: int, workers: int,
         t_start = time.perf_counter() - t0
         X, S = lazy_input(n, n_blocks, seed)
         w0, c0 = time.perf_counter(), time.process_time()
-        res = scd.compress(X, S, size=size, method=method, seed=seed)
+        res = scd.compress(X, S, size=size, method=method, seed=seed, block_size=block_size)
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         rss = client.run(_maxrss_mib)
     return {
@@ -119,6 +121,7 @@ def run_distributed(method: str, n: int, n_blocks: int, size: int, workers: int,
         "workers": workers,
         "size": int(len(res.indices)),
         "requested_size": size,
+        "block_size": block_size,
         "wall_s": wall,
         "driver_cpu_s": cpu,
         "cluster_start_s": t_start,
@@ -211,7 +214,8 @@ def markdown(rep) -> str:
     cfg = rep["config"]
     out = [
         f"n = 2^{int(math.log2(cfg['n']))}, d = {D}, {cfg['n_blocks']} blocks of "
-        f"{cfg['n'] // cfg['n_blocks']}, coreset size m = {cfg['size']}, seed {cfg['seed']}, "
+        f"{cfg['n'] // cfg['n_blocks']}, coreset size m = {cfg['size']}, block coresets "
+        f"{cfg['block_factor']} m, seed {cfg['seed']}, "
         f"{os.cpu_count()} cores; load average before {rep['loadavg_before']}, after "
         f"{rep['loadavg_after']}",
         "",
@@ -253,6 +257,8 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=float, default=600.0,
                    help="seconds before the single-process baselines are killed (default 600)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--block-factor", type=int, default=2,
+                   help="block coreset size = this x m (default 2, as tests/test_distributed.py)")
     p.add_argument("--mem-limit-gib", type=float, default=12.0,
                    help="address-space limit of the baseline subprocesses (0: none)")
     # the baseline subprocess (internal)
@@ -281,7 +287,8 @@ def main(argv=None) -> int:
     main_rows = []
     for method in ("skt", "lskt"):
         print(f"# distributed {method}, n = {n}, 2 workers ...", file=sys.stderr, flush=True)
-        main_rows.append(run_distributed(method, n, n_blocks, size, 2, seed))
+        main_rows.append(run_distributed(method, n, n_blocks, size, 2, seed,
+                                         args.block_factor * size))
     sigma = main_rows[0]["sigma"]
     thin = f"(a) standard thinning to 2^{int(math.log2(n // THIN))}, then skt"
     for which in (thin, "(b) single-process lskt, tau = 0.4"):
@@ -295,7 +302,8 @@ def main(argv=None) -> int:
     for workers in (1, 2):
         print(f"# speed-up: distributed skt, n = {n_sp}, {workers} worker(s) ...",
               file=sys.stderr, flush=True)
-        r = run_distributed("skt", n_sp, n_blocks, size_sp, workers, seed)
+        r = run_distributed("skt", n_sp, n_blocks, size_sp, workers, seed,
+                            args.block_factor * size_sp)
         r["ksd"] = ksd_of(r.pop("points"), r.pop("weights"), r["sigma"])
         sp_runs.append(r)
     walls = [r["wall_s"] for r in sp_runs]
@@ -314,6 +322,7 @@ def main(argv=None) -> int:
         "issue": 13,
         "quick": args.quick,
         "config": {"n": n, "d": D, "n_blocks": n_blocks, "size": size, "seed": seed,
+                   "block_factor": args.block_factor,
                    "burn_in_blocks": "b % 8 in (0, 3)", "limit_s": args.limit,
                    "cluster": "LocalCluster(n_workers=2, threads_per_worker=1, processes=True)"},
         "versions": {"stein_coreset": getattr(stein_coreset, "__version__", None),

@@ -197,3 +197,31 @@ def test_low_rank_methods_work_at_spread_1e150_with_the_smallest_bandwidth(metho
     assert len(res) <= 7 and len(np.unique(res.indices)) == len(res)
     assert np.all(np.isfinite(res.weights)) and res.weights.sum() == pytest.approx(1.0)
     assert np.isfinite(res.ksd) and res.ksd >= 0
+
+
+@pytest.mark.parametrize("discrepancy", ["sm", "dsm"])
+def test_fit_at_scale_1e149_raises_no_overflow_error(discrepancy):
+    # before: OverflowError from the Gaussian model's s**3 on a Python float (s ~ 1e149)
+    X = 1e149 * np.random.default_rng(0).standard_normal((30, 1))
+    with np.errstate(all="ignore"):
+        fit = est.fit(est.Gaussian(), X, discrepancy=discrepancy, optimizer="sgd", steps=5,
+                      seed=0)
+    assert np.all(np.isfinite(fit.theta)) and isinstance(fit.message, str)
+
+
+def test_gaussian_model_derivatives_are_exact_where_representable():
+    # 2 delta / s^3 at delta ~ s ~ 1e149 is ~1e-298: formed as ((delta / s) / s) / s
+    m = est.Gaussian()
+    x = np.array([[3e149]])
+    J = np.asarray(m.score_dtheta(x, np.array([1e149, 1e149])))  # theta = (mu, sigma)
+    assert np.all(np.isfinite(J))
+    assert J[0, 0, -1] == pytest.approx(4e-298, rel=1e-12)
+
+
+def test_a_flat_loss_is_not_reported_as_converged():
+    # IMQ(1) against X ~ 1e149: every kernel term is 0, theta never moves; before: converged=True
+    X = 1e149 * np.random.default_rng(0).standard_normal((30, 1))
+    with np.errstate(all="ignore"):
+        fit = est.fit(est.Gaussian(), X, discrepancy="dksd", optimizer="sgd", steps=20,
+                      seed=0, kernel=sc.IMQ(1.0))
+    assert not fit.converged and "flat" in fit.message

@@ -225,3 +225,16 @@ def test_a_flat_loss_is_not_reported_as_converged():
         fit = est.fit(est.Gaussian(), X, discrepancy="dksd", optimizer="sgd", steps=20,
                       seed=0, kernel=sc.IMQ(1.0))
     assert not fit.converged and "flat" in fit.message
+
+
+@pytest.mark.parametrize("method", ["sr", "lskt", "ct"])
+def test_a_factor_larger_than_memory_is_refused_before_allocation(sample, method, monkeypatch):
+    # the (n, r) factor of weighted RPCholesky is estimated before it is allocated (issue 15:
+    # "estimate the bytes of every O(n r) buffer"); here the machine is said to hold 256 KiB
+    from stein_coreset import _validation
+
+    X, S = sample
+    monkeypatch.setattr(_validation, "physical_memory", lambda: 2**18)
+    size = 16 if method == "lskt" else 400  # sr / ct: rank < size
+    with pytest.raises(ValueError, match=r"rank: .*factor.*GiB"):
+        sc.compress(X, S, size=size, method=method, seed=0, rank=300)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _array_api as aa
+from .. import _validation as val
 from ..kernels import KernelMatrix
 
 __all__ = ["weighted_rpcholesky"]
@@ -47,6 +48,8 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     if rank < 1:
         raise ValueError(f"rank must be >= 1, got {rank}")
     rank = min(rank, n)
+    val.check_buffer(8.0 * n * rank, "rank",
+                     f"the ({n}, {rank}) float64 factor of weighted RPCholesky")
     w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev) if w is None else w
     sw = xp.sqrt(xp.clip(w, 0.0, None))
     d = K.diag() * w

@@ -394,7 +394,7 @@ def test_discrepancies_give_clear_error_or_finite_value(data):
 
 @given(data=st.data())
 def test_kernels_give_clear_error_or_finite_gram(data):
-    _kernels_property("moderate_ratio", data)
+    _kernels_property("any_ratio", data)
 
 
 @pytest.mark.parametrize("family", [
@@ -407,17 +407,15 @@ def test_kernels_overflowing_ratio_gives_finite_gram(family, data):
 
 
 def _kernels_property(family, data):
-    if family == "moderate_ratio":
-        # log10(spread / sigma) < 125: q / sigma^2 stays a finite double
+    if family == "any_ratio":
+        # any spread against any valid sigma: q / sigma^2 may overflow (the radial terms take
+        # their limit 0 there)
         sigma = data.draw(st.one_of(
             st.floats(allow_nan=True, allow_infinity=True),
             st.sampled_from([0, -1, 1e-300, 1e-75, 1e75, 1e300, "1", True, np.float32(2.0)])))
         beta = data.draw(st.one_of(st.floats(-2, 1), st.sampled_from([-0.5, float("nan"), "x"])))
         nu = data.draw(st.sampled_from([0.5, 1.5, 2.5, 3.0, float("nan"), "x"]))
-        ok_sigma = isinstance(sigma, (float, int)) and not isinstance(sigma, bool) and sigma > 0
-        top = 100 + math.log10(sigma) if ok_sigma and math.isfinite(sigma) else 150
-        scale = data.draw(st.sampled_from([s for s in (0, -100, -150, 3, 50, 100, 150)
-                                           if s < top + 25] or [0]))
+        scale = data.draw(st.sampled_from([0, -100, -150, 3, 50, 100, 150]))
     else:
         sigma, beta, nu = 1e-75, -0.5, 1.5
         scale = data.draw(st.sampled_from([100, 150]))

@@ -116,12 +116,18 @@ class IMQ(RadialKernel):
         return self._beta
 
     def radial(self, xp, q):
+        # in z = q / sigma^2: q kappa'' = beta (beta - 1) / s2 * (z ib) * kappa * ib, where
+        # z ib = z / (1 + z) is formed as 1 - ib for large z, so a q / s2 that overflows
+        # gives kappa = kappa' = q kappa'' = 0 (their limits), never inf * 0 = NaN
+        # (src_cpp/radial.inc does the same)
         s2 = self.sigma**2
         beta = self._beta
-        ib = 1.0 / (1.0 + q / s2)
+        z = q / s2
+        ib = 1.0 / (1.0 + z)
         k0 = xp.sqrt(ib) if beta == -0.5 else ib ** (-beta)
         k1 = (beta / s2) * k0 * ib
-        return k0, k1, ((beta - 1.0) / s2) * q * k1 * ib
+        zib = xp.where(z < 1.0, z * xp.where(z < 1.0, ib, 0.0), 1.0 - ib)
+        return k0, k1, (beta * (beta - 1.0) / s2) * zib * k0 * ib
 
     def __repr__(self):
         return f"IMQ(sigma={self.sigma:.6g}, beta={self._beta:.6g})"
@@ -134,8 +140,11 @@ class Gaussian(RadialKernel):
 
     def radial(self, xp, q):
         s2 = self.sigma**2
-        k0 = xp.exp(-q / (2.0 * s2))
-        return k0, -k0 / (2.0 * s2), q * k0 / (4.0 * s2 * s2)
+        h = q / (2.0 * s2)
+        k0 = xp.exp(-h)
+        # q kappa'' = h kappa / (2 s2); h kappa -> 0 where h overflows (not inf * 0)
+        hk = xp.where(k0 > 0.0, xp.where(k0 > 0.0, h, 0.0) * k0, 0.0)
+        return k0, -k0 / (2.0 * s2), hk / (2.0 * s2)
 
 
 class Matern(RadialKernel):
@@ -157,15 +166,16 @@ class Matern(RadialKernel):
         return 2 if self.nu == 1.5 else 3
 
     def radial(self, xp, q):
-        r = xp.sqrt(q)
+        # in t = a r (a = sqrt(2 nu) / sigma); polynomials in t times e^{-t} are set to their
+        # limit 0 where e^{-t} underflows, so an overflowing t never gives inf * 0 = NaN
+        a = math.sqrt(3.0 if self.nu == 1.5 else 5.0) / self.sigma
+        t = a * xp.sqrt(q)
+        e = xp.exp(-t)
+        t = xp.where(e > 0.0, t, 0.0)
         if self.nu == 1.5:
-            a = math.sqrt(3.0) / self.sigma
-            e = xp.exp(-a * r)
-            return (1.0 + a * r) * e, (-0.5 * a * a) * e, (0.25 * a**3) * r * e
-        a = math.sqrt(5.0) / self.sigma
-        e = xp.exp(-a * r)
-        k0 = (1.0 + a * r + (a * a / 3.0) * q) * e
-        return k0, (-(a * a) / 6.0) * (1.0 + a * r) * e, (a**4 / 12.0) * q * e
+            return (1.0 + t) * e, (-0.5 * a * a) * e, (0.25 * a * a) * t * e
+        k0 = (1.0 + t + t * t / 3.0) * e
+        return k0, (-(a * a) / 6.0) * (1.0 + t) * e, (a * a / 12.0) * (t * t) * e
 
     def __repr__(self):
         return f"Matern(sigma={self.sigma:.6g}, nu={self.nu})"

@@ -167,3 +167,74 @@ def test_fit_with_a_huge_step_does_not_claim_convergence(optimizer):
     assert not bad.converged and "lr" in bad.message
     good = est.fit(est.Gaussian(), X, discrepancy="ksd", steps=150, seed=0, optimizer=optimizer)
     assert good.converged and np.allclose(good.theta, [1.0, 2.0], atol=0.4)
+
+
+@pytest.mark.parametrize("base", [sc.IMQ(1e-75), sc.IMQ(4e-67), sc.IMQ(1e-75, beta=-0.3),
+                                  sc.Gaussian(1e-75), sc.Matern(1e-75, nu=1.5),
+                                  sc.Matern(4e-67, nu=2.5), sc.IMQ(1e75), sc.Matern(1e75)])
+@pytest.mark.parametrize("scale", [0, 50, 100, 150])
+def test_stein_gram_is_finite_when_distance_over_sigma_squared_overflows(base, scale):
+    # q / sigma^2 up to 1e450: the radial terms take their limit 0, never inf * 0 = NaN (before:
+    # NaN in every off-diagonal entry of the C++ Gram from scale 50 on); C++ and array API agree
+    xs = pytest.importorskip("array_api_strict")
+    X = 10.0**scale * np.random.default_rng(0).standard_normal((20, 3))
+    G = sc.SteinKernel(base).matrix(X, -X)
+    assert np.all(np.isfinite(G))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        H = np.asarray(sc.SteinKernel(base).matrix(xs.asarray(X), xs.asarray(-X)))
+    assert np.all(np.isfinite(H))
+    np.testing.assert_allclose(H, G, rtol=1e-12, atol=1e-12 * np.max(np.abs(G)))
+
+
+@pytest.mark.parametrize("method", ["lskt", "lsr", "lsc"])
+def test_low_rank_methods_work_at_spread_1e150_with_the_smallest_bandwidth(method):
+    # the fuzz suite's counterexample (before: "w has NaN or inf entries" from Low-rank
+    # Debiasing, the NaN columns of the Stein kernel reaching AMD)
+    X = np.array([8.54665848e148, -3.82524589e149, 8.29987223e149, 6.38472169e149,
+                  -9.90247964e149, 1.03294293e149, -1.64519751e150, -3.40530562e150,
+                  -1.76204168e149, -1.10222564e149, -1.45174784e150] * 2)[:, None]
+    res = sc.compress(X, -X, size=7, method=method, seed=0, kernel=sc.IMQ(1e-75))
+    assert len(res) <= 7 and len(np.unique(res.indices)) == len(res)
+    assert np.all(np.isfinite(res.weights)) and res.weights.sum() == pytest.approx(1.0)
+    assert np.isfinite(res.ksd) and res.ksd >= 0
+
+
+@pytest.mark.parametrize("discrepancy", ["sm", "dsm"])
+def test_fit_at_scale_1e149_raises_no_overflow_error(discrepancy):
+    # before: OverflowError from the Gaussian model's s**3 on a Python float (s ~ 1e149)
+    X = 1e149 * np.random.default_rng(0).standard_normal((30, 1))
+    with np.errstate(all="ignore"):
+        fit = est.fit(est.Gaussian(), X, discrepancy=discrepancy, optimizer="sgd", steps=5,
+                      seed=0)
+    assert np.all(np.isfinite(fit.theta)) and isinstance(fit.message, str)
+
+
+def test_gaussian_model_derivatives_are_exact_where_representable():
+    # 2 delta / s^3 at delta ~ s ~ 1e149 is ~1e-298: formed as ((delta / s) / s) / s
+    m = est.Gaussian()
+    x = np.array([[3e149]])
+    J = np.asarray(m.score_dtheta(x, np.array([1e149, 1e149])))  # theta = (mu, sigma)
+    assert np.all(np.isfinite(J))
+    assert J[0, 0, -1] == pytest.approx(4e-298, rel=1e-12)
+
+
+def test_a_flat_loss_is_not_reported_as_converged():
+    # IMQ(1) against X ~ 1e149: every kernel term is 0, theta never moves; before: converged=True
+    X = 1e149 * np.random.default_rng(0).standard_normal((30, 1))
+    with np.errstate(all="ignore"):
+        fit = est.fit(est.Gaussian(), X, discrepancy="dksd", optimizer="sgd", steps=20,
+                      seed=0, kernel=sc.IMQ(1.0))
+    assert not fit.converged and "flat" in fit.message
+
+
+@pytest.mark.parametrize("method", ["sr", "lskt", "ct"])
+def test_a_factor_larger_than_memory_is_refused_before_allocation(sample, method, monkeypatch):
+    # the (n, r) factor of weighted RPCholesky is estimated before it is allocated (issue 15:
+    # "estimate the bytes of every O(n r) buffer"); here the machine is said to hold 256 KiB
+    from stein_coreset import _validation
+
+    X, S = sample
+    monkeypatch.setattr(_validation, "physical_memory", lambda: 2**18)
+    size = 16 if method == "lskt" else 400  # sr / ct: rank < size
+    with pytest.raises(ValueError, match=r"rank: .*factor.*GiB"):
+        sc.compress(X, S, size=size, method=method, seed=0, rank=300)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _array_api as aa
+from .. import _validation as val
 from ..kernels import KernelMatrix
 
 __all__ = ["weighted_rpcholesky"]
@@ -47,6 +48,8 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     if rank < 1:
         raise ValueError(f"rank must be >= 1, got {rank}")
     rank = min(rank, n)
+    val.check_buffer(8.0 * n * rank, "rank",
+                     f"the ({n}, {rank}) float64 factor of weighted RPCholesky")
     w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev) if w is None else w
     sw = xp.sqrt(xp.clip(w, 0.0, None))
     d = K.diag() * w
@@ -84,7 +87,9 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     r = len(pivots)
     piv = aa.to_host(xp.concat(pivots), np.int64) if r else np.zeros(0, dtype=np.int64)
     inv_sw = xp.where(sw > 0.0, 1.0 / xp.where(sw > 0.0, sw, 1.0), 0.0)
-    F = F[:, :r] * inv_sw[:, None]
+    # in place: a second (n, r) array here was a third of the peak memory of rt/sr/lskt
+    F = F[:, :r]
+    F *= inv_sw[:, None]
     if math.isnan(scale):
         raise FloatingPointError("weighted_rpcholesky: the kernel diagonal has NaN entries")
     return piv, F

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +57,26 @@ def _fix_kernel(kernel, X, discrepancy):
         kernel = _losses.SeparableKernel(IMQ(sigma=median_bandwidth(X)), kernel.B)
     return kernel
 
+
+def _run(optimizer, grad, metric, theta0, n, steps, lr, batch_size, rng, in_domain, reg, model,
+         diff, X):
+    """Dispatch to the optimiser (one function per method, like SciPy's ``_minimize``)."""
+    if optimizer == "riemannian_sgd":
+        return _opt.riemannian_sgd(grad, metric, theta0, n=n, steps=steps, lr=float(lr),
+                                   batch_size=batch_size, rng=rng, in_domain=in_domain, reg=reg)
+    if optimizer == "sgd":
+        return _opt.sgd(grad, theta0, n=n, steps=steps, lr=float(lr), batch_size=batch_size,
+                        rng=rng, in_domain=in_domain)
+    if optimizer == "lbfgs":
+        return _opt.lbfgs(grad, theta0, steps=steps, bounds=getattr(model, "bounds", None))
+    if not getattr(model, "linear_in_theta", False):
+        raise ValueError(
+            "optimizer='closed_form' needs an exponential-family model (score affine in "
+            f"theta, e.g. ExponentialFamily); {model!r} is not one"
+        )
+    if diff is not None and diff.is_theta_dependent(X, theta0):
+        raise ValueError("optimizer='closed_form' needs a diffusion independent of theta")
+    return _opt.closed_form(grad, theta0)
 
 def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         optimizer: str = "riemannian_sgd", theta0=None, steps: int = 500,
@@ -141,29 +162,36 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     def metric(theta, batch):
         return _losses._information(model, take(batch), theta, discrepancy, kernel, diff)
 
-    if optimizer == "riemannian_sgd":
-        res = _opt.riemannian_sgd(grad, metric, theta0, n=n, steps=steps, lr=float(lr),
-                                  batch_size=batch_size, rng=rng, in_domain=in_domain, reg=reg)
-    elif optimizer == "sgd":
-        res = _opt.sgd(grad, theta0, n=n, steps=steps, lr=float(lr), batch_size=batch_size,
-                       rng=rng, in_domain=in_domain)
-    elif optimizer == "lbfgs":
-        res = _opt.lbfgs(grad, theta0, steps=steps, bounds=getattr(model, "bounds", None))
-    else:
-        if not getattr(model, "linear_in_theta", False):
-            raise ValueError(
-                "optimizer='closed_form' needs an exponential-family model (score affine in "
-                f"theta, e.g. ExponentialFamily); {model!r} is not one"
-            )
-        if diff is not None and diff.is_theta_dependent(X, theta0):
-            raise ValueError("optimizer='closed_form' needs a diffusion independent of theta")
-        res = _opt.closed_form(grad, theta0)
+    try:
+        res = _run(optimizer, grad, metric, theta0, n, steps, lr, batch_size, rng, in_domain,
+                   reg, model, diff, X)
+    except (OverflowError, ZeroDivisionError) as e:  # a user model's Python-float arithmetic
+        raise ValueError(
+            f"the {discrepancy} loss overflowed for this X ({type(e).__name__}: {e}); rescale "
+            "X or start theta0 closer to the data"
+        ) from None
     theta = res.theta
     if in_domain is not None and not in_domain(theta):  # pragma: no cover - guarded above
         raise ValueError(f"the optimiser left the parameter domain: theta = {theta}")
-    final = _losses._value(model, X, theta, discrepancy, kernel, diff)
-    info = _losses._information(model, X, theta, discrepancy, kernel, diff)
+    try:
+        final = _losses._value(model, X, theta, discrepancy, kernel, diff)
+        info = _losses._information(model, X, theta, discrepancy, kernel, diff)
+    except (OverflowError, ZeroDivisionError) as e:
+        raise ValueError(
+            f"the {discrepancy} loss overflowed at the final theta for this X "
+            f"({type(e).__name__}: {e}); rescale X"
+        ) from None
     converged, message = res.converged, res.message
+    if converged and not (math.isfinite(final) and np.all(np.isfinite(theta))):
+        converged, message = False, f"the full-data loss at theta is {final}"
+    info_h = np.asarray(aa.to_host(info))
+    if converged and not (np.all(np.isfinite(info_h)) and np.any(info_h != 0)):
+        # every term of the loss is 0 near theta (IMQ(1) against X ~ 1e149): stationary, but
+        # theta is not identified by the data
+        converged = False
+        message = ("the information tensor at theta is zero or not finite: the loss is flat "
+                   "there and theta is not identified (a kernel bandwidth far from the scale "
+                   "of X?)")
     if converged and optimizer in ("riemannian_sgd", "sgd"):
         start = _losses._value(model, X, theta0, discrepancy, kernel, diff)
         if not final <= start + 1e-8 * (1.0 + abs(start)):

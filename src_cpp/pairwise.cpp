@@ -20,9 +20,9 @@ namespace sc {
 namespace {
 
 constexpr int64_t kRowsPerChunk = 8;                // rows of the triangle per claimed chunk
-constexpr int64_t kSample = 4096;                   // sampled pairs that bracket the median
-constexpr int64_t kMargin = 192;                    // 3 sqrt(kSample) sample ranks each side
-constexpr int64_t kBracketMin = int64_t{1} << 14;   // below this N, nth_element directly
+constexpr int64_t kSample = 16384;                  // sampled pairs that bracket the median
+constexpr int64_t kMargin = 256;                    // 4 sd of a sample rank, 2 sqrt(kSample)
+constexpr int64_t kBracketMin = int64_t{1} << 16;   // below this N, nth_element directly
 
 // coordinate-major copy: coordinate c of point i at Us[c * m + i], so that the inner loop over
 // j reads contiguous memory and vectorises
@@ -77,7 +77,7 @@ void select_serial(double* q, int64_t N, int64_t klo, int64_t khi, double* a, do
 // the team computes the distances row block by row block, counts those below lo and keeps those
 // in [lo, hi]; nth_element finishes on the kept ones. False when the bracket misses.
 bool select_bracket(Team& team, const double* us, int64_t m, int64_t d, int64_t klo,
-                    int64_t khi, double* a, double* b) {
+                    int64_t khi, bool miss, double* a, double* b) {
     const int64_t N = m * (m - 1) / 2;
     std::vector<double> s(static_cast<size_t>(kSample));
     {
@@ -107,6 +107,7 @@ bool select_bracket(Team& team, const double* us, int64_t m, int64_t d, int64_t 
         std::nth_element(s.begin() + (ilo >= 0 ? ilo : 0), s.begin() + ihi, s.end());
         hi = s[static_cast<size_t>(ihi)];
     }
+    if (miss) lo = hi = -std::numeric_limits<double>::infinity();  // tests: force the fallback
     const int64_t nchunks = nchunks_of(m);
     std::vector<int64_t> below(static_cast<size_t>(nchunks)), inside(static_cast<size_t>(nchunks));
     std::vector<std::unique_ptr<double[]>> kept(static_cast<size_t>(nchunks));
@@ -161,14 +162,14 @@ void pairwise_sq_distances(const double* U, int64_t m, int64_t d, double* q, int
 }
 
 double median_pairwise_distance(const double* U, int64_t m, int64_t d, int n_threads,
-                                bool bracket) {
+                                int select) {
     const int64_t N = m * (m - 1) / 2;  // m >= 2: N >= 1
     const int64_t klo = (N - 1) / 2, khi = N / 2;
     const std::vector<double> Us = coordinate_major(U, m, d);
     Team team(n_threads);
     double a = 0.0, b = 0.0;
-    if (!bracket || N < kBracketMin ||
-        !select_bracket(team, Us.data(), m, d, klo, khi, &a, &b)) {
+    if (select == kSelectAll || N < kBracketMin ||
+        !select_bracket(team, Us.data(), m, d, klo, khi, select == kSelectBracketMiss, &a, &b)) {
         std::unique_ptr<double[]> q(new double[static_cast<size_t>(N)]);
         distances_on(team, Us.data(), m, d, q.get());
         select_serial(q.get(), N, klo, khi, &a, &b);

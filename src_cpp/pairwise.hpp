@@ -15,12 +15,14 @@
 // a = q_(k_lo), b = q_(k_hi), k_lo = (N - 1) / 2, k_hi = N / 2 (0-based), it is sqrt(b) for odd N
 // and (sqrt(a) + sqrt(b)) / 2 for even N, the mean NumPy takes of the two middle values.
 //
-// Selection runs on the team: a strided sample of q brackets the two middle ranks between two
-// pivots, one parallel pass counts the entries below and inside the bracket per chunk, a second
-// copies the bracketed entries in chunk order, and std::nth_element finishes on those few (a few
-// per cent of N). When the bracket misses (it cannot for the sample sizes used, but the data
-// decide), the exact serial std::nth_element over all of q answers instead. The value does not
-// depend on n_threads. Cost: O(N d) for the distances, O(N) for the selection.
+// Selection runs on the team without storing q: the distances of 16384 evenly spaced pairs give
+// two pivots lo <= hi that bracket the two middle ranks with a margin of 4 standard deviations of
+// a sample rank; one parallel pass computes the distances row block by row block, counts those
+// below lo and keeps those in [lo, hi] (a few per cent of N); std::nth_element finishes on the
+// kept ones. When the counts show that the bracket missed (improbable, but the data decide), all
+// of q is computed and std::nth_element answers over it. Small N (< 2^16) takes that path
+// directly. The value does not depend on n_threads. Cost: O(N d) for the distances, O(N) for
+// the selection, O(N) memory only on the fallback path.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +35,12 @@ inline int64_t row_offset(int64_t i, int64_t m) { return i * (2 * m - i - 1) / 2
 // q (N = m (m - 1) / 2 entries, packed by rows as above).
 void pairwise_sq_distances(const double* U, int64_t m, int64_t d, double* q, int n_threads);
 
-// numpy.median of the N pairwise distances sqrt(q_ij), i < j; m >= 2. `bracket = false` skips
-// the bracketing and selects with std::nth_element over all of q (the reference, for tests).
+// How median_pairwise_distance selects (the last two for tests): bracketing with the fallback;
+// std::nth_element over all of q; bracketing with pivots that miss, so the fallback answers.
+enum MedianSelect { kSelectBracket = 0, kSelectAll = 1, kSelectBracketMiss = 2 };
+
+// numpy.median of the N pairwise distances sqrt(q_ij), i < j; m >= 2.
 double median_pairwise_distance(const double* U, int64_t m, int64_t d, int n_threads,
-                                bool bracket = true);
+                                int select = kSelectBracket);
 
 }  // namespace sc

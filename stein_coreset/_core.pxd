@@ -105,4 +105,4 @@ cdef extern from "pairwise.hpp" nogil:
                                                               int64_t d, double* q,
                                                               int n_threads) except +
     double sc_median_pairwise_distance "sc::median_pairwise_distance"(
-        const double* U, int64_t m, int64_t d, int n_threads, bint bracket) except +
+        const double* U, int64_t m, int64_t d, int n_threads, int select) except +

@@ -347,13 +347,16 @@ def pairwise_sq_distances(const double[:, ::1] U, int n_threads=1):
     return out
 
 
-def median_pairwise_distance(const double[:, ::1] U, int n_threads=1, bint bracket=True):
+def median_pairwise_distance(const double[:, ::1] U, int n_threads=1, int select=0):
     """``numpy.median`` of the pairwise Euclidean distances of the rows of U (at least two),
-    exactly; ``bracket=False`` selects with one ``std::nth_element`` (the reference)."""
+    exactly. ``select`` (tests): 0 bracketing (default), 1 one ``std::nth_element`` over every
+    pair, 2 bracketing forced to miss, so that its fallback answers."""
     cdef int64_t m = U.shape[0], d = U.shape[1]
     cdef double med
     if m < 2:
         raise ValueError("median_pairwise_distance needs at least two points")
+    if select < 0 or select > 2:
+        raise ValueError(f"unknown select {select}")
     with nogil:
-        med = sc_median_pairwise_distance(&U[0, 0], m, d, n_threads, bracket)
+        med = sc_median_pairwise_distance(&U[0, 0], m, d, n_threads, select)
     return med

@@ -144,7 +144,7 @@ def _median_inputs():
     rng = np.random.default_rng(21)
     yield rng.standard_normal((2, 1))  # one pair
     yield rng.standard_normal((3, 2))  # odd number of pairs
-    yield rng.standard_normal((181, 3))  # below the bracketing threshold (N < 2^14)
+    yield rng.standard_normal((181, 3))  # below the bracketing threshold (N < 2^16)
     yield rng.standard_normal((1000, 4))  # N even, bracketed
     yield rng.standard_normal((999, 1))  # N odd, bracketed
     yield np.round(rng.standard_normal((700, 2)) * 3) / 3  # many tied distances
@@ -169,8 +169,9 @@ def test_cpp_median_pairwise_distance_equals_the_numpy_definition_bit_for_bit():
         np.testing.assert_array_equal(q, squared_distances(np_xp, U, U)[np.triu_indices(m, 1)])
         for t in (1, 2, 3):
             assert _core.median_pairwise_distance(U, t) == expect, (m, U.shape[1], t)
-        # the bracketing selection and one nth_element over every pair agree
-        assert _core.median_pairwise_distance(U, 1, False) == expect
+        # the bracketing selection, its fallback and one nth_element over every pair agree
+        assert _core.median_pairwise_distance(U, 1, 1) == expect
+        assert _core.median_pairwise_distance(U, 2, 2) == expect
 
 
 def test_median_bandwidth_is_the_numpy_value_for_any_n_threads_and_preconditioner():

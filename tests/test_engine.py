@@ -219,6 +219,25 @@ def test_median_bandwidth_of_equal_points_still_raises():
         sc.median_bandwidth(np.ones((3000, 2)))
 
 
+def test_yielding_wait_policy_gives_the_same_selections(chain):
+    # STEIN_CORESET_TEAM_WAIT=yield (src_cpp/parallel.hpp) changes how idle threads wait, never
+    # what they compute
+    X, S = chain
+    code = (
+        "import sys, numpy as np, stein_coreset as sc; "
+        f"X = np.random.default_rng(3).standard_normal(({N}, {D})) * 1.5 + 0.7; "
+        "out = [np.asarray(sc.compress(X, -X, size=32, method=m, seed=11, n_threads=2).indices)"
+        " for m in ('st', 'skt', 'sr')]; "
+        "print(';'.join(','.join(map(str, o)) for o in out))"
+    )
+    got = _run(code, env={"STEIN_CORESET_TEAM_WAIT": "yield"})
+    expect = [
+        np.asarray(sc.compress(X, S, size=SIZE, method=m, seed=11, n_threads=2).indices)
+        for m in ("st", "skt", "sr")
+    ]
+    assert got == ";".join(",".join(map(str, e)) for e in expect)
+
+
 # ---- the threading policy: usable cores -----------------------------------------------------
 
 _PRINT_CORES = "from stein_coreset._threads import usable_cores; print(usable_cores())"

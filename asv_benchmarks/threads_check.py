@@ -3,6 +3,7 @@
     python asv_benchmarks/threads_check.py                 # the full check (a few minutes)
     python asv_benchmarks/threads_check.py --quick         # smaller n, to see that it runs
     python asv_benchmarks/threads_check.py --json out.json # also write the figures as JSON
+    STEIN_CORESET_TEAM_WAIT=yield python asv_benchmarks/threads_check.py  # the yielding policy
 
 (a) st, skt, kt, lskt, sr at n = 2^15, d = 4: wall time, process CPU time, cpu/wall with the
     default team (the usable cores), and whether n_threads = 1 and 2 select the same points.
@@ -169,7 +170,9 @@ def main(argv=None) -> int:
     out = {"quick": q, "usable_cores": usable_cores(), "cpu_count": os.cpu_count(),
            "version": getattr(sc, "__version__", None)}
     out["loadavg_before"] = os.getloadavg()
-    print(f"load average before: {out['loadavg_before']}; usable cores {out['usable_cores']}")
+    out["team_wait"] = os.environ.get("STEIN_CORESET_TEAM_WAIT") or "sleep"
+    print(f"load average before: {out['loadavg_before']}; usable cores {out['usable_cores']}; "
+          f"team wait policy {out['team_wait']} (STEIN_CORESET_TEAM_WAIT)")
     print(f"(a) n = {na}, d = 4, size 128, default team:")
     out["a"] = section_a(na, 128, repeat)
     print(f"(b) n = {nb}, d = 4, size 128: alone vs {args.competitors} CPU-bound competitors:")

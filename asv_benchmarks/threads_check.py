@@ -3,12 +3,14 @@
     python asv_benchmarks/threads_check.py                 # the full check (a few minutes)
     python asv_benchmarks/threads_check.py --quick         # smaller n, to see that it runs
     python asv_benchmarks/threads_check.py --json out.json # also write the figures as JSON
+    STEIN_CORESET_TEAM_WAIT=yield python asv_benchmarks/threads_check.py  # the yielding policy
 
 (a) st, skt, kt, lskt, sr at n = 2^15, d = 4: wall time, process CPU time, cpu/wall with the
     default team (the usable cores), and whether n_threads = 1 and 2 select the same points.
-(b) st, skt, lskt, sr, sc at n = 2^14, d = 4: wall time alone, then with two CPU-bound
-    competitor processes (spawned here, each ending itself after a time limit and killed at
-    the end); the slowdown ratio (a fair share of a 2-core machine is 2x).
+(b) st, skt, lskt, sr, sc at n = 2^14, d = 4: wall time alone and with two CPU-bound
+    competitor processes (spawned here, each ending itself after a time limit and killed after
+    the timing), taken in interleaved pairs; the slowdown ratio of the best times and the median
+    of the per-pair ratios (a fair share of a 2-core machine is 2x).
 (c) K.column(j) against a one-row Gram block K.block_cpp([j]) at n = 65536, d = 4 and 32,
     one thread.
 (d) the load average before and after.
@@ -86,32 +88,47 @@ def _competitors(k, limit):
     ]
 
 
+def _one(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def section_b(n, size, repeat, competitors, limit):
+    """Alone and busy timings taken in interleaved pairs (alone, then with fresh competitors),
+    so that a change of background load hits both sides of a pair alike; reported: the best of
+    each side, their ratio, and the median of the per-pair ratios."""
     X, S = _biased_chain(n, 4, 0)
     methods = ("st", "skt", "lskt", "sr", "sc")
-    alone = {}
-    for method in methods:
-        _compress(X, S, method, size)  # warm-up
-        alone[method] = _timed(lambda m=method: _compress(X, S, m, size), repeat)[0]
-    procs = _competitors(competitors, limit)
     rows = []
-    try:
-        time.sleep(0.5)  # let the competitors start
-        for method in methods:
-            busy = _timed(lambda m=method: _compress(X, S, m, size), repeat)[0]
-            ratio = busy / alone[method]
-            rows.append({"method": method, "n": n, "alone_s": alone[method], "busy_s": busy,
-                         "slowdown": ratio, "competitors": competitors})
-            print(f"  {method:6s} alone {alone[method]:8.3f} s  with {competitors} competitors"
-                  f" {busy:8.3f} s  slowdown {ratio:5.2f}x", flush=True)
-        still = all(p.poll() is None for p in procs)
-        if not still:
+    for method in methods:
+        fn = lambda m=method: _compress(X, S, m, size)  # noqa: E731
+        fn()  # warm-up
+        alone, busy, ended = [], [], False
+        for _ in range(repeat):
+            alone.append(_one(fn))
+            procs = _competitors(competitors, limit)
+            try:
+                time.sleep(0.3)  # let the competitors start
+                busy.append(_one(fn))
+                ended = ended or not all(p.poll() is None for p in procs)
+            finally:
+                for p in procs:
+                    p.kill()
+                for p in procs:
+                    p.wait()
+        pairs = [b / a for a, b in zip(alone, busy, strict=True)]
+        ratio = min(busy) / min(alone)
+        rows.append({"method": method, "n": n, "alone_s": min(alone), "busy_s": min(busy),
+                     "slowdown": ratio, "pair_slowdowns": pairs,
+                     "median_pair_slowdown": float(np.median(pairs)),
+                     "competitors": competitors, "loadavg": os.getloadavg()[0]})
+        print(f"  {method:6s} alone {min(alone):8.3f} s  with {competitors} competitors"
+              f" {min(busy):8.3f} s  slowdown {ratio:5.2f}x  (pairs: "
+              f"{', '.join(f'{r:.2f}' for r in pairs)}; median {np.median(pairs):.2f}x;"
+              f" load {os.getloadavg()[0]:.2f})", flush=True)
+        if ended:
             print("  warning: a competitor ended before the measurement did (raise --limit)")
-    finally:
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
     return rows
 
 
@@ -153,7 +170,9 @@ def main(argv=None) -> int:
     out = {"quick": q, "usable_cores": usable_cores(), "cpu_count": os.cpu_count(),
            "version": getattr(sc, "__version__", None)}
     out["loadavg_before"] = os.getloadavg()
-    print(f"load average before: {out['loadavg_before']}; usable cores {out['usable_cores']}")
+    out["team_wait"] = os.environ.get("STEIN_CORESET_TEAM_WAIT") or "sleep"
+    print(f"load average before: {out['loadavg_before']}; usable cores {out['usable_cores']}; "
+          f"team wait policy {out['team_wait']} (STEIN_CORESET_TEAM_WAIT)")
     print(f"(a) n = {na}, d = 4, size 128, default team:")
     out["a"] = section_a(na, 128, repeat)
     print(f"(b) n = {nb}, d = 4, size 128: alone vs {args.competitors} CPU-bound competitors:")

@@ -1,5 +1,8 @@
 #include "parallel.hpp"
 
+#include <cstdlib>
+#include <cstring>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -12,6 +15,14 @@ int omp_max_threads() {
 #else
     return 0;
 #endif
+}
+
+bool team_wait_yields() {
+    static const bool yields = [] {
+        const char* v = std::getenv("STEIN_CORESET_TEAM_WAIT");
+        return v != nullptr && std::strcmp(v, "yield") == 0;
+    }();
+    return yields;
 }
 
 }  // namespace sc

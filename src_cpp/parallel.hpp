@@ -14,6 +14,14 @@
 //  * results do not depend on the number of threads as long as each chunk writes its own output
 //    and the caller combines per-chunk partials in chunk order (the rule every loop here follows).
 //
+// How an idle member waits (the worker between loops, the caller for a worker that holds a
+// chunk): a 30 us spin, then by default it sleeps on a condition variable, so that a new loop
+// wakes it (a futex call per loop when the worker slept). With STEIN_CORESET_TEAM_WAIT=yield in
+// the environment (read once) it first yields the CPU (std::this_thread::yield) for up to 2 ms
+// and sleeps only after that: no wake-up per loop, and a worker is never re-placed on the
+// caller's CPU by the scheduler's wake-up; a tuning switch for busy machines, results do not
+// depend on it (see asv_benchmarks/threads_check.py).
+//
 // Small loops stay serial: for_chunks(nchunks, body, parallel) with `parallel = work > threshold`.
 // A team is used by one thread at a time and is not re-entrant (a chunk body must not call
 // for_chunks on its own team; KT-SPLIT parallelises either over coresets or inside a halving).
@@ -43,6 +51,9 @@ namespace sc {
 // omp_get_max_threads(): the OpenMP team-size limit in force for the calling thread
 // (OMP_NUM_THREADS, a threadpoolctl limit), or 0 in a build without OpenMP. Read-only.
 int omp_max_threads();
+
+// True when STEIN_CORESET_TEAM_WAIT=yield (read once, on first use).
+bool team_wait_yields();
 
 // Entries of k_P (or comparable units of work) below which a loop is not worth a wake-up.
 constexpr int64_t kParallelWork = int64_t{1} << 14;
@@ -100,6 +111,11 @@ public:
             SC_CPU_RELAX();
             if ((s & 63) == 63 && std::chrono::steady_clock::now() - t0 > kSpin) break;
         }
+        if (yields_) {
+            while (active_.load(std::memory_order_acquire) != 0 &&
+                   std::chrono::steady_clock::now() - t0 < kYield)
+                std::this_thread::yield();
+        }
         if (active_.load(std::memory_order_acquire) != 0) {
             std::unique_lock<std::mutex> lk(mu_);
             done_cv_.wait(lk, [&] { return active_.load(std::memory_order_relaxed) == 0; });
@@ -113,6 +129,7 @@ public:
 
 private:
     static constexpr std::chrono::microseconds kSpin{30};
+    static constexpr std::chrono::microseconds kYield{2000};
 
     // claim and run chunks until none is left; an exception ends the loop for everybody
     template <class Fn>
@@ -147,6 +164,12 @@ private:
                  ++s) {
                 SC_CPU_RELAX();
                 if ((s & 63) == 63 && std::chrono::steady_clock::now() - t0 > kSpin) break;
+            }
+            if (yields_) {
+                while (gen_.load(std::memory_order_acquire) == seen &&
+                       !stop_.load(std::memory_order_acquire) &&
+                       std::chrono::steady_clock::now() - t0 < kYield)
+                    std::this_thread::yield();
             }
             std::unique_lock<std::mutex> lk(mu_);
             while (gen_.load(std::memory_order_relaxed) == seen &&
@@ -183,6 +206,7 @@ private:
     }
 
     const int nt_;
+    const bool yields_ = team_wait_yields();
     std::vector<std::thread> workers_;
     std::mutex mu_;
     std::condition_variable wake_cv_, done_cv_;

@@ -98,3 +98,11 @@ cdef extern from "compresspp.hpp" nogil:
     void sc_kernel_row_means "sc::kernel_row_means"(const KernelSpec& K, const int64_t* rows,
                                                     int64_t nr, double* out,
                                                     int n_threads) except +
+
+
+cdef extern from "pairwise.hpp" nogil:
+    void sc_pairwise_sq_distances "sc::pairwise_sq_distances"(const double* U, int64_t m,
+                                                              int64_t d, double* q,
+                                                              int n_threads) except +
+    double sc_median_pairwise_distance "sc::median_pairwise_distance"(
+        const double* U, int64_t m, int64_t d, int n_threads, int select) except +

@@ -331,3 +331,32 @@ def dksd_pass(const double[:, ::1] U, const double[:, ::1] V, const double[::1] 
         Gf = Gf.reshape((int(n), int(d), int(d))) if full else Gf.reshape((int(n), int(d)))
     return total, Gv, Gf
 
+
+
+def pairwise_sq_distances(const double[:, ::1] U, int n_threads=1):
+    """(m (m - 1) / 2,) squared distances of the pairs i < j of the rows of U, packed by rows,
+    summed coordinate by coordinate (bit for bit ``kernels.squared_distances``); see
+    src_cpp/pairwise.hpp."""
+    cdef int64_t m = U.shape[0], d = U.shape[1]
+    out = np.empty(m * (m - 1) // 2 if m > 1 else 0, dtype=np.float64)
+    cdef double[::1] ov = out
+    if m < 2:
+        return out
+    with nogil:
+        sc_pairwise_sq_distances(&U[0, 0], m, d, &ov[0], n_threads)
+    return out
+
+
+def median_pairwise_distance(const double[:, ::1] U, int n_threads=1, int select=0):
+    """``numpy.median`` of the pairwise Euclidean distances of the rows of U (at least two),
+    exactly. ``select`` (tests): 0 bracketing (default), 1 one ``std::nth_element`` over every
+    pair, 2 bracketing forced to miss, so that its fallback answers."""
+    cdef int64_t m = U.shape[0], d = U.shape[1]
+    cdef double med
+    if m < 2:
+        raise ValueError("median_pairwise_distance needs at least two points")
+    if select < 0 or select > 2:
+        raise ValueError(f"unknown select {select}")
+    with nogil:
+        med = sc_median_pairwise_distance(&U[0, 0], m, d, n_threads, select)
+    return med

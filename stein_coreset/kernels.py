@@ -268,13 +268,27 @@ class Whitening:
 
 
 def median_bandwidth(
-    X, M=None, max_points: int = 1000, seed: int = 0, *, check_input: bool = True
+    X,
+    M=None,
+    max_points: int = 1000,
+    seed: int = 0,
+    *,
+    check_input: bool = True,
+    n_threads: int | None = None,
 ) -> float:
     """Median pairwise M-distance among at most ``max_points`` standard-thinned rows (Sec. 5).
 
     Standard thinning keeps every ceil(n / max_points)-th row, as the paper does; it is
     deterministic, so ``seed`` does not change the result (it is accepted for API stability).
+    The median is ``numpy.median`` of the m (m - 1) / 2 distances of the pairs i < j of the kept
+    rows (the mean of the two middle values when their number is even).
     O(max_points^2 d).
+
+    NumPy points are evaluated in C++ on a team of ``n_threads`` (default: the usable cores;
+    src_cpp/pairwise.hpp), with the distances summed coordinate by coordinate exactly as
+    :func:`squared_distances` sums them, so the value is the same bit for bit as the array-API
+    evaluation other namespaces use (which stays on their device until the final median), and
+    does not depend on ``n_threads``.
 
     Raises
     ------
@@ -285,10 +299,10 @@ def median_bandwidth(
     if check_input:  # False: X is trusted (float64, finite, 2-D), as compress passes it
         X = val.check_points(X, xp, "X")
         max_points = val.check_int(max_points, "max_points", lo=2)
-    return _median_bandwidth(X, M, max_points, xp, dev)
+    return _median_bandwidth(X, M, max_points, xp, dev, effective_n_threads(n_threads))
 
 
-def _median_bandwidth(X, M, max_points: int, xp, dev) -> float:
+def _median_bandwidth(X, M, max_points: int, xp, dev, n_threads: int = 1) -> float:
     """:func:`median_bandwidth` on validated points (X float64, finite)."""
     n = X.shape[0]
     step = max(1, math.ceil(n / max_points))
@@ -299,14 +313,26 @@ def _median_bandwidth(X, M, max_points: int, xp, dev) -> float:
         raise ValueError(
             "X: the median bandwidth needs at least two points; give the kernel an explicit sigma"
         )
-    D = aa.to_host(xp.sqrt(squared_distances(xp, U, U)))
-    med = float(np.median(D[np.triu_indices(m, k=1)]))
+    if aa.is_numpy(xp):
+        Uh = np.ascontiguousarray(aa.to_host(U), dtype=np.float64)
+        med = float(_core.median_pairwise_distance(Uh, n_threads))
+    else:
+        med = _median_pairwise_distance_xp(U, xp)
     if not med > 0:
         raise ValueError(
             "the median pairwise distance of X is zero (the points are (nearly) all equal); "
             "give the kernel an explicit sigma"
         )
     return med
+
+
+def _median_pairwise_distance_xp(U, xp) -> float:
+    """``numpy.median`` of the pairwise distances of the rows of U, in U's namespace: the
+    (m, m) squared distances on U's device, the median of the upper triangle on the host.
+    The definition the C++ evaluation (src_cpp/pairwise.hpp) reproduces."""
+    m = U.shape[0]
+    D = aa.to_host(xp.sqrt(squared_distances(xp, U, U)))
+    return float(np.median(D[np.triu_indices(m, k=1)]))
 
 
 class SteinKernel:
@@ -336,18 +362,20 @@ class SteinKernel:
     def __repr__(self):
         return f"SteinKernel(base={self.base!r}, M={'I' if self.M is None else 'given'})"
 
-    def resolve(self, X, *, check_input: bool = True) -> SteinKernel:
+    def resolve(self, X, *, check_input: bool = True, n_threads=None) -> SteinKernel:
         """This kernel with its base fixed for the points X: itself when ``base`` is given, else
         a new ``SteinKernel(IMQ(sigma=median_bandwidth(X, M)), M)``. O(min(n, 1000)^2 d).
 
-        ``check_input=False`` trusts X (float64, finite, (n, d)).
+        ``check_input=False`` trusts X (float64, finite, (n, d)). ``n_threads``: the team of
+        the median's C++ evaluation (default: the usable cores); the value does not depend on it.
         """
         if self.base is not None:
             return self
         xp, dev = aa.namespace(X=X)
         if check_input:
             X = val.check_points(X, xp, "X")
-        return SteinKernel(IMQ(sigma=_median_bandwidth(X, self.M, 1000, xp, dev)), self.M)
+        sigma = _median_bandwidth(X, self.M, 1000, xp, dev, effective_n_threads(n_threads))
+        return SteinKernel(IMQ(sigma=sigma), self.M)
 
     def bind(
         self, X, S, *, nan_ok: bool = False, n_threads=None, check_input: bool = True
@@ -365,7 +393,7 @@ class SteinKernel:
             S = val.check_scores(S, X, xp, "S")
         else:
             xp, dev = aa.namespace(X=X)
-        base = self.resolve(X, check_input=False).base
+        base = self.resolve(X, check_input=False, n_threads=n_threads).base
         wh = Whitening(self.M, X.shape[1], xp, dev)
         return KernelMatrix(base, wh.points(X), wh.scores(S), n_threads=n_threads)
 

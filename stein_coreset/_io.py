@@ -102,6 +102,22 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[IO[bytes]], object])
     return path
 
 
+def write_coreset(path: str, res, info_json: str) -> str:
+    """The ``.npz`` file of a :class:`~stein_coreset.Coreset` that ``stein-coreset compress``
+    writes (single-process and distributed alike), atomically: indices, weights, points,
+    method, kind, ksd (NaN without scores) and ``info`` as a JSON string."""
+    return write_atomic(path, lambda f: np.savez(
+        f,
+        indices=np.asarray(res.indices, dtype=np.int64),
+        weights=np.asarray(res.weights, dtype=np.float64),
+        points=np.asarray(res.points, dtype=np.float64),
+        method=np.asarray(res.method),
+        kind=np.asarray(res.kind),
+        ksd=np.asarray(np.nan if res.ksd is None else res.ksd),
+        info=np.asarray(info_json),
+    ))
+
+
 def _file_mode(path: str) -> int:
     """The mode of the file being replaced, or 0666 less the umask for a new one."""
     try:

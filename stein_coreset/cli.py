@@ -151,13 +151,7 @@ def _compress_single(args) -> int:
             f"{n_bad} of the {X.shape[0]} rows of {where} contain NaN or inf; "
             "pass --nan-policy omit to drop them"
         )
-    try:  # the output never replaces an input (np.savez appends .npz: --out chain is chain.npz)
-        out = _io.refuse_overwrite_input(args.out, [args.points, scores, args.precond])
-    except ValueError as e:
-        raise CLIError(str(e)) from None
-    out_dir = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(out_dir):
-        raise CLIError(f"--out: directory does not exist: {out_dir}")
+    out = _check_out(args.out, [args.points, scores, args.precond])
     kernel = _kernel_from_args(args, X)
     res = sc.compress(
         X,
@@ -196,19 +190,23 @@ def _compress_single(args) -> int:
     return 0
 
 
+def _check_out(out: str, inputs: list) -> str:
+    """The ``.npz`` path --out names (np.savez appends .npz: --out chain is chain.npz), refused
+    when it is one of the inputs or its directory does not exist."""
+    try:
+        out = _io.refuse_overwrite_input(out, inputs)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir):
+        raise CLIError(f"--out: directory does not exist: {out_dir}")
+    return out
+
+
 def _write_coreset(out: str, res, info: dict) -> None:
     """The output ``.npz`` of ``compress`` (single-process and distributed alike)."""
     # written atomically: an error or Ctrl-C never leaves a partial file behind
-    _io.write_atomic(out, lambda f: np.savez(
-        f,
-        indices=np.asarray(res.indices, dtype=np.int64),
-        weights=np.asarray(res.weights, dtype=np.float64),
-        points=np.asarray(res.points, dtype=np.float64),
-        method=np.asarray(res.method),
-        kind=np.asarray(res.kind),
-        ksd=np.asarray(np.nan if res.ksd is None else res.ksd),
-        info=np.asarray(json.dumps(_jsonable(info))),
-    ))
+    _io.write_coreset(out, res, json.dumps(_jsonable(info)))
 
 
 def _holds_points_and_scores(spec: str) -> bool:
@@ -263,13 +261,7 @@ def _cmd_compress_distributed(args) -> int:
     options = _parse_options(args.option)
     if args.rank is not None:
         options["rank"] = args.rank
-    try:
-        out = _io.refuse_overwrite_input(args.out, [*files, *(scores or []), args.precond])
-    except ValueError as e:
-        raise CLIError(str(e)) from None
-    out_dir = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(out_dir):
-        raise CLIError(f"--out: directory does not exist: {out_dir}")
+    out = _check_out(args.out, [*files, *(scores or []), args.precond])
     kernel = _kernel_from_args(args, None)
     try:
         res = scd.run_cli(

@@ -545,16 +545,7 @@ def run_cli(
     res.info["workers"] = n_workers
     if out is not None:
         summary = {k: v for k, v in res.info.items() if k not in ("blocks", "reduce")}
-        _io.write_atomic(_io.savez_path(out), lambda f: np.savez(
-            f,
-            indices=np.asarray(res.indices, dtype=np.int64),
-            weights=np.asarray(res.weights, dtype=np.float64),
-            points=np.asarray(res.points, dtype=np.float64),
-            method=np.asarray(res.method),
-            kind=np.asarray(res.kind),
-            ksd=np.asarray(np.nan if res.ksd is None else res.ksd),
-            info=np.asarray(json.dumps(summary, default=_json_default)),
-        ))
+        _io.write_coreset(_io.savez_path(out), res, json.dumps(summary, default=_json_default))
     return res
 
 

@@ -317,6 +317,49 @@ def compare_lskt_stretch(n=1 << 20, d=4, tau=0.4, seed=0, repeat=1):
     return out
 
 
+def compare_scaling(ns=(1 << 12, 1 << 13, 1 << 14, 1 << 15), d=4, seed=0, repeat=1):
+    """Time against n for the debiased methods and their low-rank versions (tau = 0.4), and the
+    fitted exponent a of time ~ n^a (the last two sizes), with cpu/wall and the load average.
+
+    Sizes as in lowrank_check.py: sqrt(n) for skt/lskt, ceil(n^0.4) for sr/lsr/sc/lsc."""
+    import os
+
+    import stein_coreset as sc
+
+    methods = ("skt", "lskt", "sr", "lsr", "sc", "lsc")
+    Xw, Sw = _biased_chain(1024, d, seed)
+    for m in methods:  # warm-up: thread teams, caches
+        sc.compress(Xw, Sw, size=8, method=m, seed=seed)
+    rows = {m: [] for m in methods}
+    for n in ns:
+        X, S = _biased_chain(n, d, seed)
+        kernel = sc.SteinKernel(sc.IMQ(sigma=float(sc.median_bandwidth(X))))
+        for m in methods:
+            size = math.isqrt(n) if m.endswith("kt") else math.ceil(n**0.4 - 1e-9)
+            opts = {"tau": 0.4} if m.startswith("l") else {}
+            c0 = time.process_time()
+            t, res = _best_time(
+                lambda X=X, S=S, size=size, m=m, kernel=kernel, opts=opts: sc.compress(
+                    X, S, size=size, method=m, kernel=kernel, seed=seed, **opts
+                ),
+                repeat,
+            )
+            cpu = (time.process_time() - c0) / repeat
+            rows[m].append({"n": n, "s": t, "cpu_over_wall": cpu / t, "ksd": res.ksd,
+                            "load": os.getloadavg()[0]})
+            print(f"[scaling] n=2^{int(math.log2(n))} {m:5s} m={size}: {t:7.2f} s "
+                  f"(cpu/wall {cpu / t:.2f}, load {os.getloadavg()[0]:.2f}), KSD {res.ksd:.5f}",
+                  flush=True)
+    out = {"rows": rows, "exponents": {}}
+    for m in methods:
+        r = rows[m]
+        a = math.log(r[-1]["s"] / r[-2]["s"]) / math.log(r[-1]["n"] / r[-2]["n"])
+        out["exponents"][m] = a
+    print("[scaling] time ~ n^a over the last doubling: " + ", ".join(
+        f"{m} {a:.2f}" for m, a in out["exponents"].items()))
+    return out
+
+
 COMPARISONS = {
     "st": compare_st,
     "kt": compare_kt,
@@ -325,10 +368,11 @@ COMPARISONS = {
     "lskt": compare_lskt,
     "lskt_scaling": compare_lskt_scaling,
     "lskt_stretch": compare_lskt_stretch,
+    "scaling": compare_scaling,
 }
 
 #: Comparisons too long for ``--all`` on a small machine (run them by their own flag).
-NOT_IN_ALL = {"lskt_stretch"}
+NOT_IN_ALL = {"lskt_stretch", "scaling"}
 
 
 def main(argv=None):

@@ -23,6 +23,9 @@ MODULES = [
     ("stein_coreset.algorithms", "The paper's building blocks, one function per algorithm."),
     ("stein_coreset.estimators", "Minimum Stein discrepancy estimation."),
     ("stein_coreset.datasets", "Simulated biased chains with exact scores (demo, experiments)."),
+    ("stein_coreset.distributed",
+     "Debiased compression on Dask, for chains beyond one process (extra `dask`; "
+     "[More than one machine](distributed.md))."),
 ]
 
 

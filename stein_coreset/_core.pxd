@@ -106,3 +106,10 @@ cdef extern from "pairwise.hpp" nogil:
                                                               int n_threads) except +
     double sc_median_pairwise_distance "sc::median_pairwise_distance"(
         const double* U, int64_t m, int64_t d, int n_threads, int select) except +
+
+
+cdef extern from "rpcholesky.hpp" nogil:
+    int64_t sc_weighted_rpcholesky "sc::weighted_rpcholesky"(
+        const KernelSpec& K, const double* sw, double* d, double* Ft, int64_t rank,
+        int64_t* pivots, int64_t i0, int64_t i1, const double* u, double tol,
+        int n_threads) except +

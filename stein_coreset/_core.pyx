@@ -269,6 +269,28 @@ def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, dou
         sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0], n_threads)
 
 
+def weighted_rpcholesky(Kernel K, const double[::1] sw, double[::1] d, double[:, ::1] Ft,
+                         int64_t[::1] pivots, int64_t i0, int64_t i1, const double[::1] u,
+                         double tol, int n_threads=1):
+    """Steps i0..i1-1 of weighted RPCholesky (Alg. F.1) on diag(sw) K diag(sw); the state
+    (d, Ft = F^T of shape (rank, n), pivots) is updated in place. Returns the step it stopped
+    at (i1 unless the residual vanished)."""
+    cdef int64_t n = K.spec.n, rank = Ft.shape[0]
+    if sw.shape[0] != n or d.shape[0] != n or Ft.shape[1] != n:
+        raise ValueError(f"sw, d and the rows of Ft must have length n = {n}")
+    if pivots.shape[0] != rank:
+        raise ValueError(f"pivots must have length rank = {rank}")
+    if i0 < 0 or i1 < i0 or i1 > rank or u.shape[0] < i1 - i0:
+        raise ValueError("need 0 <= i0 <= i1 <= rank and len(u) >= i1 - i0")
+    if n == 0 or i1 == i0:
+        return i0
+    cdef int64_t out
+    with nogil:
+        out = sc_weighted_rpcholesky(K.spec, &sw[0], &d[0], &Ft[0, 0], rank, &pivots[0], i0, i1,
+                                     &u[0], tol, n_threads)
+    return out
+
+
 def kernel_row_means(Kernel K, const int64_t[::1] rows, int n_threads=1):
     """(len(rows),) means (1/n) sum_j k(x_rows[a], x_j) over all n points of K."""
     cdef int64_t nr = rows.shape[0], i

@@ -29,6 +29,7 @@ from .algorithms.compresspp import (
     compresspp_coreset,
     low_rank_stein_kernel_thinning,
 )
+from .algorithms.debias import STOP_RULES
 from .algorithms.kernel_thinning import kernel_thinning_coreset, stein_kernel_thinning
 from .algorithms.resample import iid_thinning, standard_thinning
 from .algorithms.stein_thinning import stein_thinning_coreset
@@ -189,7 +190,14 @@ def _run_weighted(debias, thin):
     return run
 
 
-_LD_OPTIONS = MappingProxyType({"rounds": _ROUNDS, "steps": _STEPS})
+_STOP = Option(
+    "ksd",
+    "AMD stopping rule: 'ksd' (watch a resampled KSD of the true kernel every 32 steps, keep the "
+    "best iterate, stop when it no longer improves; steps is the cap) or 'fixed' (exactly steps "
+    "per round, App. I.2)",
+    lambda v, name: val.check_choice(v, name, STOP_RULES),
+)
+_LD_OPTIONS = MappingProxyType({"rounds": _ROUNDS, "steps": _STEPS, "stop": _STOP})
 
 #: Method name -> its row. Order: SPEC.md "Methods" (debiased, then the unbiased baselines).
 METHODS: Mapping[str, Method] = MappingProxyType(
@@ -325,15 +333,15 @@ def _check_kernel_type(kernel):
         )
 
 
-def _resolve_kernel(kernel, X) -> SteinKernel:
+def _resolve_kernel(kernel, X, n_threads: int) -> SteinKernel:
     """The Stein kernel of this call with its bandwidth fixed on X (a new object when a median
     bandwidth is needed; the caller's kernel is never changed). Its base is also the base
     kernel of the unbiased baselines."""
     if isinstance(kernel, SteinKernel):
-        return kernel.resolve(X, check_input=False)
+        return kernel.resolve(X, check_input=False, n_threads=n_threads)
     if isinstance(kernel, RadialKernel):
         return SteinKernel(kernel)
-    return SteinKernel(IMQ(sigma=median_bandwidth(X, check_input=False)))
+    return SteinKernel(IMQ(sigma=median_bandwidth(X, check_input=False, n_threads=n_threads)))
 
 
 def _check_rank(rank, method: str, spec: Method, size: int, n: int, what: str = "rank") -> int:
@@ -475,7 +483,7 @@ def compress(
         weights = val.check_weights(weights, n, xp, simplex=True, device=dev)
 
     # -- the kernel, resolved once: selection and res.ksd use the same one ----------------
-    stein = _resolve_kernel(kernel, X)
+    stein = _resolve_kernel(kernel, X, n_threads)
     info["bandwidth"] = float(stein.base.sigma)
     info["kernel"] = repr(stein)
 

@@ -127,3 +127,46 @@ def test_amd_cpp_engine_matches_array_api_loop(stein_300):
         assert np.all(b[w0 == 0] == 0.0)
     with pytest.raises(ValueError, match="engine"):
         amd(Km.dense(), 5, engine="cpp")
+
+
+@pytest.mark.parametrize("engine", ["array_api", "cpp"])
+def test_amd_monitor_returns_best_checked_iterate_and_stops(stein_300, engine):
+    """With a monitor, AMD returns the checked iterate with the smallest monitored value (the
+    same iterate a plain run of that many steps ends at) and stops after `patience` checks that
+    did not improve on it; without improvement it would run to the cap."""
+    Km, K, _, _ = stein_300
+    _, F = weighted_rpcholesky(Km, rank=12, rng=np.random.default_rng(2))
+    op = LowRankPlusDiagonal(F, Km.diag())
+    calls = []
+
+    def monitor(w):  # the true objective w^T K w, which AMD on the surrogate does not minimise
+        calls.append(1)
+        return float(w @ K @ w)
+
+    info = {}
+    w = amd(op, 4000, engine=engine, monitor=monitor, check_every=10, patience=3, info=info)
+    checks = info["checks"]
+    assert [t for t, _ in checks] == list(range(10, 10 * len(checks) + 1, 10))
+    values = [v for _, v in checks]
+    best = int(np.argmin(values))
+    assert info["best_step"] == checks[best][0]
+    plain = amd(op, info["best_step"], engine=engine)
+    np.testing.assert_allclose(w, plain, rtol=1e-12, atol=1e-300)
+    assert math.isclose(float(w @ K @ w), min(values), rel_tol=1e-12)
+    if info["steps_run"] < 4000:  # stopped early: exactly `patience` non-improving checks
+        assert len(values) - 1 - best == 3
+        assert all(v >= values[best] for v in values[best + 1 :])
+    else:
+        assert len(values) - 1 - best < 3
+    assert len(calls) == len(checks)
+
+
+def test_amd_without_monitor_runs_every_step(stein_300):
+    Km, _, _, _ = stein_300
+    info = {}
+    amd(Km.dense(), 37, info=info)
+    assert info == {"steps_run": 37}
+    with pytest.raises(ValueError, match="check_every"):
+        amd(Km.dense(), 5, monitor=lambda w: 0.0, check_every=0)
+    with pytest.raises(ValueError, match="patience"):
+        amd(Km.dense(), 5, monitor=lambda w: 0.0, patience=0)

@@ -124,3 +124,17 @@ def test_lowrank_methods_reject_bad_options(biased_gaussian):
         sc.compress(X, S, size=16, method="lskt", bogus=1)
     with pytest.raises(ValueError, match="debiased"):
         sc.compress(X, size=16, method="lskt")
+
+
+@pytest.mark.parametrize("method", ["lskt", "lsr", "lsc"])
+def test_low_rank_methods_report_stages_and_take_a_stop_rule(method):
+    rng = np.random.default_rng(0)
+    X = 0.5 + rng.standard_normal((600, 2))
+    res = sc.compress(X, -X, size=32, method=method, tau=0.4, seed=1)
+    steps = res.info["ld_steps_run"]
+    assert len(steps) == 3 and all(0 < t <= math.ceil(7 * math.sqrt(600)) for t in steps)
+    assert res.info["time_rpcholesky_s"] >= 0 and res.info["time_amd_s"] > 0
+    fixed = sc.compress(X, -X, size=32, method=method, tau=0.4, seed=1, stop="fixed")
+    assert fixed.info["ld_steps_run"] == [math.ceil(7 * math.sqrt(600))] * 3
+    with pytest.raises(ValueError, match="stop"):
+        sc.compress(X, -X, size=16, method=method, stop="sometimes")

@@ -77,3 +77,34 @@ def test_low_rank_debias_rejects_bad_input(biased_1024):
         low_rank_debias(Km, 4, steps=-2)
     with pytest.raises(TypeError, match="KernelMatrix"):
         low_rank_debias(np.eye(3), 2)
+
+
+def test_resampled_ksd2_is_exact_on_small_support_and_a_v_statistic_otherwise(biased_1024):
+    from stein_coreset.algorithms.debias import resampled_ksd2
+
+    _, Km, K = biased_1024
+    rng = np.random.default_rng(3)
+    w = rng.random(1024) ** 4
+    w /= w.sum()
+    assert math.isclose(resampled_ksd2(Km, 1024)(w), float(w @ K @ w), rel_tol=1e-10)
+    # s = 100 < nnz: the systematic resample at offset u, by brute force
+    u, s = 0.3, 100
+    cum = np.cumsum(w)
+    idx = np.minimum(np.searchsorted(cum, (u + np.arange(s)) / s * cum[-1], side="right"), 1023)
+    c = np.bincount(idx, minlength=1024) / s
+    assert math.isclose(resampled_ksd2(Km, s, u)(w), float(c @ K @ c), rel_tol=1e-10)
+
+
+def test_low_rank_debias_stop_rules(biased_1024):
+    """stop="fixed" runs the paper's T steps every round; stop="ksd" runs at most T, reports
+    what it ran, and its weights are no worse in the true KSD than the fixed rule's (the
+    monitor is exact at n = 1024), on each of 3 seeds, up to 5%."""
+    _, Km, K = biased_1024
+    for seed in range(3):
+        wf, fi = low_rank_debias(Km, 32, rng=seed, stop="fixed", return_info=True)
+        wk, ki = low_rank_debias(Km, 32, rng=seed, stop="ksd", return_info=True)
+        assert fi["steps_run"] == [math.ceil(7 * math.sqrt(1024))] * 3
+        assert all(0 < t <= 224 for t in ki["steps_run"]) and len(ki["time_amd_s"]) == 3
+        assert float(wk @ K @ wk) <= 1.05 * float(wf @ K @ wf), seed
+    with pytest.raises(ValueError, match="stop"):
+        low_rank_debias(Km, 4, stop="never")

@@ -87,3 +87,53 @@ def test_weighted_rpcholesky_rejects_bad_rank():
     Kmat = _stein_matrix(np, n=10)
     with pytest.raises(ValueError, match="rank"):
         weighted_rpcholesky(Kmat, rank=0)
+
+
+def test_weighted_rpcholesky_cpp_loop_matches_array_api_loop():
+    """The C++ loop (NumPy inputs) and the namespace-generic loop draw the same pivots from the
+    same generator and give the same factor up to rounding, and leave the generator alike."""
+    Kmat = _stein_matrix(np, n=300, d=3, seed=4)
+    rng = np.random.default_rng(9)
+    w = rng.random(300)
+    w[::5] = 0.0
+    w /= w.sum()
+    assert Kmat.uses_cpp
+    for rank in (1, 7, 40):
+        g1, g2 = np.random.default_rng(rank), np.random.default_rng(rank)
+        p1, F1 = weighted_rpcholesky(Kmat, w, rank, g1)
+        p2, F2 = weighted_rpcholesky(Kmat.with_backend("array_api"), w, rank, g2)
+        np.testing.assert_array_equal(p1, p2)
+        np.testing.assert_allclose(F1, F2, rtol=1e-10, atol=1e-12 * np.abs(F2).max())
+        assert g1.random() == g2.random()
+    p3, F3 = weighted_rpcholesky(Kmat, w, 40, np.random.default_rng(40), progress=True)
+    p4, _ = weighted_rpcholesky(Kmat, w, 40, np.random.default_rng(40))
+    np.testing.assert_array_equal(p3, p4)
+
+
+def test_weighted_rpcholesky_cpp_loop_stops_when_the_residual_vanishes():
+    """Ten distinct points repeated: the reweighted matrix has rank 10, so at most 10 pivots are
+    taken and F F^T reproduces K; both loops agree."""
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.standard_normal((10, 2)), 6, axis=0)
+    Km = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, -X)
+    K = Km.dense()
+    p1, F1 = weighted_rpcholesky(Km, rank=30, rng=np.random.default_rng(1))
+    p2, _ = weighted_rpcholesky(Km.with_backend("array_api"), rank=30,
+                                rng=np.random.default_rng(1))
+    assert p1.size <= 10 and F1.shape == (60, p1.size)
+    np.testing.assert_array_equal(p1, p2)
+    np.testing.assert_allclose(F1 @ F1.T, K, atol=1e-7 * np.abs(K).max())
+
+
+def test_weighted_rpcholesky_on_the_support_equals_the_full_factor():
+    """RT and CT factor K restricted to the support of w: the pivot draws and the factor's rows
+    there are the same as over all n points (zero-weight rows are zero)."""
+    Kmat = _stein_matrix(np, n=200, seed=3)
+    rng = np.random.default_rng(5)
+    w = rng.random(200) * (rng.random(200) < 0.3)
+    w /= w.sum()
+    supp = np.flatnonzero(w > 0)
+    p_all, F_all = weighted_rpcholesky(Kmat, w, 25, np.random.default_rng(7))
+    p_s, F_s = weighted_rpcholesky(Kmat.take(supp), w[supp], 25, np.random.default_rng(7))
+    np.testing.assert_array_equal(supp[p_s], p_all)
+    np.testing.assert_allclose(F_s, F_all[supp], rtol=1e-12, atol=1e-14)

@@ -5,7 +5,8 @@ biased inputs, so that a refactor can show it changed nothing.
     python tools/fingerprint.py --compare before.json        # on the new code: exit 1 on a change
 
 Indices must match exactly; weights and KSD to ``--rtol`` (default 1e-9). Extra keyword
-arguments for ``compress`` (e.g. ``n_threads``) are passed with ``--kw name=value``.
+arguments for ``compress`` (e.g. ``n_threads``) are passed with ``--kw name=value`` (a JSON
+value); a method option (e.g. ``--kw 'stop="fixed"'``) only to the methods that have it.
 """
 
 from __future__ import annotations
@@ -33,11 +34,17 @@ METHODS = (
 
 def fingerprint(extra: dict) -> dict:
     import stein_coreset as sc
+    from stein_coreset.compress import METHODS as table
+
+    options = {k for spec in table.values() for k in spec.options}
 
     out = {}
     for cname, (X, S, size) in _cases().items():
         for method in METHODS:
-            res = sc.compress(X, S, size=size, method=method, seed=7, **extra)
+            # a method option (e.g. stop=...) goes only to the methods that have it
+            own = table[method].options
+            kw = {k: v for k, v in extra.items() if k not in options or k in own}
+            res = sc.compress(X, S, size=size, method=method, seed=7, **kw)
             out[f"{cname}/{method}"] = {
                 "indices": np.asarray(res.indices).tolist(),
                 "weights": np.asarray(res.weights).tolist(),

@@ -114,3 +114,33 @@ class LSKT:
 
     def peakmem_lskt(self, n):
         sc.compress(self.X, self.S, size=int(math.isqrt(n)), method="lskt", seed=0)
+
+
+class LowRankAtScale:
+    """Issue 12's sizes: lskt, lsr, lsc with tau = 0.4 at n = 2^16, 2^18, 2^20 (d = 4; size
+    sqrt(n) for lskt, ceil(n^0.4) for the weighted ones). Minutes each: skipped unless the
+    environment sets SC_BENCH_LARGE=1 (asv_benchmarks/lowrank_check.py prints the same runs
+    next to the quadratic methods)."""
+
+    params = ([1 << 16, 1 << 18, 1 << 20], ["lskt", "lsr", "lsc"])
+    param_names = ["n", "method"]
+    timeout = 3600
+    number = 1
+    repeat = 1
+
+    def setup(self, n, method):
+        import os
+
+        if os.environ.get("SC_BENCH_LARGE") != "1":
+            raise NotImplementedError("set SC_BENCH_LARGE=1 to run the large low-rank benchmarks")
+        self.X, self.S = _chain(n, 4)
+        self.size = int(math.isqrt(n)) if method == "lskt" else math.ceil(n**0.4 - 1e-9)
+
+    def _run(self, n, method):
+        sc.compress(self.X, self.S, size=self.size, method=method, tau=0.4, seed=0)
+
+    def time_low_rank_at_scale(self, n, method):
+        self._run(n, method)
+
+    def peakmem_low_rank_at_scale(self, n, method):
+        self._run(n, method)

@@ -22,6 +22,7 @@ __all__ = [
     "kt_swap_ls",
     "recombination",
     "amd_lowrank",
+    "weighted_rpcholesky",
     "dksd_pass",
 ]
 
@@ -59,6 +60,13 @@ def recombination(A: np.ndarray, x0: np.ndarray, points_major: bool = False) -> 
 def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, n_threads: int) -> None:
     """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); (w, v) updated in place."""
     _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta), int(n_threads))
+
+
+def weighted_rpcholesky(K: KernelMatrix, sw, d, Ft, pivots, i0: int, i1: int, u, tol: float) -> int:
+    """Steps i0..i1-1 of weighted RPCholesky (Alg. F.1) on diag(sw) K diag(sw), in place on the
+    state (residual diagonal d, F^T of shape (rank, n), pivots); the step it stopped at."""
+    return int(_core.weighted_rpcholesky(K.handle(), sw, d, Ft, pivots, int(i0), int(i1), u,
+                                         float(tol), K.n_threads))
 
 
 def dksd_pass(U, V, F, full, base, sigma, beta, lam, need_grad, n_threads: int):

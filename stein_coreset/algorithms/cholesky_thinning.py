@@ -27,7 +27,9 @@ def _shifted(K: KernelMatrix, c: float) -> KernelMatrix:
     """
     xp = K.xp
     mean = K.mean if K.mean is not None else xp.zeros((K.n,), dtype=xp.float64, device=K.device)
-    return KernelMatrix(K.base, K.U, K.T, mean, K.mean_all + float(c), K.backend)
+    return KernelMatrix(
+        K.base, K.U, K.T, mean, K.mean_all + float(c), K.backend, K.n_threads
+    )
 
 
 def cholesky_thinning(
@@ -89,7 +91,15 @@ def _cholesky_thinning(K: KernelMatrix, w, m: int, rank: int, rng: np.random.Gen
 
     top = xp.sort(K.diag())[n - m :]
     c = float(xp.mean(top))
-    piv, _ = weighted_rpcholesky(_shifted(K, c), w, rank, rng)
+    # factored on the support of w only (the same pivot draws; zero rows elsewhere)
+    supp = np.flatnonzero(aa.to_host(w) > 0.0)
+    Kc = _shifted(K, c)
+    if supp.size < n:
+        sd = aa.as_index_array(xp, supp, K.device)
+        piv, _ = weighted_rpcholesky(Kc.take(sd), xp.take(w, sd), rank, rng)
+        piv = supp[piv]
+    else:
+        piv, _ = weighted_rpcholesky(Kc, w, rank, rng)
     if piv.size == 0:
         # K + c vanishes on the support (e.g. all points equal under a centred kernel): then
         # K = 0 there and every coreset has MMD 0; keep the heaviest point

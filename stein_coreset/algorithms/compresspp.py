@@ -12,7 +12,7 @@ from .. import _array_api as aa
 from .. import _validation as val
 from ..kernels import KernelMatrix, RadialKernel, centred_kernel_matrix
 from . import kernel_thinning as _kt  # called through the module: tests patch kt_split
-from .debias import low_rank_debias
+from .debias import ld_summary, low_rank_debias
 from .resample import resample, standard_thinning
 from .weights import equal_weights
 
@@ -258,6 +258,7 @@ def low_rank_stein_kernel_thinning(
     rank: int | None = None,
     rounds: int = 3,
     steps: int | None = None,
+    stop: str = "ksd",
     g: int = 4,
     delta: float = 0.5,
     standard_thin: bool = True,
@@ -277,6 +278,8 @@ def low_rank_stein_kernel_thinning(
         Rank r of Low-rank Debiasing (default ceil(sqrt(n)) of the thinned input; capped at n).
     rounds, steps : int
         Adaptive rounds Q (3) and AMD steps per round (default ceil(7 sqrt(n))), App. I.2.
+    stop : {"ksd", "fixed"}
+        AMD stopping rule of :func:`~stein_coreset.algorithms.debias.low_rank_debias`.
     g : int
         Compress++ oversampling (4).
     delta : float in (0, 1)
@@ -309,7 +312,8 @@ def low_rank_stein_kernel_thinning(
     rank = math.ceil(math.sqrt(K.n)) if rank is None else val.check_int(rank, "rank", lo=1)
     rank = min(int(rank), K.n)
     t0 = time.perf_counter()
-    w = low_rank_debias(K, rank, rounds=rounds, steps=steps, rng=rng, progress=progress)
+    w, ldinfo = low_rank_debias(K, rank, rounds=rounds, steps=steps, rng=rng, progress=progress,
+                                stop=stop, return_info=True)
     t1 = time.perf_counter()
     seq = resample(w, n_prime, rng, check_input=False)
     idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, None, m, None, progress)
@@ -325,6 +329,7 @@ def low_rank_stein_kernel_thinning(
         thin_rounds=cinfo["thin_rounds"],
         time_ld_s=t1 - t0,
         time_compresspp_s=t2 - t1,
+        **ld_summary(ldinfo),
     )
     return uniq, wts, info
 

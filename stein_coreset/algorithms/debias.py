@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -12,7 +13,43 @@ from ..kernels import KernelMatrix
 from .amd import LowRankPlusDiagonal, amd
 from .rpcholesky import weighted_rpcholesky
 
-__all__ = ["low_rank_debias"]
+__all__ = ["low_rank_debias", "resampled_ksd2", "monitor_size", "ld_summary"]
+
+STOP_RULES = ("ksd", "fixed")
+
+
+def monitor_size(n: int, rank: int, check_every: int) -> int:
+    """Points s of the resampled KSD that ``stop="ksd"`` watches: all n up to 2048 (exact),
+    else ``sqrt(check_every n r / 16)`` clipped to [1024, 4096], so that one check (s^2 kernel
+    entries, ~16 flops each) costs about as much as the ``check_every`` AMD steps it follows
+    (n r each)."""
+    if n <= 2048:
+        return n
+    return int(min(4096, max(1024, math.isqrt(check_every * n * rank // 16))))
+
+
+def resampled_ksd2(K: KernelMatrix, s: int, u: float = 0.5):
+    """``monitor(w)``: the squared KSD (``w^T K w``) of simplex weights w, exact when w has at
+    most s nonzeros, else of the systematic resample of w to s points with the fixed offset u
+    (positions (u + j) / s of its cumulative sum, j < s), a V-statistic over the resampled
+    multiset. With u fixed, two weight vectors are compared with common random numbers. O(n +
+    s^2 d)."""
+
+    def monitor(w) -> float:
+        wh = np.asarray(aa.to_host(w), dtype=np.float64)
+        nz = np.flatnonzero(wh > 0.0)
+        if nz.size <= s:
+            J, c = nz, wh[nz] / wh[nz].sum()
+        else:
+            cum = np.cumsum(wh)
+            pos = (u + np.arange(s)) / s * cum[-1]
+            idx = np.minimum(np.searchsorted(cum, pos, side="right"), wh.size - 1)
+            J, counts = np.unique(idx, return_counts=True)
+            c = counts / float(s)
+        KJ = K.take(J)
+        return KJ.quad(aa.from_host(c, like=K.diag()))
+
+    return monitor
 
 
 def _resample_support(w, n: int, rng):
@@ -32,6 +69,10 @@ def low_rank_debias(
     rng=None,
     progress: bool = False,
     return_info: bool = False,
+    stop: str = "ksd",
+    check_every: int = 32,
+    patience: int = 3,
+    monitor_points: int | None = None,
 ):
     """Simplex weights that make the input close to P in MMD_{k_P}, in sub-quadratic time (Alg. 2).
 
@@ -41,6 +82,13 @@ def low_rank_debias(
     (Alg. F.2) on ``w^T K' w`` from the resampled weights; the aggressive step
     ``1 / (8 sum_i w_i K_ii)`` after the first round (App. I.2). A round whose AMD output is worse
     in ``w^T K' w`` than its starting weights keeps the starting weights.
+
+    AMD minimises the surrogate ``w^T K' w``, not ``w^T K w``; past a point its steps make the
+    true KSD worse. ``stop="ksd"`` (default) watches the true one: every ``check_every`` steps
+    it evaluates the KSD of the current weights against K on a fixed-size systematic resample
+    (:func:`resampled_ksd2`, :func:`monitor_size` points; exact for small n), keeps the best
+    checked iterate and ends the round after ``patience`` checks without improvement; ``steps``
+    is the cap. ``stop="fixed"`` runs exactly ``steps`` AMD steps per round (the paper's rule).
 
     Parameters
     ----------
@@ -56,7 +104,15 @@ def low_rank_debias(
     progress : bool
         Progress bars over the rounds, the pivots and the AMD steps.
     return_info : bool
-        Also return a dict of per-round details (objectives ``w^T K' w``, pivots used).
+        Also return a dict of per-round details (objectives ``w^T K' w``, pivots used, AMD
+        steps run, seconds in RPCholesky and AMD).
+    stop : {"ksd", "fixed"}
+        AMD stopping rule (above).
+    check_every, patience : int
+        For ``stop="ksd"``: steps between checks, and checks without improvement before a round
+        ends.
+    monitor_points : int, optional
+        For ``stop="ksd"``: the resample size s of the monitor (default :func:`monitor_size`).
 
     Returns
     -------
@@ -82,6 +138,11 @@ def low_rank_debias(
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    val.check_choice(stop, "stop", STOP_RULES)
+    check_every = val.check_int(check_every, "check_every", lo=1)
+    patience = val.check_int(patience, "patience", lo=1)
+    if monitor_points is not None:
+        monitor_points = val.check_int(monitor_points, "monitor_points", lo=1)
     xp, dev = K.xp, K.device
     dg = K.diag()
     w_prev = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev)
@@ -91,6 +152,9 @@ def low_rank_debias(
         "kept_start": [],
         "rank_used": [],
         "support": [],
+        "steps_run": [],
+        "time_rpcholesky_s": [],
+        "time_amd_s": [],
     }
     it = range(1, int(rounds) + 1)
     if progress:
@@ -109,9 +173,20 @@ def low_rank_debias(
             supp_dev = aa.as_index_array(xp, supp, dev)
             Ks, ds = K.take(supp_dev), xp.take(dg, supp_dev)
             w = aa.from_host(ws, like=dg)
+        t0 = time.perf_counter()
         _, F = weighted_rpcholesky(Ks, w, rank, rng, progress=progress)
+        t1 = time.perf_counter()
         Kp = LowRankPlusDiagonal(F, ds)
-        wq = amd(Kp, int(steps), w, agg=q > 1, progress=progress)
+        monitor = None
+        if stop == "ksd":
+            s = monitor_points or monitor_size(Ks.n, int(F.shape[1]), check_every)
+            monitor = resampled_ksd2(Ks, s, float(rng.random()))
+        ainfo = {}
+        wq = amd(Kp, int(steps), w, agg=q > 1, progress=progress, n_threads=K.n_threads,
+                 monitor=monitor, check_every=check_every, patience=patience, info=ainfo)
+        info["steps_run"].append(int(ainfo["steps_run"]))
+        info["time_rpcholesky_s"].append(t1 - t0)
+        info["time_amd_s"].append(time.perf_counter() - t1)
         f_start, f_end = Kp.quad(w), Kp.quad(wq)
         keep_start = f_end > f_start
         if keep_start:
@@ -129,3 +204,13 @@ def low_rank_debias(
             w_prev = aa.from_host(full, like=dg)
     w_prev = w_prev / xp.sum(w_prev)
     return (w_prev, info) if return_info else w_prev
+
+
+def ld_summary(info: dict) -> dict:
+    """The ``res.info`` entries of a Low-rank Debiasing run (``return_info`` dict): the AMD
+    steps run per round and the seconds spent in weighted RPCholesky and in AMD."""
+    return {
+        "ld_steps_run": list(info["steps_run"]),
+        "time_rpcholesky_s": float(sum(info["time_rpcholesky_s"])),
+        "time_amd_s": float(sum(info["time_amd_s"])),
+    }

@@ -229,9 +229,11 @@ def _recombination_thinning(K: KernelMatrix, w, m: int, rank: int, rng: np.rando
     supp_h = np.flatnonzero(counts)
     ws = counts[supp_h] / float(n)
     if rank > 0:
-        w1 = aa.from_host(counts / float(n), xp=xp, device=K.device)
-        _, F = weighted_rpcholesky(K, w1, rank, rng)
-        Fs = aa.to_host(xp.take(F, aa.as_index_array(xp, supp_h, K.device), axis=0))
+        # factored on the support only: off it the reweighted matrix is zero, so the pivot
+        # draws and the factor's rows on the support are the same as over all n points
+        w1 = aa.from_host(ws, xp=xp, device=K.device)
+        _, F = weighted_rpcholesky(K.take(supp_h), w1, rank, rng)
+        Fs = aa.to_host(F)
     else:
         Fs = np.zeros((supp_h.size, 0))
     # [F, 1]^T stored points-major: row j holds (F_j, 1), so no transpose is formed.

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 
+import array_api_compat
 import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
 from ..kernels import KernelMatrix
+from . import _native
 
 __all__ = ["weighted_rpcholesky"]
 
@@ -39,8 +41,11 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
 
     Notes
     -----
-    O(n r) kernel evaluations, O(n r^2) arithmetic, O(n r) memory; never forms K. Pivots are
-    drawn on the device (a cumulative sum and a search), so no length-n array crosses to the host.
+    O(n r) kernel evaluations, O(n r^2) arithmetic, O(n r) memory; never forms K. NumPy inputs
+    run the loop in C++ (``src_cpp/rpcholesky.cpp``: the pivot columns from the kernel's cached
+    structure-of-arrays layout, the update on the thread team); other namespaces draw the
+    pivots on the device (a cumulative sum and a search), so no length-n array crosses to the
+    host. Both draw the same pivots from the same generator.
     """
     xp, dev, n = K.xp, K.device, K.n
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -51,6 +56,48 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     val.check_buffer(8.0 * n * rank, "rank",
                      f"the ({n}, {rank}) float64 factor of weighted RPCholesky")
     w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev) if w is None else w
+    # one draw per requested pivot, up front: both paths consume the generator alike
+    u = rng.random(rank)
+    factor = _factor_native if K.uses_cpp else _factor_array_api
+    piv, F, scale, sw = factor(K, w, rank, u, progress)
+    if math.isnan(scale):
+        raise FloatingPointError("weighted_rpcholesky: the kernel diagonal has NaN entries")
+    fx = array_api_compat.array_namespace(F)
+    inv_sw = fx.where(sw > 0.0, 1.0 / fx.where(sw > 0.0, sw, 1.0), 0.0)
+    # in place: a second (n, r) array here was a third of the peak memory of rt/sr/lskt
+    F *= inv_sw[:, None]
+    return piv, aa.from_host(F, xp=xp, device=dev) if fx is not xp else F
+
+
+def _factor_native(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool):
+    """The C++ loop (src_cpp/rpcholesky.cpp) on the cached SoA layout of K: F is built as the
+    rows of F^T (each pivot writes one contiguous row), returned as a (n, r) view."""
+    n = K.n
+    wh = np.asarray(aa.to_host(w), dtype=np.float64)
+    sw = np.sqrt(np.clip(wh, 0.0, None))
+    d = np.asarray(aa.to_host(K.diag()), dtype=np.float64) * wh
+    d = np.where(d > 0.0, d, 0.0)
+    scale = float(np.sum(d))
+    Ft = np.zeros((rank, n), dtype=np.float64)
+    piv = np.zeros(rank, dtype=np.int64)
+    chunk = max(1, math.ceil(rank / 25)) if progress else rank
+    starts = range(0, rank, chunk)
+    if progress:
+        from .._progress import progress_bar
+
+        starts = progress_bar(starts, desc="weighted RPCholesky", total=len(starts))
+    r = rank
+    for i0 in starts:
+        i1 = min(rank, i0 + chunk)
+        r = _native.weighted_rpcholesky(K, sw, d, Ft, piv, i0, i1, u[i0:i1], 1e-14 * scale)
+        if r < i1:
+            break
+    return piv[:r].copy(), Ft[:r].T, scale, sw
+
+
+def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool):
+    """The namespace-generic loop (any array-API namespace and device)."""
+    xp, dev, n = K.xp, K.device, K.n
     sw = xp.sqrt(xp.clip(w, 0.0, None))
     d = K.diag() * w
     d = xp.where(d > 0.0, d, 0.0)
@@ -68,8 +115,7 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
         total = cum[-1]
         if not float(total) > 1e-14 * scale:
             break
-        u = float(rng.random())
-        s = xp.searchsorted(cum, xp.reshape(total * u, (1,)), side="right")
+        s = xp.searchsorted(cum, xp.reshape(total * float(u[i]), (1,)), side="right")
         s = xp.clip(s, 0, n - 1)
         col = K.column(int(s[0]))
         col = col * sw * xp.take(sw, s)
@@ -86,10 +132,4 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
         pivots.append(s)
     r = len(pivots)
     piv = aa.to_host(xp.concat(pivots), np.int64) if r else np.zeros(0, dtype=np.int64)
-    inv_sw = xp.where(sw > 0.0, 1.0 / xp.where(sw > 0.0, sw, 1.0), 0.0)
-    # in place: a second (n, r) array here was a third of the peak memory of rt/sr/lskt
-    F = F[:, :r]
-    F *= inv_sw[:, None]
-    if math.isnan(scale):
-        raise FloatingPointError("weighted_rpcholesky: the kernel diagonal has NaN entries")
-    return piv, F
+    return piv, F[:, :r], scale, sw

@@ -14,12 +14,13 @@ RT / CT    (input weights)     RT / CT     simplex / constant
 from __future__ import annotations
 
 import math
+import time
 
 from .. import _array_api as aa
 from .. import _validation as val
 from ..kernels import KernelMatrix
 from .cholesky_thinning import cholesky_thinning
-from .debias import low_rank_debias
+from .debias import ld_summary, low_rank_debias
 from .recombination import recombination_thinning
 from .stein_thinning import stein_thinning_weights
 
@@ -57,6 +58,7 @@ def weighted_compression(
     weights=None,
     rounds: int = 3,
     steps: int | None = None,
+    stop: str = "ksd",
     progress: bool = False,
 ):
     """Debias, then thin: Stein Recombination / Stein Cholesky (Alg. 5, 7), their low-rank
@@ -80,6 +82,8 @@ def weighted_compression(
         Validated simplex input weights (``debias="none"`` only).
     rounds, steps : int
         Low-rank Debiasing rounds Q and AMD steps (App. I.2 defaults).
+    stop : {"ksd", "fixed"}
+        Its AMD stopping rule (:func:`~stein_coreset.algorithms.debias.low_rank_debias`).
     progress : bool
 
     Returns
@@ -99,8 +103,10 @@ def weighted_compression(
         w = stein_thinning_weights(K, progress=progress)
     elif debias == "ld":
         ld_rank = rank if rank is not None else max(1, round(math.sqrt(K.n)))
-        w = low_rank_debias(K, ld_rank, rounds=rounds, steps=steps, rng=rng, progress=progress)
-        info["rank"] = ld_rank
+        t0 = time.perf_counter()
+        w, ldinfo = low_rank_debias(K, ld_rank, rounds=rounds, steps=steps, rng=rng,
+                                    progress=progress, stop=stop, return_info=True)
+        info.update(rank=ld_rank, time_ld_s=time.perf_counter() - t0, **ld_summary(ldinfo))
         thin_rank = None
     else:
         w = weights

@@ -224,7 +224,8 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             debias="ld", thin="compresspp", kind="equal", target="stein",
             run=low_rank_stein_kernel_thinning,
             options=MappingProxyType(
-                {**_LD_OPTIONS, "g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN}
+                {**_LD_OPTIONS, "g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN,
+                 "swap_passes": _SWAP_PASSES}
             ),
             uses_rank=True, takes_progress=True,
         ),

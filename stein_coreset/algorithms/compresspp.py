@@ -140,7 +140,8 @@ def kt_compresspp(
     return (out, info) if return_info else out
 
 
-def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None, progress=False):
+def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None, progress=False,
+                   swap_passes=1):
     """:func:`kt_compresspp` on validated arguments; returns ``(indices, info)``."""
     n_in = int(S.size)
     j = _log4(n_in)
@@ -198,7 +199,7 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
     cands = _kt.kt_split(KT, pos, t, d_thin, rng, check_input=False) if t > 0 else [pos]
     if baseline is not None and baseline.size != m:
         raise ValueError(f"baseline must have the candidates' size {m}, got {baseline.size}")
-    out = _kt.kt_swap(KT, cands, baseline, check_input=False)
+    out = _kt.kt_swap(KT, cands, baseline, passes=swap_passes, check_input=False)
     if thin_kernel is not None:
         out = C[out]
     out = np.ascontiguousarray(out, dtype=np.int64)
@@ -262,6 +263,7 @@ def low_rank_stein_kernel_thinning(
     g: int = 4,
     delta: float = 0.5,
     standard_thin: bool = True,
+    swap_passes: int = 1,
     progress: bool = False,
 ):
     """Low-rank Stein Kernel Thinning (LSKT, Alg. 3): Low-rank Debiasing (Alg. 2) of the input,
@@ -286,6 +288,9 @@ def low_rank_stein_kernel_thinning(
         KT failure probability (1/2).
     standard_thin : bool
         Rem. 2: when m^2 < n, standard-thin the input to m^2 points first.
+    swap_passes : int
+        KT-Swap sweeps over all n points (Alg. D.3 makes one; each costs O(n m) evaluations,
+        a sweep without a swap ends them).
     progress : bool
         Progress bars.
 
@@ -305,6 +310,7 @@ def low_rank_stein_kernel_thinning(
     g = val.check_int(g, "g", lo=0)
     delta = _check_delta(delta)
     standard_thin = val.check_bool(standard_thin, "standard_thin")
+    swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
     progress = val.check_bool(progress, "progress")
     m, sub, n_prime, g, info = compresspp_plan(K.n, size, g=g, standard_thin=standard_thin)
     if sub is not None:
@@ -316,7 +322,7 @@ def low_rank_stein_kernel_thinning(
                                 stop=stop, return_info=True)
     t1 = time.perf_counter()
     seq = resample(w, n_prime, rng, check_input=False)
-    idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, None, m, None, progress)
+    idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, None, m, None, progress, swap_passes)
     t2 = time.perf_counter()
     if sub is not None:
         idx = sub[idx]

@@ -28,26 +28,41 @@ def monitor_size(n: int, rank: int, check_every: int) -> int:
     return int(min(4096, max(1024, math.isqrt(check_every * n * rank // 16))))
 
 
-def resampled_ksd2(K: KernelMatrix, s: int, u: float = 0.5):
-    """``monitor(w)``: the squared KSD (``w^T K w``) of simplex weights w, exact when w has at
-    most s nonzeros, else of the systematic resample of w to s points with the fixed offset u
-    (positions (u + j) / s of its cumulative sum, j < s), a V-statistic over the resampled
-    multiset. With u fixed, two weight vectors are compared with common random numbers. O(n +
-    s^2 d)."""
+def resampled_ksd2(K: KernelMatrix, s: int, u: float = 0.5, surrogate=None):
+    """``monitor(w)``: the squared KSD ``w^T K w`` of simplex weights w, exact when w has at
+    most s nonzeros, else estimated on the systematic resample of w to s points with the fixed
+    offset u (positions (u + j) / s of its cumulative sum, j < s; weights c = counts / s, so two
+    weight vectors are compared with common random numbers). O(n + s^2 d).
+
+    Without ``surrogate`` the estimate is the V-statistic ``c^T K_JJ c``. With the
+    :class:`LowRankPlusDiagonal` ``K' = F F^T + diag(K - F F^T)`` AMD runs on, it is
+    ``w^T K' w`` (exact, O(n r)) plus the resampled off-diagonal residual ``c^T E_JJ c``,
+    ``E = K - K'`` (zero diagonal): the resample then only estimates the part of K the factor
+    misses, a control variate that removes most of the resampling noise (the diagonal terms
+    ``c_a^2 K_aa`` of the V-statistic alone are of the order of the differences it must rank).
+    """
 
     def monitor(w) -> float:
         wh = np.asarray(aa.to_host(w), dtype=np.float64)
         nz = np.flatnonzero(wh > 0.0)
         if nz.size <= s:
             J, c = nz, wh[nz] / wh[nz].sum()
-        else:
-            cum = np.cumsum(wh)
-            pos = (u + np.arange(s)) / s * cum[-1]
-            idx = np.minimum(np.searchsorted(cum, pos, side="right"), wh.size - 1)
-            J, counts = np.unique(idx, return_counts=True)
-            c = counts / float(s)
-        KJ = K.take(J)
-        return KJ.quad(aa.from_host(c, like=K.diag()))
+            return K.take(J).quad(aa.from_host(c, like=K.diag()))
+        cum = np.cumsum(wh)
+        pos = (u + np.arange(s)) / s * cum[-1]
+        idx = np.minimum(np.searchsorted(cum, pos, side="right"), wh.size - 1)
+        J, counts = np.unique(idx, return_counts=True)
+        c = counts / float(s)
+        vstat = K.take(J).quad(aa.from_host(c, like=K.diag()))
+        if surrogate is None:
+            return vstat
+        sx = surrogate.xp
+        Jd = aa.as_index_array(sx, J, surrogate.device)
+        FJ = np.asarray(aa.to_host(sx.take(surrogate.F, Jd, axis=0)), dtype=np.float64)
+        resJ = np.asarray(aa.to_host(sx.take(surrogate.residual, Jd)), dtype=np.float64)
+        Ftc = FJ.T @ c
+        off = vstat - float(Ftc @ Ftc) - float(np.sum(c * c * resJ))
+        return surrogate.quad(w) + off
 
     return monitor
 
@@ -180,7 +195,7 @@ def low_rank_debias(
         monitor = None
         if stop == "ksd":
             s = monitor_points or monitor_size(Ks.n, int(F.shape[1]), check_every)
-            monitor = resampled_ksd2(Ks, s, float(rng.random()))
+            monitor = resampled_ksd2(Ks, s, float(rng.random()), surrogate=Kp)
         ainfo = {}
         wq = amd(Kp, int(steps), w, agg=q > 1, progress=progress, n_threads=K.n_threads,
                  monitor=monitor, check_every=check_every, patience=patience, info=ainfo)

@@ -20,7 +20,7 @@ are drawn from P. Each block is generated on the worker that compresses it (from
     (IMQ, the bandwidth the distributed run fixed), O(m^2); (a) and (b) use that kernel too.
 (2) Speed-up from 1 to 2 workers of distributed skt at n = 2^18 (16 blocks, m = 2^9), each on a
     fresh cluster.
-(3) Peak memory: ``ru_maxrss`` of each worker (read with ``client.run`` after the run; workers
+(3) Peak memory: VmHWM of each worker (read with ``client.run`` after the run; workers
     are fresh for each measurement), of the driver (this process), and of the (a)/(b)
     subprocesses (VmHWM, polled).
 (4) Load average before and after, the driver's CPU and wall time.
@@ -84,7 +84,10 @@ def lazy_input(n: int, n_blocks: int, seed: int):
 # Measurements
 # ---------------------------------------------------------------------------------------------
 def _maxrss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+    """This process's resident high-water mark since its exec (VmHWM; ``ru_maxrss`` would
+    include the parent's, which Linux carries over fork and exec)."""
+    peak = _vm_hwm_mib(os.getpid())
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def ksd_of(points, weights, sigma: float) -> float:

@@ -122,9 +122,17 @@ def _size(method: str, n: int) -> int:
     return math.isqrt(n) if method in EQUAL else math.ceil(n**0.4 - 1e-9)
 
 
-def child(method: str, n: int, seed: int, sigma: float, reuse_st: str | None) -> dict:
-    import resource
+def _peak_rss_mib() -> float:
+    """This process's resident high-water mark (VmHWM: of its own image since exec; ru_maxrss
+    would carry over the parent's, which Linux keeps across fork and exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
+
+def child(method: str, n: int, seed: int, sigma: float, reuse_st: str | None) -> dict:
     from compare_peers import _biased_chain
 
     import stein_coreset as sc
@@ -154,7 +162,7 @@ def child(method: str, n: int, seed: int, sigma: float, reuse_st: str | None) ->
     return {
         "method": method, "n": n, "seed": seed, "size": m, "wall_s": wall, "cpu_s": cpu,
         "cpu_over_wall": cpu / wall, "ksd": ksd, "coreset": int(len(idx)),
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "peak_rss_mib": _peak_rss_mib(),
         "st_only_kt": bool(reuse_st),
         "info": {k: info[k] for k in keep if k in info},
     }

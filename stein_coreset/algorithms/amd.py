@@ -254,7 +254,7 @@ def _amd_native(
     # K' -> 2^-2e K' and eta -> 2^2e eta leave every iterate unchanged, exactly (powers of two);
     # e puts max|F| near 1, so float32 storage of F neither overflows nor underflows.
     Fh = np.asarray(op.F, dtype=np.float64)
-    top = float(np.max(np.abs(Fh))) if Fh.size else 0.0
+    top = max(float(Fh.max()), -float(Fh.min())) if Fh.size else 0.0  # no n x r |F|
     e = math.frexp(top)[1] if 0.0 < top < math.inf else 0
     F = np.empty(Fh.shape, dtype=np.float32)  # C order; no float64 temporary
     np.multiply(Fh, math.ldexp(1.0, -e), out=F, casting="unsafe")

@@ -217,6 +217,7 @@ def low_rank_debias(
             full = np.zeros(n)
             full[supp] = aa.to_host(wq)
             w_prev = aa.from_host(full, like=dg)
+        del F, Kp, monitor  # else this round's factor is alive while the next one is built
     w_prev = w_prev / xp.sum(w_prev)
     return (w_prev, info) if return_info else w_prev
 

@@ -94,6 +94,18 @@ def test_resampled_ksd2_is_exact_on_small_support_and_a_v_statistic_otherwise(bi
     c = np.bincount(idx, minlength=1024) / s
     assert math.isclose(resampled_ksd2(Km, s, u)(w), float(c @ K @ c), rel_tol=1e-10)
 
+    # with the low-rank surrogate K' as control variate: w^T K' w + c^T (K - K')_off c, where
+    # F comes as rpcholesky gives it (the transpose of a C-ordered array)
+    from stein_coreset.algorithms.amd import LowRankPlusDiagonal
+
+    F = np.ascontiguousarray(rng.standard_normal((1024, 8)).T / 40).T
+    Kp = LowRankPlusDiagonal(F, np.diag(K).copy())
+    E = K - Kp.dense()
+    np.fill_diagonal(E, 0.0)
+    expected = float(w @ Kp.dense() @ w + c @ E @ c)
+    got = resampled_ksd2(Km, s, u, surrogate=Kp)(w)
+    assert math.isclose(got, expected, rel_tol=1e-9)
+
 
 def test_low_rank_debias_stop_rules(biased_1024):
     """stop="fixed" runs the paper's T steps every round; stop="ksd" runs at most T, reports

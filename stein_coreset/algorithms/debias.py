@@ -58,7 +58,8 @@ def resampled_ksd2(K: KernelMatrix, s: int, u: float = 0.5, surrogate=None):
             return vstat
         sx = surrogate.xp
         Jd = aa.as_index_array(sx, J, surrogate.device)
-        FJ = np.asarray(aa.to_host(sx.take(surrogate.F, Jd, axis=0)), dtype=np.float64)
+        # F is the transpose of a C-ordered (r, n) array: take along its rows copies all of F
+        FJ = np.asarray(aa.to_host(sx.take(surrogate.F.T, Jd, axis=1)), dtype=np.float64).T
         resJ = np.asarray(aa.to_host(sx.take(surrogate.residual, Jd)), dtype=np.float64)
         Ftc = FJ.T @ c
         off = vstat - float(Ftc @ Ftc) - float(np.sum(c * c * resJ))

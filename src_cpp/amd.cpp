@@ -127,7 +127,10 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
         const double lnorm = M + std::log(s);
         team.for_chunks(nch, [&](int64_t c) {
         for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
-            if (logv[i] == ninf) continue;
+            if (logv[i] == ninf) {  // v_i = 0 (off the support, or underflowed): w_i decays
+                w[i] *= 1.0 - beta;
+                continue;
+            }
             logv[i] -= lnorm;
             v[i] = std::exp(logv[i]);
             w[i] = (1.0 - beta) * w[i] + beta * v[i];

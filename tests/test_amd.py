@@ -129,6 +129,25 @@ def test_amd_cpp_engine_matches_array_api_loop(stein_300):
         amd(Km.dense(), 5, engine="cpp")
 
 
+
+def test_amd_weights_stay_on_the_simplex_when_v_underflows_between_chunks():
+    """Far from P (a burn-in block) most mirror weights v_i underflow to 0 while w_i > 0, and
+    w_i must still decay as (1 - beta) w_i. Run in chunks (each restart reads log v_i from
+    v_i = 0), the C++ loop once froze such w_i: the weights summed to 1 + 9e-4 here."""
+    X = 1.5 * np.random.default_rng(0).standard_normal((1024, 4)) + 6.0
+    K = sc.SteinKernel(sc.IMQ(sigma=3.66)).bind(X, -X)
+    _, F = weighted_rpcholesky(K, rank=16, rng=np.random.default_rng(1))
+    op = LowRankPlusDiagonal(F, K.diag())
+    w0 = np.full(1024, 1.0 / 1024)
+    a = amd(op, 600, w0, engine="array_api")
+    b = amd(op, 600, w0, engine="cpp")
+    c = amd(op, 600, w0, engine="cpp", progress=True)  # chunks of 24 steps
+    for w in (a, b, c):
+        assert abs(w.sum() - 1.0) < 1e-12
+    np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-12)
+    np.testing.assert_allclose(c, b, rtol=1e-9, atol=1e-15)
+
+
 @pytest.mark.parametrize("engine", ["array_api", "cpp"])
 def test_amd_monitor_returns_best_checked_iterate_and_stops(stein_300, engine):
     """With a monitor, AMD returns the checked iterate with the smallest monitored value (the

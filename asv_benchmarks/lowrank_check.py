@@ -125,11 +125,12 @@ def _size(method: str, n: int) -> int:
 def _peak_rss_mib() -> float:
     """This process's resident high-water mark (VmHWM: of its own image since exec; ru_maxrss
     would carry over the parent's, which Linux keeps across fork and exec)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    raise RuntimeError("no VmHWM in /proc/self/status")
+    from distributed_bench import _vm_hwm_mib
+
+    peak = _vm_hwm_mib(os.getpid())
+    if peak is None:
+        raise RuntimeError("no VmHWM in /proc/self/status")
+    return peak
 
 
 def child(method: str, n: int, seed: int, sigma: float, reuse_st: str | None) -> dict:

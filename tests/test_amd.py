@@ -129,7 +129,6 @@ def test_amd_cpp_engine_matches_array_api_loop(stein_300):
         amd(Km.dense(), 5, engine="cpp")
 
 
-
 def test_amd_weights_stay_on_the_simplex_when_v_underflows_between_chunks():
     """Far from P (a burn-in block) most mirror weights v_i underflow to 0 while w_i > 0, and
     w_i must still decay as (1 - beta) w_i. Run in chunks (each restart reads log v_i from

@@ -1,5 +1,7 @@
 """Recombination (Alg. G.1), Resample (Alg. E.3) and Recombination Thinning (Alg. 4)."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -176,6 +178,40 @@ def test_recombination_thinning_returns_simplex_coreset_of_at_most_m_points(bias
     # The final weights are simplex-optimal on their support.
     Kmat = sc.SteinKernel(sc.IMQ(1.5)).matrix(X[idx], S[idx])
     assert _kkt_violation(Kmat, wh) < 1e-7
+
+
+def test_recombination_thinning_skips_recombination_only_where_it_removes_nothing(
+    biased_gaussian, monkeypatch
+):
+    """When Resample's support has at most rank + 1 points, RT skips RPCholesky + Recombination
+    (issue 15, row 11: O(m^3 log n) at size = n). The skip must be exact: Recombination of such a
+    support returns it unchanged, so forcing the full path gives the same coreset."""
+    rec = importlib.import_module("stein_coreset.algorithms.recombination")
+
+    X, S = biased_gaussian(n=96, seed=3)
+    K = sc.SteinKernel(sc.IMQ(1.5)).bind(X, S)
+    fast = recombination_thinning(K, None, 96, rng=5)
+    calls = []
+    real = rec._recombine
+
+    def forced(*args):
+        calls.append(args[1].size)
+        return real(*args)
+
+    monkeypatch.setattr(rec, "_recombine", forced)
+    assert recombination_thinning(K, None, 96, rng=5)[0].size == fast[0].size
+    assert calls == []  # the support (<= 96 points) never reached Recombination
+    # force it: the path the skip replaces, on the same support and weights
+    counts = np.bincount(rec.resample(np.full(96, 1 / 96), 96, np.random.default_rng(5),
+                                      check_input=False), minlength=96)
+    supp = np.flatnonzero(counts)
+    idx, wr = real(K, supp, counts[supp] / 96.0, 95, np.random.default_rng(6))
+    np.testing.assert_array_equal(idx, supp)
+    np.testing.assert_allclose(wr, counts[supp] / 96.0, rtol=1e-9)
+    # a support larger than rank + 1 still goes through Recombination
+    calls.clear()
+    recombination_thinning(K, None, 8, rng=5)
+    assert calls and calls[0] > 8
 
 
 def test_recombination_thinning_beats_iid_on_unbiased_input():

@@ -228,6 +228,27 @@ def _recombination_thinning(K: KernelMatrix, w, m: int, rank: int, rng: np.rando
     counts = np.bincount(resample(w, n, rng, check_input=False), minlength=n)
     supp_h = np.flatnonzero(counts)
     ws = counts[supp_h] / float(n)
+    if supp_h.size <= rank + 1:
+        # Recombination keeps at most rank([F, 1]) = min(support, rank + 1) points: with the
+        # support that small it has nothing to remove, and its O(m^3 log n) pass is skipped
+        idx, wr = supp_h, ws
+    else:
+        idx, wr = _recombine(K, supp_h, ws, rank, rng)
+
+    idx, wr = swap_ls_support(K, idx, wr, "splx")
+    KJ = aa.to_host(K.block(idx, idx))
+    wq = simplex_weights(KJ, wr)
+    if quadratic_form(KJ, wq) > quadratic_form(KJ, wr):
+        wq = wr
+    keep = wq > 0
+    idx, wq = idx[keep], wq[keep] / wq[keep].sum()
+    return idx, aa.from_host(wq, xp=xp, device=K.device)
+
+
+def _recombine(K: KernelMatrix, supp_h: np.ndarray, ws: np.ndarray, rank: int, rng):
+    """Weighted RPCholesky test vectors on the support, then Recombination (Alg. G.1) of the
+    support weights ``ws``: at most ``rank + 1`` points with the same ``[F, 1]^T`` moments."""
+    xp = K.xp
     if rank > 0:
         # factored on the support only: off it the reweighted matrix is zero, so the pivot
         # draws and the factor's rows on the support are the same as over all n points
@@ -242,13 +263,4 @@ def _recombination_thinning(K: KernelMatrix, w, m: int, rank: int, rng: np.rando
     P[:, -1] = 1.0
     x = _native.recombination(P, ws, True)
     keep = x > 0
-    idx, wr = supp_h[keep], x[keep] / x[keep].sum()
-
-    idx, wr = swap_ls_support(K, idx, wr, "splx")
-    KJ = aa.to_host(K.block(idx, idx))
-    wq = simplex_weights(KJ, wr)
-    if quadratic_form(KJ, wq) > quadratic_form(KJ, wr):
-        wq = wr
-    keep = wq > 0
-    idx, wq = idx[keep], wq[keep] / wq[keep].sum()
-    return idx, aa.from_host(wq, xp=xp, device=K.device)
+    return supp_h[keep], x[keep] / x[keep].sum()

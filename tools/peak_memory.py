@@ -21,11 +21,14 @@ X and S and their structure-of-arrays copies (4 n d doubles), plus per method
     st                             8 (n + m)
     skt, kt, compresspp            8 * 4 n           (sums and index buffers of KT-SPLIT / swap)
     lskt                           12 n r + 8 * 4 n  (the float64 factor, its float32 copy)
-    sr, rt, sc, ct                 8 n r + 8 (m + 1)^2
+    sr, rt                         16 n r + 8 (m + 1)^2  (the factor and Recombination's [F, 1])
+    sc, ct                         8 n r + 8 (m + 1)^2
     lsr, lsc                       20 n r + 8 (m + 1)^2
 
 plus, with the default kernel (``kernel=None``: IMQ at the median bandwidth), the median
-heuristic's pairwise distances over min(n, 1000) points: two p x p float64 arrays (15.3 MiB).
+heuristic over p = min(n, 1000) points (src_cpp/pairwise.cpp, NumPy input): a coordinate-major
+copy (p d doubles), 16384 sampled pair distances and the pairs inside the sample's bracket,
+at most p (p - 1) / 60 doubles (~3% of the pairs measured; 0.3 MiB at p = 1000).
 Mode "fixed" passes ``kernel=IMQ(median_bandwidth(X))``, the bandwidth computed in the parent
 process, so only the method's own buffers are measured.
 """
@@ -88,12 +91,12 @@ def estimate(method: str, n: int, d: int, mode: str = "default") -> int:
         "st": 8 * (n + m),
         "skt": 32 * n, "kt": 32 * n, "compresspp": 32 * n,
         "lskt": 12 * n * r + 32 * n,
-        "sr": 8 * n * r + 8 * (m + 1) ** 2, "rt": 8 * n * r + 8 * (m + 1) ** 2,
+        "sr": 16 * n * r + 8 * (m + 1) ** 2, "rt": 16 * n * r + 8 * (m + 1) ** 2,
         "sc": 8 * n * r + 8 * (m + 1) ** 2, "ct": 8 * n * r + 8 * (m + 1) ** 2,
         "lsr": 20 * n * r + 8 * (m + 1) ** 2, "lsc": 20 * n * r + 8 * (m + 1) ** 2,
     }[method]
     p = min(n, MEDIAN_POINTS)
-    median = 16 * p * p if mode == "default" else 0
+    median = 8 * (p * d + 16384 + p * (p - 1) // 60) if mode == "default" else 0
     return base + dominant + median
 
 

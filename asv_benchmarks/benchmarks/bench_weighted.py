@@ -2,7 +2,8 @@
 burn-in-like setting of the paper's Table I.1 (d = 4, m = rank = n^tau).
 
 ``python asv_benchmarks/benchmarks/bench_weighted.py`` runs every case once and prints the
-times with their ratio to the paper's GPU times (Table I.1, RTX 6000, JAX). On a shared, busy
+times with their ratio to the paper's GPU times (Table I.1, RTX 6000, JAX);
+``... bench_weighted.py --size-at-input-size`` prints issue 15's row 11 (size up to n = 2048). On a shared, busy
 machine run it with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``: the per-pivot kernel columns
 and BLAS calls of weighted RPCholesky otherwise stall on descheduled threads.
 """
@@ -80,7 +81,44 @@ class WeightedThinning:
         _thin(self.K, self.w, method, tau)
 
 
+class SizeAtInputSize:
+    """Issue 15, row 11: sr / rt / ct / lsr through ``compress`` at n = 2048 with size up to n
+    (Recombination with up to n - 1 test vectors and the simplex QP on up to n points)."""
+
+    params = ([256, 1024, 2048], ["sr", "rt", "ct", "lsr"])
+    param_names = ["size", "method"]
+    timeout = 600
+
+    def setup(self, size, method):
+        rng = np.random.default_rng(0)
+        self.X = 0.7 + 1.5 * rng.standard_normal((2048, 4))
+
+    def time_compress(self, size, method):
+        sc.compress(self.X, -self.X, size=size, method=method, seed=0)
+
+
+def size_at_input_size():
+    """Print wall, cpu/wall, coreset size and KSD of :class:`SizeAtInputSize`'s cases."""
+    import os
+
+    print(f"load average {os.getloadavg()}")
+    case = SizeAtInputSize()
+    for method in SizeAtInputSize.params[1]:
+        for size in SizeAtInputSize.params[0]:
+            case.setup(size, method)
+            c0, t0 = time.process_time(), time.perf_counter()
+            res = sc.compress(case.X, -case.X, size=size, method=method, seed=0)
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
+            print(f"{method:4s} n=2048 size={size:5d}: {dt:6.2f} s (cpu/wall {dc / dt:.2f}), "
+                  f"{len(res)} points, KSD {res.ksd:.4g}", flush=True)
+
+
 def main():
+    import sys
+
+    if sys.argv[1:] == ["--size-at-input-size"]:
+        size_at_input_size()
+        return
     for m, n in [(64, 10**6)]:
         case = Recombination()
         case.setup(m, n)

@@ -254,13 +254,15 @@ def _recombine(K: KernelMatrix, supp_h: np.ndarray, ws: np.ndarray, rank: int, r
         # draws and the factor's rows on the support are the same as over all n points
         w1 = aa.from_host(ws, xp=xp, device=K.device)
         _, F = weighted_rpcholesky(K.take(supp_h), w1, rank, rng)
-        Fs = aa.to_host(F)
     else:
-        Fs = np.zeros((supp_h.size, 0))
-    # [F, 1]^T stored points-major: row j holds (F_j, 1), so no transpose is formed.
-    P = np.empty((Fs.shape[0], Fs.shape[1] + 1))
-    P[:, :-1] = Fs
+        F = np.zeros((supp_h.size, 0))
+    # [F, 1]^T stored points-major: row j holds (F_j, 1), so no transpose is formed; written
+    # straight from F (a host view of the factor: no contiguous copy), which is freed before
+    # Recombination runs, so the (s, r) arrays alive at once are two, not three
+    P = np.empty((F.shape[0], F.shape[1] + 1))
+    P[:, :-1] = F if isinstance(F, np.ndarray) else aa.to_host(F)
     P[:, -1] = 1.0
+    del F
     x = _native.recombination(P, ws, True)
     keep = x > 0
     return supp_h[keep], x[keep] / x[keep].sum()

@@ -447,17 +447,19 @@ def compress(
     if S is None and spec.debiased:
         raise ValueError(f"method {method!r} is debiased and needs the scores S = grad log p(X)")
 
-    # -- arrays: one namespace lookup, one NaN/inf scan -----------------------------------
+    # -- arrays: one namespace lookup, one NaN/inf scan (the row mask only when it fails) --
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
     X = val.check_points(X, xp, "X", allow_nonfinite=True)
     if S is not None:
         S = val.check_scores(S, X, xp, "S", allow_nonfinite=True)
     info: dict = {}
     keep = None
-    bad = val.nonfinite_rows(xp, X)
-    if S is not None:
-        bad = bad | val.nonfinite_rows(xp, S)
-    n_bad = int(xp.sum(xp.astype(bad, xp.int64)))
+    n_bad = 0
+    if not val.all_finite(xp, X, S):
+        bad = val.nonfinite_rows(xp, X)
+        if S is not None:
+            bad = bad | val.nonfinite_rows(xp, S)
+        n_bad = int(xp.sum(xp.astype(bad, xp.int64)))
     if n_bad:
         if nan_policy == "raise":
             raise ValueError(

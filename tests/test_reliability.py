@@ -234,7 +234,10 @@ def test_a_factor_larger_than_memory_is_refused_before_allocation(sample, method
     from stein_coreset import _validation
 
     X, S = sample
-    monkeypatch.setattr(_validation, "physical_memory", lambda: 2**18)
+    # sr: RT factors on the support of the Stein thinning weights (here 232 points) and only
+    # when that support exceeds rank + 1, so a smaller rank and memory make it allocate
+    memory, rank = (2**14, 40) if method == "sr" else (2**18, 300)
+    monkeypatch.setattr(_validation, "physical_memory", lambda: memory)
     size = 16 if method == "lskt" else 400  # sr / ct: rank < size
     with pytest.raises(ValueError, match=r"rank: .*factor.*GiB"):
-        sc.compress(X, S, size=size, method=method, seed=0, rank=300)
+        sc.compress(X, S, size=size, method=method, seed=0, rank=rank)

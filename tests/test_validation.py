@@ -22,10 +22,15 @@ def sample():
 @pytest.mark.parametrize("method", ["st", "skt", "sr", "lskt"])
 def test_one_compress_call_checks_points_and_scores_once(sample, monkeypatch, method):
     X, S = sample
-    checked, scans, lookups = [], [], []
-    check_points, nonfinite_rows, namespace = (
-        _validation.check_points, _validation.nonfinite_rows, _array_api.namespace
+    checked, scans, lookups, finite_checks = [], [], [], []
+    check_points, nonfinite_rows, namespace, all_finite = (
+        _validation.check_points, _validation.nonfinite_rows, _array_api.namespace,
+        _validation.all_finite,
     )
+
+    def spy_finite(xp, *arrays):
+        finite_checks.append(len(arrays))
+        return all_finite(xp, *arrays)
 
     def spy_points(A, xp, name="X", **kw):
         checked.append(name)
@@ -41,14 +46,22 @@ def test_one_compress_call_checks_points_and_scores_once(sample, monkeypatch, me
 
     monkeypatch.setattr(_validation, "check_points", spy_points)
     monkeypatch.setattr(_validation, "nonfinite_rows", spy_scan)
+    monkeypatch.setattr(_validation, "all_finite", spy_finite)
     monkeypatch.setattr(_array_api, "namespace", spy_namespace)
     res = sc.compress(X, S, size=8, method=method, seed=0)
     assert len(res) <= 8
     assert checked == ["X", "S"]  # once each (S through check_scores)
-    assert len(scans) == 2  # one NaN/inf mask per array, one host sync for both
+    assert finite_checks == [2]  # one whole-array NaN/inf check of X and S, one host sync
+    assert scans == []  # the per-row mask only when that check fails
     # compress's own lookup plus the engine's one per KernelMatrix built (target, res.ksd)
     assert lookups[0] == ("X", "S", "weights")
     assert sum(1 for names in lookups if "weights" in names) == 1
+    # a NaN row: the masks of X and S find it (and nan_policy="omit" drops it)
+    finite_checks.clear()
+    Xn = X.copy()
+    Xn[3, 0] = np.nan
+    res = sc.compress(Xn, S, size=8, method=method, seed=0, nan_policy="omit")
+    assert finite_checks == [2] and len(scans) == 2 and res.info["n_dropped"] == 1
 
 
 def test_unknown_options_raise_before_any_work(sample, monkeypatch):

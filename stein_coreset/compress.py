@@ -500,7 +500,7 @@ def compress(
         args["progress"] = progress
     if spec.target == "stein":
         K = stein.bind(X, S, n_threads=n_threads, check_input=False)
-        if not bool(xp.all(xp.isfinite(K.diag()))):
+        if not K.diag_is_finite():
             raise ValueError(
                 "S: the Stein kernel overflowed on the diagonal (|S|^2 k(0) is not finite); "
                 "the scores are too large for float64 — rescale X and S"

@@ -560,6 +560,20 @@ class KernelMatrix:
             self._cache["diag"] = dg
         return self._cache["diag"]
 
+    def diag_is_finite(self) -> bool:
+        """Whether every k_P(x_i, x_i) is finite. Without centring, |k_P(x, x)| <= d max|T|^2
+        |k0| + 2 d |k1|; when that bound is far from overflow one whole-array reduction answers
+        and the diagonal is not formed (it is what compress checks before every Stein method)."""
+        if "diag" not in self._cache and self.T is not None and self.mean is None:
+            xp = self.xp
+            zero = xp.zeros((1,), dtype=xp.float64, device=self.device)
+            k0, k1, _ = self.base.radial(xp, zero)
+            tmax = float(xp.max(xp.abs(self.T)))
+            bound = self.d * tmax * tmax * abs(float(k0[0])) + 2.0 * self.d * abs(float(k1[0]))
+            if math.isfinite(bound) and bound < 1e300:
+                return True
+        return bool(self.xp.all(self.xp.isfinite(self.diag())))
+
     def dense(self):
         """The full (n, n) matrix; O(n^2) memory, for small n and tests."""
         if self.uses_cpp:

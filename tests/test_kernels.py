@@ -265,3 +265,17 @@ def test_blocked_matvec_never_holds_more_than_one_slab(monkeypatch):
     got = K.matvec(w)
     assert shapes and all(r * c <= 1000 for r, c in shapes)
     np.testing.assert_allclose(got, K.with_backend("cpp").matvec(w), rtol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e100, 1e149, 1e150, 1e151, 1e154, 1e160, 1e200])
+@pytest.mark.parametrize("sigma", [1e-3, 1.0, 1e3])
+def test_diag_is_finite_agrees_with_the_diagonal(scale, sigma):
+    # the bound d max|T|^2 |k0| + 2 d |k1| decides most cases without the diagonal; near
+    # overflow it falls back to the diagonal itself, so both answers must agree everywhere
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3))
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = sc.SteinKernel(sc.IMQ(sigma)).bind(X, -X * scale)
+        expect = bool(np.all(np.isfinite(sc.SteinKernel(sc.IMQ(sigma)).bind(X, -X * scale)
+                                         .diag())))
+        assert K.diag_is_finite() is expect

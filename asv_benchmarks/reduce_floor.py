@@ -1,0 +1,98 @@
+"""What limits the distributed path's final KSD (issue 13): an experiment, not a benchmark.
+
+    python asv_benchmarks/reduce_floor.py            # n = 2^18, 16 blocks, m = 256 (~1 min)
+
+On the distributed bench's input at a quarter of its scale (16 blocks of n / 16 rows, the first
+4 blocks burn-in far from P, the rest i.i.d. from P; d = 4) it prints the KSD against P of
+
+- (a) standard thinning to m^2 rows, then skt to m (seeds 0, 1, 2): what a user does today;
+- the map: skt of each block to f m rows (``--block-factor``), and the block coresets' KSDs;
+- reduce 1: skt of the union of the block coresets to m (the library's reduce);
+- reduce 2 (not in the library): the best mixture sum_b lambda_b mu_b of the block coresets
+  (a B x B simplex QP on their Gram, one pass over the union's kernel), then Resample and KT
+  to m; it prints the mixture's own KSD, the input quality the final thinning starts from.
+
+The point it makes: every route lands at about the same final KSD, far above its input's
+(the mixture's) KSD, because the final step -- Stein thinning's first m picks refined by
+KT-Swap, which wins SKT's shortlist -- has an error floor at m points of its own, which (a)
+already reaches from m^2 rows (Rem. 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+import stein_coreset as sc
+from stein_coreset.algorithms.kernel_thinning import kernel_thinning
+from stein_coreset.algorithms.resample import resample, standard_thinning
+from stein_coreset.algorithms.weights import equal_weights, simplex_weights
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--log2n", type=int, default=18)
+    p.add_argument("--blocks", type=int, default=16)
+    p.add_argument("--size", type=int, default=256)
+    p.add_argument("--block-factor", type=int, default=4)
+    p.add_argument("--burn-in-blocks", type=int, default=4)
+    a = p.parse_args(argv)
+    n, B, m, d = 1 << a.log2n, a.blocks, a.size, 4
+    nb = n // B
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, d))
+    for b in range(a.burn_in_blocks):
+        X[b * nb:(b + 1) * nb] = 3.0 + 0.5 * rng.standard_normal((nb, d))
+    S = -X
+    kern = sc.SteinKernel(sc.IMQ(sc.median_bandwidth(X[:: max(1, n // 1000)])))
+
+    sub = standard_thinning(n, min(n, m * m))
+    t = time.perf_counter()
+    ka = [sc.compress(X[sub], S[sub], size=m, method="skt", kernel=kern, seed=s).ksd
+          for s in range(3)]
+    print(f"(a) standard thinning to {sub.size}, skt to {m}, seeds 0-2: KSD "
+          f"{', '.join(f'{k:.5f}' for k in ka)} ({(time.perf_counter() - t) / 3:.1f} s each)")
+
+    t = time.perf_counter()
+    parts = []
+    for b in range(B):
+        r = sc.compress(X[b * nb:(b + 1) * nb], S[b * nb:(b + 1) * nb], size=a.block_factor * m,
+                        method="skt", kernel=kern, seed=b + 1)
+        parts.append((np.asarray(r.indices) + b * nb, np.asarray(r.weights), r.ksd))
+    ks = [q[2] for q in parts]
+    print(f"map: {B} blocks of {nb} to {a.block_factor * m} rows, {time.perf_counter() - t:.1f} s;"
+          f" block KSD burn-in {min(ks[:a.burn_in_blocks] or [math.nan]):.3g}.., "
+          f"others {np.median(ks[a.burn_in_blocks:]):.5f} (median)")
+    U = np.concatenate([q[0] for q in parts])
+    t = time.perf_counter()
+    r1 = sc.compress(X[U], S[U], size=m, method="skt", kernel=kern, seed=99)
+    print(f"reduce 1, skt of the union ({U.size} rows): KSD {r1.ksd:.5f} "
+          f"({time.perf_counter() - t:.1f} s)")
+
+    t = time.perf_counter()
+    K = kern.bind(X[U], S[U])
+    offs = np.cumsum([0] + [q[0].size for q in parts])
+    G = np.zeros((B, B))
+    for b in range(B):
+        for c in range(b, B):
+            blk = np.asarray(K.block(np.arange(offs[b], offs[b + 1]),
+                                     np.arange(offs[c], offs[c + 1])))
+            G[b, c] = G[c, b] = parts[b][1] @ blk @ parts[c][1]
+    lam = simplex_weights(G, np.full(B, 1.0 / B))
+    w = np.concatenate([lam[b] * parts[b][1] for b in range(B)])
+    g = np.random.default_rng(7)
+    n_prime = m << max(0, math.ceil(math.log2(U.size / m)))
+    idx = kernel_thinning(K, m, indices=np.sort(resample(w, n_prime, g, check_input=False)),
+                          rng=g, check_input=False)
+    uq, ww = equal_weights(idx, m)
+    k2 = sc.ksd(X[U[uq]], S[U[uq]], weights=ww, kernel=kern)
+    print(f"reduce 2, mixture QP (burn-in blocks' lambda {lam[:a.burn_in_blocks].sum():.3g}; "
+          f"mixture KSD {math.sqrt(max(lam @ G @ lam, 0.0)):.5f}) then KT: KSD {k2:.5f} "
+          f"({time.perf_counter() - t:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -3,9 +3,10 @@ burn-in-like setting of the paper's Table I.1 (d = 4, m = rank = n^tau).
 
 ``python asv_benchmarks/benchmarks/bench_weighted.py`` runs every case once and prints the
 times with their ratio to the paper's GPU times (Table I.1, RTX 6000, JAX);
-``... bench_weighted.py --size-at-input-size`` prints issue 15's row 11 (size up to n = 2048). On a shared, busy
-machine run it with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``: the per-pivot kernel columns
-and BLAS calls of weighted RPCholesky otherwise stall on descheduled threads.
+``... bench_weighted.py --size-at-input-size`` prints issue 15's row 11 (size up to n = 2048).
+On a busy machine NumPy's OpenBLAS threads (the simplex QP's and the affine solves' LAPACK
+calls) spin against the other work: ``OPENBLAS_NUM_THREADS=1`` keeps them from stalling
+(docs/guarantees.md, "Time at sizes close to n").
 """
 
 import time

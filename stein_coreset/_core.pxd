@@ -57,6 +57,11 @@ cdef extern from "recombination.hpp" nogil:
         double* x) except +
 
 
+cdef extern from "simplex_qp.hpp" nogil:
+    int64_t sc_simplex_qp "sc::simplex_qp"(const double* K, int64_t p, const double* w0,
+                                           int64_t max_iter, double* out) except +
+
+
 cdef extern from "kt_swap_ls.hpp" nogil:
     double sc_kt_swap_ls "sc::kt_swap_ls"(const KernelSpec& K, double* w, const int64_t* order,
                                           int64_t s, int fmt, int n_threads) except +

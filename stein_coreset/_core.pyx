@@ -136,6 +136,20 @@ def recombination(const double[:, ::1] A, const double[::1] x0, bint points_majo
     return out
 
 
+def simplex_qp(const double[:, ::1] K, const double[::1] w0, int64_t max_iter):
+    """argmin over the simplex of w^T K w from w0 (src_cpp/simplex_qp.hpp): (w, steps), or
+    (None, -1) when a free set needs the eigendecomposition fallback."""
+    cdef int64_t p = K.shape[0], steps
+    if K.shape[1] != p or w0.shape[0] != p or p == 0:
+        raise ValueError(f"K must be square and match w0, got {K.shape[0]}x{K.shape[1]}, "
+                         f"{w0.shape[0]}")
+    out = np.zeros(p, dtype=np.float64)
+    cdef double[::1] ov = out
+    with nogil:
+        steps = sc_simplex_qp(&K[0, 0], p, &w0[0], max_iter, &ov[0])
+    return (None, -1) if steps < 0 else (out, steps)
+
+
 def kt_swap_ls(Kernel K, double[::1] w, const int64_t[::1] order, int fmt, int n_threads=1):
     """KT-Swap-LS (Alg. G.2) in place on the dense weights w; returns the tracked w^T K w."""
     cdef int64_t s = order.shape[0], i

@@ -154,6 +154,53 @@ def test_simplex_weights_satisfy_kkt_and_beat_random_feasible_points(seed):
     assert f <= np.min(np.einsum("ti,ij,tj->t", trials, Kmat, trials)) + 1e-12
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("p,start", [(40, "uniform"), (200, "uniform"), (120, "sparse"),
+                                     (2, "uniform"), (1, "uniform")])
+def test_simplex_weights_cpp_loop_equals_the_numpy_reference(seed, p, start):
+    # the C++ active set (updated Cholesky) against the NumPy loop it replaces (a fresh
+    # factorisation per step): the same optimum, a KKT point, from full and sparse starts
+    from stein_coreset.algorithms import _native
+    from stein_coreset.algorithms.weights import simplex_weights_reference
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((p, 3)) * 1.5 + 0.7
+    Kmat = sc.SteinKernel(sc.IMQ(1.3)).matrix(X, -X)
+    w0 = np.full(p, 1.0 / p)
+    if start == "sparse":
+        w0 = np.zeros(p)
+        w0[rng.choice(p, 5, replace=False)] = 0.2
+    w_cpp, steps = _native.simplex_qp(Kmat, w0, 20 * p + 20)
+    assert w_cpp is not None and steps >= 0  # well conditioned: no fallback
+    w_ref = simplex_weights_reference(Kmat, w0)
+    assert np.all(w_cpp >= 0) and np.isclose(w_cpp.sum(), 1.0)
+    f_cpp, f_ref = w_cpp @ Kmat @ w_cpp, w_ref @ Kmat @ w_ref
+    assert abs(f_cpp - f_ref) <= 1e-10 * abs(f_ref)
+    np.testing.assert_allclose(w_cpp, w_ref, atol=1e-8)
+    if p > 1:
+        assert _kkt_violation(Kmat, w_cpp) < 1e-8
+
+
+def test_simplex_weights_fall_back_to_the_reference_on_a_singular_free_set(monkeypatch):
+    # duplicated points make the starting free set singular: the C++ loop declines (-1) and
+    # simplex_weights answers with the NumPy reference (eigendecomposition affine steps)
+    from stein_coreset.algorithms import _native
+    from stein_coreset.algorithms import weights as wmod
+
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((12, 2))
+    X = np.vstack([X, X[:4]])
+    Kmat = sc.SteinKernel(sc.IMQ(1.0)).matrix(X, -X)
+    assert _native.simplex_qp(Kmat, np.full(16, 1 / 16), 340) == (None, -1)
+    called = []
+    real = wmod.simplex_weights_reference
+    monkeypatch.setattr(wmod, "simplex_weights_reference",
+                        lambda *a: called.append(1) or real(*a))
+    w = wmod.simplex_weights(Kmat, np.full(16, 1 / 16))
+    assert called == [1]
+    np.testing.assert_array_equal(w, real(Kmat, np.full(16, 1 / 16)))
+
+
 def test_simplex_weights_handle_duplicate_points():
     rng = np.random.default_rng(8)
     X = rng.standard_normal((12, 2))

@@ -57,6 +57,13 @@ def recombination(A: np.ndarray, x0: np.ndarray, points_major: bool = False) -> 
     return _core.recombination(A, np.ascontiguousarray(x0, dtype=np.float64), bool(points_major))
 
 
+def simplex_qp(KJ: np.ndarray, w0: np.ndarray, max_iter: int):
+    """The active-set QP of ``weights.simplex_weights`` in C++ (serial, updated Cholesky):
+    ``(w, steps)``, or ``(None, -1)`` when it needs the eigendecomposition fallback."""
+    return _core.simplex_qp(np.ascontiguousarray(KJ, dtype=np.float64),
+                            np.ascontiguousarray(w0, dtype=np.float64), int(max_iter))
+
+
 def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, n_threads: int) -> None:
     """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); (w, v) updated in place."""
     _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta), int(n_threads))

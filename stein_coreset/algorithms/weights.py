@@ -25,6 +25,7 @@ __all__ = [
     "swap_ls_support",
     "affine_weights",
     "simplex_weights",
+    "simplex_weights_reference",
     "quadratic_form",
 ]
 
@@ -159,8 +160,22 @@ def simplex_weights(KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None)
 
     Each iteration solves the affine problem on the free set (``affine_weights``) and either
     moves to it, stops at the first blocking constraint, or frees the most negative multiplier.
-    The objective never increases; O(|J|^3) per iteration.
+    The objective never increases. The loop runs in C++ (src_cpp/simplex_qp.cpp: the free
+    set's Cholesky factor updated as points enter and leave, O(|J|^2) per iteration, serial, no
+    BLAS threads); a free set whose factor is ill conditioned sends the whole problem to
+    :func:`simplex_weights_reference`, whose affine steps fall back to an eigendecomposition.
     """
+    max_iter = max_iter or 20 * KJ.shape[0] + 20
+    w, _ = _native.simplex_qp(KJ, w0, max_iter)
+    return simplex_weights_reference(KJ, w0, max_iter) if w is None else w
+
+
+def simplex_weights_reference(
+    KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None
+) -> np.ndarray:
+    """:func:`simplex_weights` in NumPy, one ``affine_weights`` solve per iteration (O(|J|^3)
+    each, on BLAS's threads): the fallback for ill-conditioned free sets, and the reference
+    the C++ loop is tested against."""
     p = KJ.shape[0]
     w = np.clip(w0, 0.0, None)
     w = w / w.sum()

@@ -9,19 +9,15 @@ namespace sc {
 
 namespace {
 
-// sum_c a[c] b[c] over four partial sums (the compiler may not reorder a floating-point
+// sum_c a[c] b[c] over eight partial sums (the compiler may not reorder a floating-point
 // reduction by itself, and a single chain runs at one add per cycle's latency)
 inline double dot(const double* a, const double* b, int64_t n) {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    double s[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     int64_t c = 0;
-    for (; c + 4 <= n; c += 4) {
-        s0 += a[c] * b[c];
-        s1 += a[c + 1] * b[c + 1];
-        s2 += a[c + 2] * b[c + 2];
-        s3 += a[c + 3] * b[c + 3];
-    }
-    for (; c < n; ++c) s0 += a[c] * b[c];
-    return (s0 + s1) + (s2 + s3);
+    for (; c + 8 <= n; c += 8)
+        for (int q = 0; q < 8; ++q) s[q] += a[c + q] * b[c + q];
+    for (; c < n; ++c) s[0] += a[c] * b[c];
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
 // Lower-triangular factor L (k x k, row-major in a p x p buffer) of Ks restricted to the
@@ -123,16 +119,52 @@ double quad(const double* K, int64_t p, const double* w) {
 
 }  // namespace
 
+namespace {
+
+// z = argmin_{1^T z = 1} z^T K z on the points F holds: Ks y = c, z = y / d / sum (false if the
+// factor is ill conditioned or the sum is not positive and finite)
+bool affine_step(FreeFactor& F, const double* d, double* z) {
+    const int64_t k = F.k();
+    if (k == 1) {
+        z[F.idx[0]] = 1.0;
+        return true;
+    }
+    if (!F.solve()) return false;
+    double s = 0.0;
+    for (int64_t r = 0; r < k; ++r) s += F.tmp[r] / d[F.idx[r]];
+    if (!(s > 0.0) || !std::isfinite(s)) return false;
+    for (int64_t r = 0; r < k; ++r) z[F.idx[r]] = F.tmp[r] / d[F.idx[r]] / s;
+    return true;
+}
+
+void unit_scaling(const double* K, int64_t p, double* d) {
+    for (int64_t i = 0; i < p; ++i) {
+        const double g = K[i * p + i];
+        d[i] = std::sqrt(g > 0.0 ? g : 1.0);
+    }
+}
+
+}  // namespace
+
+bool affine_weights(const double* K, int64_t p, double* out) {
+    std::vector<double> d(static_cast<size_t>(p));
+    unit_scaling(K, p, d.data());
+    FreeFactor F(K, d.data(), p);
+    for (int64_t i = 0; i < p; ++i)
+        if (!F.add(i)) return false;
+    std::fill(out, out + p, 0.0);
+    return affine_step(F, d.data(), out);
+}
+
 int64_t simplex_qp(const double* K, int64_t p, const double* w0, int64_t max_iter, double* out) {
     std::vector<double> w(static_cast<size_t>(p)), z(static_cast<size_t>(p)),
         d(static_cast<size_t>(p)), best(static_cast<size_t>(p)), grad(static_cast<size_t>(p));
     double tot = 0.0, scale = 0.0;
+    unit_scaling(K, p, d.data());
     for (int64_t i = 0; i < p; ++i) {
         w[i] = std::max(w0[i], 0.0);
         tot += w[i];
-        const double g = K[i * p + i];
-        d[i] = std::sqrt(g > 0.0 ? g : 1.0);
-        scale = std::max(scale, std::fabs(g));
+        scale = std::max(scale, std::fabs(K[i * p + i]));
     }
     scale = std::max(scale, 1e-300);
     for (auto& v : w) v /= tot;
@@ -153,15 +185,7 @@ int64_t simplex_qp(const double* K, int64_t p, const double* w0, int64_t max_ite
     for (; it < max_iter; ++it) {
         const int64_t k = F.k();
         std::fill(z.begin(), z.end(), 0.0);
-        if (k == 1) {
-            z[F.idx[0]] = 1.0;
-        } else {
-            if (!F.solve()) return -1;
-            double s = 0.0;
-            for (int64_t r = 0; r < k; ++r) s += F.tmp[r] / d[F.idx[r]];
-            if (!(s > 0.0) || !std::isfinite(s)) return -1;
-            for (int64_t r = 0; r < k; ++r) z[F.idx[r]] = F.tmp[r] / d[F.idx[r]] / s;
-        }
+        if (!affine_step(F, d.data(), z.data())) return -1;
         bool feasible = true;
         for (int64_t r = 0; r < k; ++r) feasible = feasible && z[F.idx[r]] >= 0.0;
         if (feasible) {

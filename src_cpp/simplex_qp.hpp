@@ -19,4 +19,9 @@ namespace sc {
 // eigendecomposition fallback of affine_weights, and out is undefined.
 int64_t simplex_qp(const double* K, int64_t p, const double* w0, int64_t max_iter, double* out);
 
+// The affine step alone on all p points (affine_weights, Eq. 64): argmin_{1^T w = 1} w^T K w
+// into out through the same scaled Cholesky factor; false (out undefined) in the cases where
+// simplex_qp returns -1, for the caller's eigendecomposition fallback.
+bool affine_weights(const double* K, int64_t p, double* out);
+
 }  // namespace sc

@@ -60,6 +60,8 @@ cdef extern from "recombination.hpp" nogil:
 cdef extern from "simplex_qp.hpp" nogil:
     int64_t sc_simplex_qp "sc::simplex_qp"(const double* K, int64_t p, const double* w0,
                                            int64_t max_iter, double* out) except +
+    bint sc_affine_weights "sc::affine_weights"(const double* K, int64_t p,
+                                                double* out) except +
 
 
 cdef extern from "kt_swap_ls.hpp" nogil:

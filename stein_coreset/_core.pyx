@@ -150,6 +150,20 @@ def simplex_qp(const double[:, ::1] K, const double[::1] w0, int64_t max_iter):
     return (None, -1) if steps < 0 else (out, steps)
 
 
+def affine_weights(const double[:, ::1] K):
+    """argmin_{1^T w = 1} w^T K w through the scaled Cholesky factor of src_cpp/simplex_qp.hpp,
+    or None when it needs the eigendecomposition fallback."""
+    cdef int64_t p = K.shape[0]
+    cdef bint ok
+    if K.shape[1] != p or p == 0:
+        raise ValueError(f"K must be square and non-empty, got {K.shape[0]}x{K.shape[1]}")
+    out = np.zeros(p, dtype=np.float64)
+    cdef double[::1] ov = out
+    with nogil:
+        ok = sc_affine_weights(&K[0, 0], p, &ov[0])
+    return out if ok else None
+
+
 def kt_swap_ls(Kernel K, double[::1] w, const int64_t[::1] order, int fmt, int n_threads=1):
     """KT-Swap-LS (Alg. G.2) in place on the dense weights w; returns the tracked w^T K w."""
     cdef int64_t s = order.shape[0], i

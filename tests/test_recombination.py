@@ -181,6 +181,27 @@ def test_simplex_weights_cpp_loop_equals_the_numpy_reference(seed, p, start):
         assert _kkt_violation(Kmat, w_cpp) < 1e-8
 
 
+@pytest.mark.parametrize("p", [2, 7, 64, 300])
+def test_affine_weights_cpp_cholesky_equals_the_reference(p):
+    # Eq. 64 solved by the C++ scaled Cholesky against the NumPy/SciPy reference, and checked
+    # against the definition: K w is constant (the multiplier) and 1^T w = 1
+    from stein_coreset.algorithms import _native
+    from stein_coreset.algorithms.weights import affine_weights_reference
+
+    rng = np.random.default_rng(p)
+    X = rng.standard_normal((p, 3)) * 1.5 + 0.7
+    Kmat = sc.SteinKernel(sc.IMQ(1.3)).matrix(X, -X)
+    w = _native.affine_weights(Kmat)
+    assert w is not None
+    np.testing.assert_allclose(w, affine_weights_reference(Kmat), rtol=1e-9, atol=1e-12)
+    assert np.isclose(w.sum(), 1.0)
+    g = Kmat @ w
+    assert np.max(np.abs(g - g.mean())) <= 1e-8 * np.abs(g.mean())
+    # a singular matrix (repeated points): C++ declines, the reference's eigh path answers
+    Xd = np.vstack([X, X[:2]])
+    assert _native.affine_weights(sc.SteinKernel(sc.IMQ(1.3)).matrix(Xd, -Xd)) is None
+
+
 def test_simplex_weights_fall_back_to_the_reference_on_a_singular_free_set(monkeypatch):
     # duplicated points make the starting free set singular: the C++ loop declines (-1) and
     # simplex_weights answers with the NumPy reference (eigendecomposition affine steps)

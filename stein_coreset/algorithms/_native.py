@@ -64,6 +64,12 @@ def simplex_qp(KJ: np.ndarray, w0: np.ndarray, max_iter: int):
                             np.ascontiguousarray(w0, dtype=np.float64), int(max_iter))
 
 
+def affine_weights(KJ: np.ndarray):
+    """The Cholesky path of ``weights.affine_weights`` in C++ (serial); None: use the
+    eigendecomposition fallback."""
+    return _core.affine_weights(np.ascontiguousarray(KJ, dtype=np.float64))
+
+
 def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, n_threads: int) -> None:
     """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); (w, v) updated in place."""
     _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta), int(n_threads))

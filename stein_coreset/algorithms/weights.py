@@ -24,6 +24,7 @@ __all__ = [
     "centre_at_weights",
     "swap_ls_support",
     "affine_weights",
+    "affine_weights_reference",
     "simplex_weights",
     "simplex_weights_reference",
     "quadratic_form",
@@ -106,6 +107,16 @@ def swap_ls_support(K: KernelMatrix, idx: np.ndarray, w: np.ndarray, fmt: str):
 def affine_weights(KJ: np.ndarray) -> np.ndarray:
     """argmin_{1^T w = 1} w^T KJ w, i.e. KJ^{-1} 1 / (1^T KJ^{-1} 1) (Eq. 64), solved stably.
 
+    The Cholesky path runs in C++ (src_cpp/simplex_qp.cpp: serial, no BLAS threads); where it
+    declines (an ill-conditioned or indefinite KJ) :func:`affine_weights_reference` answers.
+    """
+    w = _native.affine_weights(KJ) if KJ.shape[0] > 1 else None
+    return affine_weights_reference(KJ) if w is None else w
+
+
+def affine_weights_reference(KJ: np.ndarray) -> np.ndarray:
+    """:func:`affine_weights` in NumPy/SciPy, the eigendecomposition fallback included.
+
     Symmetric diagonal scaling to a unit diagonal (w = y / d, constraint c^T y = 1 with
     c = 1 / d). A Cholesky solve y ~ Ks^{-1} c when its pivots show Ks well conditioned
     (min/max squared pivot > 1e-10); otherwise an eigendecomposition Ks = Q diag(lam) Q^T:
@@ -185,7 +196,7 @@ def simplex_weights_reference(
     for _ in range(max_iter or 20 * p + 20):
         P = np.flatnonzero(free)
         z = np.zeros(p)
-        z[P] = affine_weights(KJ[np.ix_(P, P)])
+        z[P] = affine_weights_reference(KJ[np.ix_(P, P)])
         if np.all(z[P] >= 0):
             w = z
             grad = 2.0 * (KJ @ w)

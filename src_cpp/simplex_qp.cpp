@@ -117,10 +117,6 @@ double quad(const double* K, int64_t p, const double* w) {
     return f;
 }
 
-}  // namespace
-
-namespace {
-
 // z = argmin_{1^T z = 1} z^T K z on the points F holds: Ks y = c, z = y / d / sum (false if the
 // factor is ill conditioned or the sum is not positive and finite)
 bool affine_step(FreeFactor& F, const double* d, double* z) {
@@ -184,17 +180,19 @@ int64_t simplex_qp(const double* K, int64_t p, const double* w0, int64_t max_ite
     int64_t it = 0;
     for (; it < max_iter; ++it) {
         const int64_t k = F.k();
+        double f;  // w^T K w of this step's iterate
         std::fill(z.begin(), z.end(), 0.0);
         if (!affine_step(F, d.data(), z.data())) return -1;
         bool feasible = true;
         for (int64_t r = 0; r < k; ++r) feasible = feasible && z[F.idx[r]] >= 0.0;
         if (feasible) {
             w = z;
-            double lam = 0.0;
+            double lam = 0.0;  // w^T grad = 2 w^T K w, so f below is lam / 2 exactly
             for (int64_t i = 0; i < p; ++i) {
                 grad[i] = 2.0 * dot(K + i * p, w.data(), p);
                 lam += w[i] * grad[i];
             }
+            f = 0.5 * lam;
             int64_t jmin = -1;
             double numin = INFINITY;
             for (int64_t i = 0; i < p; ++i) {
@@ -205,7 +203,6 @@ int64_t simplex_qp(const double* K, int64_t p, const double* w0, int64_t max_ite
                 }
             }
             if (numin >= -1e-12 * scale) {
-                const double f = quad(K, p, w.data());
                 if (f <= fbest) best = w;
                 break;
             }
@@ -229,8 +226,8 @@ int64_t simplex_qp(const double* K, int64_t p, const double* w0, int64_t max_ite
                     free[F.idx[r]] = 0;
                     F.remove(r);
                 }
+            f = quad(K, p, w.data());
         }
-        const double f = quad(K, p, w.data());
         if (f <= fbest) {
             best = w;
             fbest = f;

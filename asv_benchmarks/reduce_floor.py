@@ -2,8 +2,9 @@
 
     python asv_benchmarks/reduce_floor.py            # n = 2^18, 16 blocks, m = 256 (~1 min)
 
-On the distributed bench's input at a quarter of its scale (16 blocks of n / 16 rows, the first
-4 blocks burn-in far from P, the rest i.i.d. from P; d = 4) it prints the KSD against P of
+On the distributed bench's input (``distributed_bench.make_input``: 16 blocks of n / 16 rows,
+blocks b with b % 8 in {0, 3} burn-in 1.5 z + 6, the rest i.i.d. from P = N(0, I4)) at a quarter
+of its scale, it prints the KSD against P of
 
 - (a) standard thinning to m^2 rows, then skt to m (seeds 0, 1, 2): what a user does today;
 - the map: skt of each block to f m rows (``--block-factor``), and the block coresets' KSDs;
@@ -25,6 +26,7 @@ import math
 import time
 
 import numpy as np
+from distributed_bench import BURN, make_input
 
 import stein_coreset as sc
 from stein_coreset.algorithms.kernel_thinning import kernel_thinning
@@ -38,15 +40,13 @@ def main(argv=None):
     p.add_argument("--blocks", type=int, default=16)
     p.add_argument("--size", type=int, default=256)
     p.add_argument("--block-factor", type=int, default=4)
-    p.add_argument("--burn-in-blocks", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    n, B, m, d = 1 << a.log2n, a.blocks, a.size, 4
+    n, B, m = 1 << a.log2n, a.blocks, a.size
     nb = n // B
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((n, d))
-    for b in range(a.burn_in_blocks):
-        X[b * nb:(b + 1) * nb] = 3.0 + 0.5 * rng.standard_normal((nb, d))
+    X = make_input(n, B, a.seed)
     S = -X
+    burn = np.array([b % 8 in BURN for b in range(B)])
     kern = sc.SteinKernel(sc.IMQ(sc.median_bandwidth(X[:: max(1, n // 1000)])))
 
     sub = standard_thinning(n, min(n, m * m))
@@ -62,10 +62,10 @@ def main(argv=None):
         r = sc.compress(X[b * nb:(b + 1) * nb], S[b * nb:(b + 1) * nb], size=a.block_factor * m,
                         method="skt", kernel=kern, seed=b + 1)
         parts.append((np.asarray(r.indices) + b * nb, np.asarray(r.weights), r.ksd))
-    ks = [q[2] for q in parts]
+    ks = np.array([q[2] for q in parts])
     print(f"map: {B} blocks of {nb} to {a.block_factor * m} rows, {time.perf_counter() - t:.1f} s;"
-          f" block KSD burn-in {min(ks[:a.burn_in_blocks] or [math.nan]):.3g}.., "
-          f"others {np.median(ks[a.burn_in_blocks:]):.5f} (median)")
+          f" block KSD burn-in {ks[burn].min() if burn.any() else math.nan:.3g}.., "
+          f"others {np.median(ks[~burn]):.5f} (median)")
     U = np.concatenate([q[0] for q in parts])
     t = time.perf_counter()
     r1 = sc.compress(X[U], S[U], size=m, method="skt", kernel=kern, seed=99)
@@ -89,7 +89,7 @@ def main(argv=None):
                           rng=g, check_input=False)
     uq, ww = equal_weights(idx, m)
     k2 = sc.ksd(X[U[uq]], S[U[uq]], weights=ww, kernel=kern)
-    print(f"reduce 2, mixture QP (burn-in blocks' lambda {lam[:a.burn_in_blocks].sum():.3g}; "
+    print(f"reduce 2, mixture QP (burn-in blocks' lambda {lam[burn].sum():.3g}; "
           f"mixture KSD {math.sqrt(max(lam @ G @ lam, 0.0)):.5f}) then KT: KSD {k2:.5f} "
           f"({time.perf_counter() - t:.1f} s)")
 

@@ -545,16 +545,21 @@ class KernelMatrix:
             raise ValueError("cross evaluations of a centred kernel are not defined")
         return self._entries(self.U, V, self.T, W)
 
+    def _radial_at_zero(self) -> tuple[float, float]:
+        """(kappa(0), kappa'(0)) of the base kernel: the two constants of the diagonal."""
+        xp = self.xp
+        k0, k1, _ = self.base.radial(xp, xp.zeros((1,), dtype=xp.float64, device=self.device))
+        return float(k0[0]), float(k1[0])
+
     def diag(self):
         """k_P(x_i, x_i), shape (n,), in the array namespace (cached)."""
         if "diag" not in self._cache:
             xp = self.xp
-            zero = xp.zeros((1,), dtype=xp.float64, device=self.device)
-            k0, k1, _ = self.base.radial(xp, zero)
+            k0, k1 = self._radial_at_zero()
             if self.T is None:
-                dg = xp.full((self.n,), float(k0[0]), dtype=xp.float64, device=self.device)
+                dg = xp.full((self.n,), k0, dtype=xp.float64, device=self.device)
             else:
-                dg = xp.sum(self.T * self.T, axis=1) * float(k0[0]) - 2.0 * self.d * float(k1[0])
+                dg = xp.sum(self.T * self.T, axis=1) * k0 - 2.0 * self.d * k1
             if self.mean is not None:
                 dg = dg + self.mean_all - 2.0 * self.mean
             self._cache["diag"] = dg
@@ -565,11 +570,9 @@ class KernelMatrix:
         |k0| + 2 d |k1|; when that bound is far from overflow one whole-array reduction answers
         and the diagonal is not formed (it is what compress checks before every Stein method)."""
         if "diag" not in self._cache and self.T is not None and self.mean is None:
-            xp = self.xp
-            zero = xp.zeros((1,), dtype=xp.float64, device=self.device)
-            k0, k1, _ = self.base.radial(xp, zero)
-            tmax = float(xp.max(xp.abs(self.T)))
-            bound = self.d * tmax * tmax * abs(float(k0[0])) + 2.0 * self.d * abs(float(k1[0]))
+            k0, k1 = self._radial_at_zero()
+            tmax = float(self.xp.max(self.xp.abs(self.T)))
+            bound = self.d * tmax * tmax * abs(k0) + 2.0 * self.d * abs(k1)
             if math.isfinite(bound) and bound < 1e300:
                 return True
         return bool(self.xp.all(self.xp.isfinite(self.diag())))

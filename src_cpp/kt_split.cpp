@@ -19,6 +19,12 @@ uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
+// The random stream of halving l in round j.
+std::mt19937_64 halving_stream(uint64_t seed, int j, int64_t l) {
+    return std::mt19937_64(splitmix64(
+        seed ^ splitmix64((static_cast<uint64_t>(j) << 40) + static_cast<uint64_t>(l))));
+}
+
 constexpr int64_t kChunk = 512;
 
 // alpha = sum_l [k(x1, R_l) - k(x1, L_l) + k(x2, L_l) - k(x2, R_l)] over the first `len` slots
@@ -90,6 +96,21 @@ void halve(Team* team, const KernelSpec& K, const int64_t* in, int64_t len, doub
 
 }  // namespace
 
+void kt_split_uniforms(int64_t N, int t, uint64_t seed, double* out) {
+    const int64_t row = N / 2;
+    int64_t size = N;
+    for (int j = 0; j < t; ++j) {
+        const int64_t half = size / 2;
+        for (int64_t l = 0; l < (int64_t{1} << j); ++l) {
+            std::mt19937_64 gen = halving_stream(seed, j, l);
+            double* u = out + j * row + l * half;
+            for (int64_t k = 0; k < half; ++k)
+                u[k] = static_cast<double>(gen() >> 11) * 0x1.0p-53;
+        }
+        size = half;
+    }
+}
+
 int64_t kt_split_size(int64_t N, int t) {
     for (int j = 0; j < t; ++j) N /= 2;
     return N;
@@ -116,8 +137,7 @@ void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double 
         // in turn, each walk's inner products in parallel
         const bool outer = ncore >= nthreads && nthreads > 1;
         auto one = [&](int64_t l) {
-            std::mt19937_64 gen(splitmix64(seed ^ splitmix64((static_cast<uint64_t>(j) << 40) +
-                                                             static_cast<uint64_t>(l))));
+            std::mt19937_64 gen = halving_stream(seed, j, l);
             const double* u = uniforms ? uniforms + j * row + l * half : nullptr;
             halve(outer ? nullptr : &team, K, cur.data() + l * size, size, log_mult, &gen, u,
                   next.data() + (2 * l) * half, next.data() + (2 * l + 1) * half);

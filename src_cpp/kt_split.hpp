@@ -31,4 +31,9 @@ int64_t kt_split_size(int64_t N, int t);
 void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double delta,
               uint64_t seed, const double* uniforms, int64_t* out, int n_threads);
 
+// The uniforms kt_split draws from `seed` when `uniforms` is null, in the layout of its
+// `uniforms` argument (t * (N / 2) values): kt_split(seed) and kt_split(uniforms = these) give
+// the same coresets. The CUDA backend draws its uniforms here, so both backends split alike.
+void kt_split_uniforms(int64_t N, int t, uint64_t seed, double* out);
+
 }  // namespace sc

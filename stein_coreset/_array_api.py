@@ -20,6 +20,7 @@ __all__ = [
     "to_host",
     "from_host",
     "is_numpy",
+    "is_cupy",
     "as_index_array",
     "TRANSFERS",
 ]
@@ -70,6 +71,10 @@ def device_of(x):
 
 def is_numpy(xp) -> bool:
     return array_api_compat.is_numpy_namespace(xp)
+
+
+def is_cupy(xp) -> bool:
+    return array_api_compat.is_cupy_namespace(xp)
 
 
 def to_host(x, dtype=np.float64) -> np.ndarray:

@@ -81,6 +81,8 @@ cdef extern from "kt_split.hpp" nogil:
     void sc_kt_split "sc::kt_split"(const KernelSpec& K, const int64_t* idx, int64_t N, int t,
                                     double delta, uint64_t seed, const double* uniforms,
                                     int64_t* out, int n_threads) except +
+    void sc_kt_split_uniforms "sc::kt_split_uniforms"(int64_t N, int t, uint64_t seed,
+                                                      double* out)
 
 
 cdef extern from "kt_swap.hpp" nogil:

@@ -238,6 +238,18 @@ def kt_split(Kernel K, const int64_t[::1] idx, int t, double delta, uint64_t see
     return out
 
 
+def kt_split_uniforms(int64_t N, int t, uint64_t seed):
+    """The (t * (N // 2),) uniforms kt_split draws from ``seed`` (its ``uniforms`` layout)."""
+    if t < 0 or t > 40 or N < 0:
+        raise ValueError("t must be in [0, 40] and N >= 0")
+    out = np.empty(t * (N // 2), dtype=np.float64)
+    cdef double[::1] ov = out
+    if out.size:
+        with nogil:
+            sc_kt_split_uniforms(N, t, seed, &ov[0])
+    return out
+
+
 def coreset_sums(Kernel K, const int64_t[:, ::1] C, int n_threads=1):
     """(L,) sums sum_{a,b} k_P(C[l, a], C[l, b]) of L equal-size coresets."""
     cdef int64_t L = C.shape[0], m = C.shape[1], l, a

@@ -38,6 +38,9 @@ __all__ = [
     "median_bandwidth",
     "squared_distances",
     "centred_kernel_matrix",
+    "BACKENDS",
+    "resolve_backend",
+    "is_compiled_kernel",
 ]
 
 #: Largest number of entries of one (block x n) slab held at a time by blocked products.
@@ -179,6 +182,10 @@ class Matern(RadialKernel):
 
     def __repr__(self):
         return f"Matern(sigma={self.sigma:.6g}, nu={self.nu})"
+
+
+#: The base kernels the compiled backends evaluate (by their ``code``).
+COMPILED_KERNELS = (IMQ, Gaussian, Matern)
 
 
 def squared_distances(xp, U, V):
@@ -422,6 +429,42 @@ class SteinKernel:
         return self.matrix(X, S, Y, T)
 
 
+#: The engine's backends (see :class:`KernelMatrix`).
+BACKENDS = ("cpu", "cuda", "xp")
+_BACKEND_ALIASES = {"cpp": "cpu", "array_api": "xp"}
+
+
+def is_compiled_kernel(base) -> bool:
+    """Whether the compiled backends (C++ and CUDA) know this base kernel: exactly
+    :class:`IMQ`, :class:`Gaussian` or :class:`Matern`, not a subclass (whose ``radial`` may
+    differ from the compiled formula its ``code`` names)."""
+    return type(base) in COMPILED_KERNELS
+
+
+def resolve_backend(backend, xp, base) -> str:
+    """The backend a kernel matrix on arrays of namespace ``xp`` with base kernel ``base``
+    uses (one of :data:`BACKENDS`); ``backend`` is "auto", one of BACKENDS or an alias."""
+    if backend == "auto":
+        if not is_compiled_kernel(base):
+            return "xp"
+        if aa.is_numpy(xp):
+            return "cpu"
+        return "cuda" if aa.is_cupy(xp) else "xp"
+    name = _BACKEND_ALIASES.get(backend, backend)
+    if name not in BACKENDS:
+        raise ValueError(
+            f"backend must be 'auto' or one of {', '.join(map(repr, BACKENDS))}, got {backend!r}"
+        )
+    if name != "xp" and not is_compiled_kernel(base):
+        raise ValueError(
+            f"backend {name!r} cannot evaluate {type(base).__name__}: the compiled backends know "
+            f"only {', '.join(c.__name__ for c in COMPILED_KERNELS)}; use backend='xp'"
+        )
+    if name == "cuda" and not aa.is_cupy(xp):
+        raise ValueError("backend 'cuda' needs CuPy arrays")
+    return name
+
+
 class KernelMatrix:
     """The n x n matrix of a P-mean-zero kernel k_P on fixed points, never formed in full.
 
@@ -429,9 +472,24 @@ class KernelMatrix:
     (a base kernel centred at the input). ``U`` are whitened points, ``T`` whitened scores or
     ``None``, ``mean``/``mean_all`` the centring of a base kernel.
 
-    ``backend``: "auto" evaluates NumPy inputs with the C++ evaluator (O(d) per entry, threads)
-    and every other namespace with the array-API code; "array_api" forces the latter (the
-    reference the C++ path is tested against); "cpp" forces the former (host arrays).
+    The engine: the matrix picks its backend once, at construction, and every algorithm reads
+    k_P through its operations (blocks, columns, products, the diagonal) and the loop module
+    :mod:`stein_coreset.algorithms._native` (Stein thinning, KT-SPLIT, KT-Swap, ...), which
+    follows :attr:`backend`. The backends (:data:`BACKENDS`):
+
+    - ``"cpu"``: the C++ evaluator of ``_core`` on host arrays (O(d) per entry, a thread team);
+    - ``"cuda"``: CUDA kernels compiled at run time (:mod:`stein_coreset._cuda`) on CuPy arrays,
+      the greedy loops on the device;
+    - ``"xp"``: the array-API reference (any namespace, array_api_strict included; the oracle the
+      compiled backends are tested against). Its serial loops (KT-SPLIT, KT-Swap, ...) run in
+      C++ on one explicit host copy of the points.
+
+    ``backend="auto"`` chooses ``"cpu"`` for NumPy, ``"cuda"`` for CuPy, ``"xp"`` otherwise. A
+    base kernel the compiled code does not know (any class other than :class:`IMQ`,
+    :class:`Gaussian`, :class:`Matern`, subclasses included) is evaluated by the reference:
+    "auto" then gives ``"xp"``, an explicit "cpu"/"cuda" is refused, and the C++-only loops
+    refuse it with a ValueError rather than evaluate another kernel. The spellings "cpp" and
+    "array_api" are accepted for "cpu" and "xp".
 
     ``n_threads``: the team size of every C++ evaluation on this matrix (None: the usable cores,
     :func:`stein_coreset._threads.effective_n_threads`); kept by :meth:`take` and friends.
@@ -447,9 +505,6 @@ class KernelMatrix:
         backend="auto",
         n_threads=None,
     ):
-        if backend not in ("auto", "cpp", "array_api"):
-            raise ValueError(f"backend must be 'auto', 'cpp' or 'array_api', got {backend!r}")
-        self.backend = backend
         self.n_threads = effective_n_threads(n_threads)
         self.base = base
         self.U = U
@@ -458,13 +513,26 @@ class KernelMatrix:
         self.mean_all = float(mean_all)
         self.xp, self.device = aa.namespace(U=U, T=T, mean=mean)
         self.n, self.d = int(U.shape[0]), int(U.shape[1])
+        self.backend = resolve_backend(backend, self.xp, base)
         # host copies + SoA layout (the _core.Kernel handle) and the diagonal, shared by every
         # with_threads() view of this matrix and built at most once among them
         self._cache = {}
 
     @property
     def uses_cpp(self) -> bool:
-        return self.backend == "cpp" or (self.backend == "auto" and aa.is_numpy(self.xp))
+        """Whether the C++ evaluator computes this matrix's blocks (backend "cpu")."""
+        return self.backend == "cpu"
+
+    def cuda(self):
+        """The :class:`stein_coreset._cuda.CudaKernel` of this matrix (backend "cuda"; cached)."""
+        if "cuda" not in self._cache:
+            from ._cuda import CudaKernel
+
+            self._cache["cuda"] = CudaKernel(
+                int(self.base.code), float(self.base.sigma), float(self.base.beta),
+                self.U, self.T, self.mean, self.mean_all,
+            )
+        return self._cache["cuda"]
 
     def with_backend(self, backend: str) -> KernelMatrix:
         """The same matrix evaluated by another backend."""
@@ -522,12 +590,16 @@ class KernelMatrix:
 
     def block(self, rows, cols=None):
         """Block k_P(x_rows, x_cols) in the array namespace, shape (len(rows), len(cols) or n)."""
-        if self.uses_cpp:
+        if self.backend == "cpu":
             out = self.block_cpp(
                 aa.host_indices(rows), None if cols is None else aa.host_indices(cols)
             )
             return aa.from_host(out, xp=self.xp, device=self.device)
         xp = self.xp
+        if self.backend == "cuda":
+            rows = aa.as_index_array(xp, rows, self.device)
+            cols = None if cols is None else aa.as_index_array(xp, cols, self.device)
+            return self.cuda().gram(rows, cols)
         rows = aa.as_index_array(xp, rows, self.device)
         take = lambda A, i: None if A is None else xp.take(A, i, axis=0)  # noqa: E731
         if cols is None:
@@ -579,8 +651,10 @@ class KernelMatrix:
 
     def dense(self):
         """The full (n, n) matrix; O(n^2) memory, for small n and tests."""
-        if self.uses_cpp:
+        if self.backend == "cpu":
             return aa.from_host(self.block_cpp(np.arange(self.n)), xp=self.xp, device=self.device)
+        if self.backend == "cuda":
+            return self.block(self.xp.arange(self.n, dtype=self.xp.int64, device=self.device))
         return self._entries(self.U, self.U, self.T, self.T, self.mean, self.mean)
 
     def slabs(self, block_size: int | None = None):
@@ -594,8 +668,10 @@ class KernelMatrix:
 
         ``w`` may be (n,) or (n, k).
         """
-        if self.uses_cpp and w.ndim == 1:
+        if self.backend == "cpu" and w.ndim == 1:
             return aa.from_host(self.matvec_cpp(aa.to_host(w)), like=w)
+        if self.backend == "cuda" and w.ndim == 1:
+            return self.cuda().matvec(w)
         xp = self.xp
         parts = []
         for a, b in self.slabs(block_size):
@@ -609,7 +685,7 @@ class KernelMatrix:
 
     def column(self, j: int):
         """Column k_P(x_i, x_j), shape (n,), in the array namespace. O(n d)."""
-        if self.uses_cpp:
+        if self.backend == "cpu":
             return aa.from_host(
                 _core.kernel_column(self.handle(), int(j), self.n_threads),
                 xp=self.xp,
@@ -624,7 +700,7 @@ class KernelMatrix:
         namespace: O(len(rows) n) evaluations, never more than one slab held."""
         xp, dev = self.xp, self.device
         rows = aa.host_indices(rows)
-        if self.uses_cpp:
+        if self.backend == "cpu":
             return aa.from_host(
                 _core.kernel_row_means(self.handle(), rows, self.n_threads), xp=xp, device=dev
             )
@@ -638,9 +714,10 @@ class KernelMatrix:
         """(L,) host sums sum_{a,b} k_P(C[l, a], C[l, b]) of L equal-size coresets (rows of the
         host int array ``coresets``): O(L m^2) evaluations."""
         C = np.ascontiguousarray(coresets, dtype=np.int64)
-        if self.uses_cpp:
+        if self.backend == "cpu":
             return _core.coreset_sums(self.handle(), C, self.n_threads)
-        return np.array([float(np.sum(aa.to_host(self.block(c, c)))) for c in C])
+        xp = self.xp  # L sums on the device, one transfer
+        return aa.to_host(xp.stack([xp.sum(self.block(c, c)) for c in C]))
 
     # ---- the C++ side -------------------------------------------------------------------
     def handle(self):
@@ -648,6 +725,14 @@ class KernelMatrix:
         structure-of-arrays layout (one transfer, one layout, cached and shared by
         :meth:`with_threads`)."""
         if "handle" not in self._cache:
+            if not is_compiled_kernel(self.base):
+                raise ValueError(
+                    f"kernel: {type(self.base).__name__} is not a base kernel the compiled "
+                    f"loops know ({', '.join(c.__name__ for c in COMPILED_KERNELS)}); this "
+                    "step (KT-SPLIT, KT-Swap, KT-Swap-LS, RPCholesky or the C++ evaluator) "
+                    "cannot evaluate it. Use a built-in kernel, or a method that needs only "
+                    "kernel blocks (e.g. 'st')"
+                )
             U = aa.to_host(self.U)
             T = None if self.T is None else aa.to_host(self.T)
             mean = None if self.mean is None else aa.to_host(self.mean)

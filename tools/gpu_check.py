@@ -8,6 +8,12 @@ host-transfer volume of each method. Exits non-zero on any disagreement.
 
     python tools/gpu_check.py                 # n = 2^14 and 2^16, d = 4
     python tools/gpu_check.py --n 4096 --methods st skt
+    python tools/gpu_check.py --n 65536 --methods st skt lskt --goodpoints --json out.json
+
+``--goodpoints`` also runs the authors' goodpoints.jax (st, skt, lskt; JAX on the same GPU when
+it has CUDA) on the same input, timed on a second call (the first compiles), and scores its
+output with this library's KSD. ``--json`` writes every row. ``--gpu-only`` skips the CPU
+runs (no agreement check).
 
 Needs CuPy and a CUDA device (``pip install ".[gpu]"``); see docs/gpu.md.
 """
@@ -25,6 +31,9 @@ import numpy as np
 #: C++ columns vs the array-API columns on the device) selects another one. Their coresets are
 #: equally valid but not identical, so they are compared by quality (KSD within 10%).
 PATH_SENSITIVE = {"rt": 0.1, "sr": 0.1, "lsr": 0.1}
+
+#: goodpoints.jax is timed warm (second call) up to this n, cold (one call) above.
+GP_WARM_MAX_N = 16384
 
 
 def biased_chain(n, d, seed=0):
@@ -64,6 +73,12 @@ def main(argv=None) -> int:
         help="'strict': array_api_strict on a non-default device instead of CuPy, "
         "to check agreement and transfer volumes on a machine without a GPU",
     )
+    p.add_argument("--json", default=None, help="write the table as JSON to this path")
+    p.add_argument("--goodpoints", action="store_true",
+                   help="also time goodpoints.jax's st/skt/lskt on the same input")
+    p.add_argument("--gpu-only", action="store_true", help="skip the CPU runs")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="device runs per method; the minimum is reported")
     args = p.parse_args(argv)
 
     import stein_coreset as sc
@@ -100,35 +115,95 @@ def main(argv=None) -> int:
     )
     print(header)
     print("-" * len(header))
+    rows = []
     for n in args.n:
         Xh, Sh = biased_chain(n, args.d, args.seed)
         Xg, Sg = to_dev(Xh), to_dev(Sh)
         size = int(round(np.sqrt(n)))
         for method in methods:
-            run(method, Xh[:512], Sh[:512], 16, args.seed)  # warm-up, as on the device side
-            ref, t_cpu = run(method, Xh, Sh, size, args.seed)
+            ref, t_cpu = None, float("nan")
+            if not args.gpu_only:
+                run(method, Xh[:512], Sh[:512], 16, args.seed)  # warm-up, as on the device side
+                ref, t_cpu = run(method, Xh, Sh, size, args.seed)
             run(method, Xg[:512, ...], Sg[:512, ...], 16, args.seed, sync)  # warm-up: compile
             before = dict(aa.TRANSFERS)
             res, t_gpu = run(method, Xg, Sg, size, args.seed, sync)
             mb_to = (aa.TRANSFERS["to_host_bytes"] - before.get("to_host_bytes", 0)) / 1e6
             mb_from = (aa.TRANSFERS["from_host_bytes"] - before.get("from_host_bytes", 0)) / 1e6
+            for _ in range(args.repeat - 1):
+                t_gpu = min(t_gpu, run(method, Xg, Sg, size, args.seed, sync)[1])
             ok = all(is_ours(a) for a in (res.indices, res.weights, res.points))
-            rel = abs(res.ksd - ref.ksd) / max(abs(ref.ksd), 1e-300)
-            if method in deterministic:
-                ok &= np.array_equal(aa.to_host(res.indices, np.int64), ref.indices)
-            ok &= rel <= PATH_SENSITIVE.get(method, 1e-6)
+            rel = float("nan")
+            if ref is not None:
+                rel = abs(res.ksd - ref.ksd) / max(abs(ref.ksd), 1e-300)
+                if method in deterministic:
+                    ok &= np.array_equal(aa.to_host(res.indices, np.int64), ref.indices)
+                ok &= rel <= PATH_SENSITIVE.get(method, 1e-6)
             if not ok:
                 failures.append((method, n))
+            ksd_ref = ref.ksd if ref is not None else res.ksd
             print(
                 f"{method:<11}{n:>8}{len(res):>6}{t_cpu:>9.3f}{t_gpu:>9.3f}{t_cpu / t_gpu:>7.2f}"
-                f"{ref.ksd:>11.4g}{rel:>10.1e}{mb_to:>11.2f}{mb_from:>13.2f}"
-                f"  {'yes' if ok else 'NO'}"
+                f"{ksd_ref:>11.4g}{rel:>10.1e}{mb_to:>11.2f}{mb_from:>13.2f}"
+                f"  {'yes' if ok else 'NO'}",
+                flush=True,
             )
+            rows.append({"method": method, "n": n, "d": args.d, "size": len(res),
+                         "cpu_s": t_cpu, "gpu_s": t_gpu, "ksd_cpu": None if ref is None else ref.ksd,
+                         "ksd_gpu": res.ksd, "rel_diff": rel, "agree": bool(ok),
+                         "to_host_mb": mb_to, "from_host_mb": mb_from})
+            if args.goodpoints and method in ("st", "skt", "lskt"):
+                rows[-1].update(_goodpoints_row(method, Xh, Sh, size, args.seed, res, t_gpu))
+    if args.json:
+        import json
+
+        with open(args.json, "w") as f:
+            json.dump({"device": device_name(args), "rows": rows, "failures": failures}, f,
+                      indent=1)
     if failures:
         print(f"DISAGREEMENT: {failures}", file=sys.stderr)
         return 1
     print("all methods agree")
     return 0
+
+
+def device_name(args) -> str:
+    if args.xp == "strict":
+        return "array_api_strict device1"
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
+
+
+def _goodpoints_row(method, X, S, size, seed, res, t_ours) -> dict:
+    """goodpoints.jax's same method on the same input: its time and the KSD of its output under
+    this library's kernel. Up to GP_WARM_MAX_N points the second call is timed (the first
+    compiles); above, one call (compilation included: two would double the device time)."""
+    import os
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import goodpoints_jax as gpj
+    import stein_coreset as sc
+
+    if not gpj.available():
+        print("  goodpoints.jax: not importable", flush=True)
+        return {}
+    sigma = float(np.sqrt(2 * X.shape[1]))
+    fn = gpj.METHODS[method]
+    m = size
+    warm = X.shape[0] <= GP_WARM_MAX_N
+    try:
+        if warm:
+            fn(X, S, sigma, m, seed=seed)  # compile
+        _, w, secs = fn(X, S, sigma, m, seed=seed)
+    except Exception as e:  # report, keep going
+        print(f"  goodpoints.jax {method}: failed ({type(e).__name__}: {e})", flush=True)
+        return {"gp_error": f"{type(e).__name__}: {e}"}
+    ksd = sc.ksd(X, S, weights=w, kernel=sc.SteinKernel(sc.IMQ(sigma=sigma)))
+    print(f"  goodpoints.jax {method}: {secs:.3f} s, KSD {ksd:.4g}; ours {t_ours:.3f} s, KSD "
+          f"{res.ksd:.4g}: {secs / t_ours:.1f}x faster, KSD ratio {res.ksd / ksd:.3f}", flush=True)
+    return {"gp_s": secs, "gp_ksd": float(ksd), "speedup_vs_gp": secs / t_ours,
+            "gp_includes_compile": not warm}
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
-"""The serial C++ loops of the algorithms (src_cpp/), the one place besides
-:class:`~stein_coreset.kernels.KernelMatrix` that calls ``_core``.
+"""The engine's loops: the serial steps of the algorithms, run by the backend the kernel
+matrix chose (:attr:`~stein_coreset.kernels.KernelMatrix.backend`): C++ (src_cpp/, through
+``_core``) for "cpu" and "xp", CUDA kernels on the device (:mod:`stein_coreset._cuda`) for
+"cuda" where one exists (Stein thinning, KT-SPLIT, KT-Swap). This module and
+:class:`~stein_coreset.kernels.KernelMatrix` are the only callers of ``_core`` and ``_cuda``;
+algorithms never test the backend themselves.
 
 Each function takes the kernel matrix (its cached ``_core.Kernel`` handle and its ``n_threads``)
 and host NumPy arrays, and returns host NumPy arrays; the callers do the namespace conversion.
@@ -15,6 +19,10 @@ import numpy as np
 from .. import _core
 from ..kernels import KernelMatrix
 
+#: Most coresets one KT-SPLIT round runs side by side on the device (CUDA's grid.y limit);
+#: deeper splits run in C++.
+MAX_CUDA_CORESETS = 65535
+
 __all__ = [
     "stein_thinning",
     "kt_split",
@@ -27,21 +35,32 @@ __all__ = [
 ]
 
 
-def stein_thinning(K: KernelMatrix, m: int) -> np.ndarray:
-    """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order."""
+def stein_thinning(K: KernelMatrix, m: int, progress=None) -> np.ndarray:
+    """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order.
+
+    ``progress``: called with the number of steps done (CUDA backend only)."""
+    if K.backend == "cuda":
+        return K.cuda().stein_thinning(int(m), progress)
     return np.asarray(_core.stein_thinning(K.handle(), int(m), K.n_threads), dtype=np.int64)
 
 
 def kt_split(K: KernelMatrix, idx: np.ndarray, t: int, delta: float, seed: int, uniforms=None):
-    """KT-SPLIT (Alg. D.2): (2^t, size) int64 coresets of the host index sequence ``idx``."""
-    return _core.kt_split(
-        K.handle(), np.ascontiguousarray(idx, dtype=np.int64), int(t), float(delta), seed,
-        uniforms, K.n_threads,
-    )
+    """KT-SPLIT (Alg. D.2): (2^t, size) int64 coresets of the host index sequence ``idx``.
+
+    Both backends use the same uniforms for a seed (``_core.kt_split_uniforms``), so they split
+    alike up to the rounding of the walk's sums."""
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    if K.backend == "cuda" and (1 << int(t)) <= MAX_CUDA_CORESETS:
+        if uniforms is None:
+            uniforms = _core.kt_split_uniforms(idx.size, int(t), seed)
+        return K.cuda().kt_split(idx, int(t), float(delta), uniforms)
+    return _core.kt_split(K.handle(), idx, int(t), float(delta), seed, uniforms, K.n_threads)
 
 
 def kt_swap_refine(K: KernelMatrix, I: np.ndarray, passes: int) -> int:
     """Greedy KT-Swap (Alg. D.3) on the int64 coreset ``I``, in place; the number of swaps."""
+    if K.backend == "cuda":
+        return K.cuda().kt_swap_refine(I, int(passes))
     return _core.kt_swap_refine(K.handle(), I, int(passes), K.n_threads)
 
 

@@ -111,7 +111,8 @@ class _Tracker:
 
 
 def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = None,
-        progress: bool = False, engine: str = "auto", n_threads: int | None = None,
+        progress: bool = False, backend: str = "auto", n_threads: int | None = None,
+        engine: str | None = None,
         monitor=None, check_every: int = 32, patience: int = 3, info: dict | None = None):
     """Minimise ``w^T K w`` over the probability simplex by accelerated entropic mirror descent.
 
@@ -138,13 +139,17 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         Overrides ``eta``.
     progress : bool
         Show a progress bar over the steps.
-    engine : {"auto", "cpp", "array_api"}
-        "cpp" runs the steps in C++ (``src_cpp/amd.cpp``), fused so that each step reads F
-        once, with F stored in float32 (the pass is memory-bound; sums are in double; the
-        relative change of K' is ~1e-7, far below its distance to K), parallel over fixed row
-        chunks (results independent of the thread count); only for a
-        :class:`LowRankPlusDiagonal` on NumPy arrays, which "auto" sends there.
-        "array_api" is the namespace-generic loop (two products with F per step).
+    backend : {"auto", "cpu", "xp"}
+        The engine's vocabulary (:data:`stein_coreset.kernels.BACKENDS`). "cpu" runs the steps
+        in C++ (``src_cpp/amd.cpp``), fused so that each step reads F once, with F stored in
+        float32 (the pass is memory-bound; sums are in double; the relative change of K' is
+        ~1e-7, far below its distance to K), parallel over fixed row chunks (results
+        independent of the thread count); only for a :class:`LowRankPlusDiagonal` on NumPy
+        arrays, which "auto" sends there. "xp" is the namespace-generic loop (two products
+        with F per step; CuPy arrays run it on the device). "cpp" and "array_api" are accepted
+        for "cpu" and "xp".
+    engine : str, optional
+        The former name of ``backend``.
     n_threads : int, optional
         Threads of the C++ steps (default: the usable cores).
     monitor : callable, optional
@@ -172,11 +177,14 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     op = _operator(K)
     xp, dev, n = op.xp, op.device, op.n
     native_ok = isinstance(op, LowRankPlusDiagonal) and aa.is_numpy(xp)
-    if engine not in ("auto", "cpp", "array_api"):
-        raise ValueError(f"engine must be 'auto', 'cpp' or 'array_api', got {engine!r}")
-    if engine == "cpp" and not native_ok:
-        raise ValueError("engine='cpp' needs a LowRankPlusDiagonal on NumPy arrays")
-    native = native_ok and engine != "array_api"
+    if engine is not None:
+        backend = engine
+    backend = {"cpp": "cpu", "array_api": "xp"}.get(backend, backend)
+    if backend not in ("auto", "cpu", "xp"):
+        raise ValueError(f"backend must be 'auto', 'cpu' or 'xp', got {backend!r}")
+    if backend == "cpu" and not native_ok:
+        raise ValueError("backend='cpu' needs a LowRankPlusDiagonal on NumPy arrays")
+    native = native_ok and backend != "xp"
     if isinstance(steps, bool) or not isinstance(steps, int) and not hasattr(steps, "__index__"):
         raise TypeError(f"steps must be an integer, got {type(steps).__name__}")
     steps = int(steps)

@@ -58,7 +58,7 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev) if w is None else w
     # one draw per requested pivot, up front: both paths consume the generator alike
     u = rng.random(rank)
-    factor = _factor_native if K.uses_cpp else _factor_array_api
+    factor = _factor_native if K.backend == "cpu" else _factor_array_api
     piv, F, scale, sw = factor(K, w, rank, u, progress)
     if math.isnan(scale):
         raise FloatingPointError("weighted_rpcholesky: the kernel diagonal has NaN entries")

@@ -36,11 +36,13 @@ def stein_thinning(
     m : int
         Number of greedy steps (output size); may exceed n.
     progress : bool
-        Show a progress bar (``backend="xp"`` only; the C++ loop is not interruptible).
-    backend : {"auto", "cpp", "xp"}
-        "cpp": the C++ loop on host copies of the points (one transfer); "xp": one kernel
-        column per step in K's array namespace (on its device), one scalar host transfer per
-        step. "auto": "cpp" for NumPy, "xp" otherwise.
+        Show a progress bar (``"xp"`` and ``"cuda"`` loops; the C++ loop reports nothing).
+    backend : {"auto", "cpu", "cuda", "xp"}
+        "auto": the kernel matrix's own backend (:class:`~stein_coreset.kernels.KernelMatrix`).
+        "cpu": the C++ loop on host copies of the points (one transfer); "cuda": one fused
+        launch per step on the device, the pick never leaving it; "xp": one kernel column per
+        step in K's array namespace (on its device), one scalar host transfer per step (the
+        reference). "cpp" is accepted for "cpu".
     check_input : bool
         Validate the arguments (default). ``False`` skips the checks, for callers that have
         validated them already (scikit-learn's ``check_input``).
@@ -62,18 +64,33 @@ def stein_thinning(
         m = val.check_int(m, "m", lo=1)
         val.check_buffer(8.0 * m, "m", f"{m} Stein thinning steps (8 bytes of output each)")
         progress = val.check_bool(progress, "progress")
-        val.check_choice(backend, "backend", ("auto", "cpp", "xp"))
+        val.check_choice(backend, "backend", ("auto", "cpu", "cpp", "cuda", "xp"))
     return _stein_thinning(K, m, progress, backend)
 
 
 def _stein_thinning(K: KernelMatrix, m: int, progress: bool = False, backend: str = "auto"):
     """:func:`stein_thinning` on validated arguments."""
-    if backend == "auto":
-        backend = "cpp" if aa.is_numpy(K.xp) else "xp"
-    if backend == "cpp":
+    if backend != "auto" and backend != "xp":
+        K = K.with_backend(backend)
+    if K.backend == "cuda" or (K.backend == "cpu" and backend != "xp"):
         from ._native import stein_thinning as native_stein_thinning
 
-        return native_stein_thinning(K, m)
+        report = None
+        if progress and K.backend == "cuda":
+            from .._progress import progress_bar
+
+            ticks = iter(progress_bar(range(m), desc="Stein thinning", total=m))
+            seen = [0]
+
+            def report(done: int) -> None:  # advance the bar to `done` steps
+                for _ in range(done - seen[0]):
+                    next(ticks, None)
+                seen[0] = max(seen[0], done)
+
+        out = native_stein_thinning(K, m, report)
+        if report is not None:
+            report(m + 1)  # let the bar close
+        return out
     xp, n = K.xp, K.n
     score = xp.asarray(K.diag(), copy=True)
     out = np.empty(m, dtype=np.int64)

@@ -1,0 +1,292 @@
+"""The ``cuda`` backend of the kernel engine: k_P and the greedy loops as CUDA kernels.
+
+The kernels (``kernels.cu`` beside this file) are compiled at run time by NVRTC through
+``cupy.RawModule``, so building and installing the package needs no CUDA toolkit and the wheel
+stays CPU-only. The scalar math is ``radial.inc``, the same file the C++ of ``_core`` is built
+from (src_cpp/radial.inc, installed beside this module); :func:`cuda_source` puts the prelude,
+that file and ``kernels.cu`` together. Everything here is float64.
+
+Only :class:`~stein_coreset.kernels.KernelMatrix` creates a :class:`CudaKernel` (when its
+backend is ``"cuda"``), and only the engine's loop module calls the loops.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available"]
+
+_HERE = Path(__file__).resolve().parent
+
+#: Base-kernel codes the CUDA source knows (src_cpp/stein_kernel.hpp's BaseKind).
+KNOWN_BASES = {"IMQ": 0, "Gaussian": 1, "Matern15": 2, "Matern25": 3}
+
+#: NVRTC options: C++17 and no fused multiply-add contraction, so each entry is rounded as the
+#: portable C++ evaluator rounds it.
+NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
+
+_PRELUDE = """\
+typedef long long int64_t;
+#define SC_TARGET __device__
+#define SC_SQRT(x) sqrt(x)
+#define SC_POW(x, y) pow(x, y)
+#define SC_BITS_TO_I64(x, out) ((out) = __double_as_longlong(x))
+#define SC_I64_TO_BITS(i, out) ((out) = __longlong_as_double(i))
+enum BaseKind { IMQ = 0, GAUSSIAN = 1, MATERN15 = 2, MATERN25 = 3 };
+"""
+
+#: Threads per block of every kernel (SC_BLOCK in kernels.cu).
+BLOCK = 256
+#: Dependent steps captured in one CUDA graph and replayed.
+GRAPH_STEPS = 256
+#: Graph replays between two host synchronisations (where Ctrl-C and progress are seen).
+SYNC_EVERY = 8
+#: Largest grid.y (the number of coresets one KT-SPLIT round runs side by side).
+MAX_GRID_Y = 65535
+
+
+def _radial_inc() -> str:
+    for p in (_HERE / "radial.inc", _HERE.parents[1] / "src_cpp" / "radial.inc"):
+        if p.is_file():
+            return p.read_text()
+    raise FileNotFoundError("radial.inc (src_cpp/radial.inc) is not installed beside stein_coreset/_cuda")
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_source() -> str:
+    """The full CUDA source: prelude, the shared radial.inc, kernels.cu."""
+    return _PRELUDE + _radial_inc() + "\n" + (_HERE / "kernels.cu").read_text()
+
+
+def cuda_available() -> bool:
+    """Whether CuPy imports and sees at least one CUDA device."""
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, no device
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def _module(device_id: int):
+    import cupy
+
+    with cupy.cuda.Device(device_id):
+        return cupy.RawModule(code=cuda_source(), options=NVRTC_OPTIONS)
+
+
+def _blocks(n: int) -> int:
+    return max(1, (int(n) + BLOCK - 1) // BLOCK)
+
+
+class CudaKernel:
+    """k_P on n fixed points held on one CUDA device (whitened points U, scores T, centring).
+
+    Parameters mirror :class:`~stein_coreset.kernels.KernelMatrix`: ``code`` the base kernel's
+    code (:data:`KNOWN_BASES`), ``sigma``, ``beta``, CuPy arrays ``U`` (n, d), ``T`` (n, d) or
+    None, ``mean`` (n,) or None, and ``mean_all``.
+    """
+
+    def __init__(self, code: int, sigma: float, beta: float, U, T=None, mean=None,
+                 mean_all: float = 0.0):
+        import cupy
+
+        self.cp = cupy
+        self.device_id = int(U.device.id)
+        with cupy.cuda.Device(self.device_id):
+            self.U = cupy.ascontiguousarray(U, dtype=cupy.float64)
+            self.n, self.d = int(U.shape[0]), int(U.shape[1])
+            dummy = cupy.zeros(1, dtype=cupy.float64)
+            self.T = dummy if T is None else cupy.ascontiguousarray(T, dtype=cupy.float64)
+            self.mean = dummy if mean is None else cupy.ascontiguousarray(mean, dtype=cupy.float64)
+        self._params = (
+            self.U, self.T, self.mean, np.int64(self.n), np.int32(self.d), np.int32(code),
+            np.int32(T is not None), np.int32(mean is not None), np.float64(sigma),
+            np.float64(beta), np.float64(mean_all),
+        )
+        self.sms = None
+
+    # ---- plumbing -----------------------------------------------------------------------
+    def _fn(self, name: str):
+        return _module(self.device_id).get_function(name)
+
+    def _dev(self):
+        return self.cp.cuda.Device(self.device_id)
+
+    def _idx(self, a):
+        cp = self.cp
+        if isinstance(a, cp.ndarray):
+            return cp.ascontiguousarray(a, dtype=cp.int64)
+        return cp.asarray(np.ascontiguousarray(a, dtype=np.int64))
+
+    def _loop_stream(self):
+        """A non-blocking stream for one greedy loop (capture is not allowed on, nor next to,
+        the legacy default stream), after the device has finished the work queued before."""
+        self.cp.cuda.Device(self.device_id).synchronize()
+        return self.cp.cuda.Stream(non_blocking=True)
+
+    def _run_steps(self, fn, grid, args, steps: int, stream, progress=None):
+        """Launch ``fn`` ``steps`` times in order (each launch one dependent step that reads
+        its state from device memory), captured as CUDA graphs of GRAPH_STEPS launches and
+        replayed; the host waits every SYNC_EVERY replays, so KeyboardInterrupt and progress
+        are seen there. Extra launches must be no-ops (the kernels check their step count)."""
+        if steps <= 0:
+            return
+        g = min(steps, GRAPH_STEPS)
+        graph = None
+        with stream:
+            try:
+                stream.begin_capture()
+                for _ in range(g):
+                    fn(grid, (BLOCK,), args)
+                graph = stream.end_capture()
+            except Exception:  # capture unsupported: plain launches
+                graph = None
+                try:
+                    stream.end_capture()
+                except Exception:
+                    pass
+            done = 0
+            replays = 0
+            while done < steps:
+                if graph is not None:
+                    graph.launch(stream)
+                    done += g
+                else:
+                    for _ in range(min(g, steps - done)):
+                        fn(grid, (BLOCK,), args)
+                    done += min(g, steps - done)
+                replays += 1
+                if replays % SYNC_EVERY == 0 or done >= steps:
+                    stream.synchronize()
+                    if progress is not None:
+                        progress(min(done, steps))
+        stream.synchronize()
+
+    # ---- dense evaluations ----------------------------------------------------------------
+    def gram(self, rows, cols=None):
+        """(len(rows), len(cols) or n) block on the device."""
+        cp = self.cp
+        with self._dev():
+            r = self._idx(rows)
+            c = self._idx(np.zeros(1, np.int64) if cols is None else cols)
+            nr = int(r.size)
+            nc = self.n if cols is None else int(c.size)
+            out = cp.empty((nr, nc), dtype=cp.float64)
+            if nr and nc:
+                self._fn("kp_gram")(
+                    (_blocks(nr * nc),), (BLOCK,),
+                    self._params + (r, np.int64(nr), c, np.int64(nc), np.int32(cols is None), out),
+                )
+            return out
+
+    def diag(self):
+        cp = self.cp
+        with self._dev():
+            out = cp.empty(self.n, dtype=cp.float64)
+            self._fn("kp_diag")((_blocks(self.n),), (BLOCK,), self._params + (out,))
+            return out
+
+    def _parts(self) -> int:
+        """Column chunks of a product: enough blocks in flight to fill the device."""
+        if self.sms is None:
+            self.sms = int(self.cp.cuda.Device(self.device_id).attributes["MultiProcessorCount"])
+        return max(1, min(64, math.ceil(8 * self.sms / _blocks(self.n))))
+
+    def matvec(self, w):
+        """K w for a (n,) device vector; deterministic (fixed chunks summed in order)."""
+        cp = self.cp
+        n = self.n
+        with self._dev():
+            w = cp.ascontiguousarray(w, dtype=cp.float64)
+            parts = min(self._parts(), n)
+            chunk = math.ceil(n / parts)
+            parts = math.ceil(n / chunk)
+            partial = cp.empty((parts, n), dtype=cp.float64)
+            self._fn("kp_matvec_partial")(
+                (_blocks(n), parts), (BLOCK,), self._params + (w, np.int64(chunk), partial)
+            )
+            out = cp.empty(n, dtype=cp.float64)
+            self._fn("sum_rows")((_blocks(n),), (BLOCK,), (partial, np.int64(parts), np.int64(n), out))
+            return out
+
+    # ---- the greedy loops ---------------------------------------------------------------------
+    def stein_thinning(self, m: int, progress=None) -> np.ndarray:
+        """Alg. D.1 for m steps: (m,) host int64 indices in selection order, as the C++ loop
+        gives them. One launch per step, the pick kept on the device."""
+        cp = self.cp
+        nb = _blocks(self.n)
+        stream = self._loop_stream()
+        with self._dev(), stream:
+            score = self.diag()
+            pval = cp.empty(nb, dtype=cp.float64)
+            pidx = cp.empty(nb, dtype=cp.int64)
+            state = cp.asarray(np.array([0, -1], dtype=np.int64))
+            counter = cp.zeros(1, dtype=cp.uint32)
+            out = cp.zeros(int(m), dtype=cp.int64)
+            args = self._params + (score, pval, pidx, state, counter, out, np.int64(m))
+            self._run_steps(self._fn("st_step"), (nb,), args, int(m), stream, progress)
+            return cp.asnumpy(out)
+
+    def kt_split(self, idx, t: int, delta: float, uniforms) -> np.ndarray:
+        """KT-SPLIT (Alg. D.2's halving, src_cpp/kt_split.hpp) of the host index sequence idx
+        with the given uniforms (kt_split's layout): (2^t, N >> t) host int64 coresets."""
+        cp = self.cp
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        N = int(idx.size)
+        if t <= 0:
+            return idx.reshape(1, N).copy()
+        base_log_mult = 2.0 * math.log(2.0 * N * t / delta)
+        row = N // 2
+        fn = self._fn("kts_step")
+        stream = self._loop_stream()
+        with self._dev(), stream:
+            cur = cp.asarray(idx)
+            U = cp.asarray(np.ascontiguousarray(uniforms, dtype=np.float64))
+            size = N
+            for j in range(t):
+                ncore = 1 << j
+                half = size // 2
+                nxt = cp.full(2 * ncore * half, -1, dtype=cp.int64)
+                acc = cp.zeros(ncore * half, dtype=cp.float64)
+                sig2 = cp.zeros(ncore, dtype=cp.float64)
+                kst = cp.zeros(ncore, dtype=cp.int64)
+                counters = cp.zeros(ncore, dtype=cp.uint32)
+                unif = U[j * row: j * row + ncore * half]
+                log_mult = base_log_mult - 2.0 * j * math.log(2.0)
+                args = self._params + (
+                    cur, np.int64(size), nxt, acc, sig2, unif, kst, counters,
+                    np.float64(log_mult),
+                )
+                self._run_steps(fn, (_blocks(half), ncore), args, half, stream)
+                cur = nxt
+                size = half
+            return cp.asnumpy(cur).reshape(1 << t, size)
+
+    def kt_swap_refine(self, I: np.ndarray, passes: int) -> int:
+        """KT-Swap (Alg. D.3, src_cpp/kt_swap.hpp) on the host int64 coreset I, in place;
+        returns the number of swaps."""
+        cp = self.cp
+        n, nb, m = self.n, _blocks(self.n), int(I.size)
+        stream = self._loop_stream()
+        with self._dev(), stream:
+            Id = cp.asarray(np.ascontiguousarray(I, dtype=np.int64))
+            g = cp.empty(n, dtype=cp.float64)
+            self._fn("kp_index_sum")((nb,), (BLOCK,), self._params + (Id, np.int64(m), g))
+            dg = self.diag()
+            col = cp.empty(n, dtype=cp.float64)
+            pval = cp.empty(nb, dtype=cp.float64)
+            pidx = cp.empty(nb, dtype=cp.int64)
+            state = cp.asarray(np.array([0, -1, 0, 0, 0], dtype=np.int64))
+            counter = cp.zeros(1, dtype=cp.uint32)
+            args = self._params + (
+                g, dg, col, Id, np.int64(m), np.int64(passes), pval, pidx, state, counter,
+            )
+            self._run_steps(self._fn("kts_swap_step"), (nb,), args, m * int(passes), stream)
+            I[...] = cp.asnumpy(Id)
+            return int(cp.asnumpy(state)[3])

@@ -1,0 +1,374 @@
+// CUDA kernels of the `cuda` backend, compiled at run time by NVRTC through cupy.RawModule.
+//
+// The scalar math is src_cpp/radial.inc, the same text the C++ compiler builds into _core:
+// stein_coreset/_cuda/__init__.py prepends the prelude below's definitions and that file, so
+// this source never includes a header (NVRTC has no standard library here).
+//
+// k_P is evaluated as in src_cpp/soa_kernel_impl.inc: for a query point a and a slot b,
+//   q = ||u_a - u_b||^2, tt = <t_a, t_b>, ut = <u_a - u_b, t_a - t_b>,
+//   k_P = kappa tt - 2 kappa' ut - 4 q kappa'' - 2 d kappa'    (Stein kernel, Prop. B.5)
+//   k_P = kappa                                                   (base kernel)
+//   k_P += (mean_all - mean_a) - mean_b                           (centred, footnote 2)
+// U, T are the whitened points and scores, (n, d) row-major, float64.
+//
+// The greedy loops (Stein thinning Alg. D.1, KT-SPLIT Alg. D.2, KT-Swap Alg. D.3) take one
+// launch per dependent step and never return to the host inside the loop: each block writes
+// its partial argmin, the last block to finish (an atomic counter, after a __threadfence)
+// combines them and writes the step's decision to device memory, where the next launch reads
+// it. The (value, index) minimum is taken lexicographically, so ties go to the smallest index
+// and the result does not depend on the block order. The host captures many steps in one CUDA
+// graph and replays it.
+
+#define SC_BLOCK 256
+
+struct KP {
+    const double* U;
+    const double* T;
+    const double* mean;
+    long long n;
+    int d;
+    int base;
+    int stein;
+    int centred;
+    double sigma, beta, mean_all;
+};
+
+__device__ __forceinline__ KP make_kp(const double* U, const double* T, const double* mean,
+                                      long long n, int d, int base, int stein, int centred,
+                                      double sigma, double beta, double mean_all) {
+    KP K;
+    K.U = U; K.T = T; K.mean = mean; K.n = n; K.d = d; K.base = base; K.stein = stein;
+    K.centred = centred; K.sigma = sigma; K.beta = beta; K.mean_all = mean_all;
+    return K;
+}
+
+#define KP_PARAMS                                                                          \
+    const double *U, const double *T, const double *mean, long long n, int d, int base,     \
+        int stein, int centred, double sigma, double beta, double mean_all
+#define KP_ARGS U, T, mean, n, d, base, stein, centred, sigma, beta, mean_all
+
+__device__ __forceinline__ void radial_any(const KP& K, double q, double& k0, double& k1,
+                                           double& qk2) {
+    if (K.base == GAUSSIAN) {
+        radial_local<GAUSSIAN>(K.sigma, K.beta, q, k0, k1, qk2);
+    } else if (K.base == MATERN15) {
+        radial_local<MATERN15>(K.sigma, K.beta, q, k0, k1, qk2);
+    } else if (K.base == MATERN25) {
+        radial_local<MATERN25>(K.sigma, K.beta, q, k0, k1, qk2);
+    } else if (K.beta == -0.5) {
+        const double s2 = K.sigma * K.sigma, is2 = 1.0 / s2, beta = K.beta;
+        imq_half_local(is2, beta * is2, beta * (beta - 1.0) * is2 * is2,
+                       beta * (beta - 1.0) * is2, q, k0, k1, qk2);
+    } else {
+        radial_local<IMQ>(K.sigma, K.beta, q, k0, k1, qk2);
+    }
+}
+
+// k_P(x_a, x_b): a the query point, b the slot (the C++ evaluator's orientation).
+__device__ __forceinline__ double kp_entry(const KP& K, long long a, long long b) {
+    const double* ua = K.U + a * K.d;
+    const double* ub = K.U + b * K.d;
+    double q = 0.0, tt = 0.0, ut = 0.0;
+    if (K.stein) {
+        const double* ta = K.T + a * K.d;
+        const double* tb = K.T + b * K.d;
+        for (int c = 0; c < K.d; ++c) {
+            const double du = ua[c] - ub[c];
+            q += du * du;
+            tt += ta[c] * tb[c];
+            ut += du * (ta[c] - tb[c]);
+        }
+    } else {
+        for (int c = 0; c < K.d; ++c) {
+            const double du = ua[c] - ub[c];
+            q += du * du;
+        }
+    }
+    double k0, k1, qk2;
+    radial_any(K, q, k0, k1, qk2);
+    double out = K.stein ? k0 * tt - 2.0 * k1 * ut - 4.0 * qk2 - (2.0 * K.d) * k1 : k0;
+    if (K.centred) out += (K.mean_all - K.mean[a]) - K.mean[b];
+    return out;
+}
+
+// ---- argmin across a launch -------------------------------------------------------------
+
+struct ArgMin {
+    double v;
+    long long i;
+};
+
+__device__ __forceinline__ bool better(double v, long long i, double bv, long long bi) {
+    // NaN never wins; ties go to the smaller index
+    return v < bv || (v == bv && i < bi);
+}
+
+// Lexicographic minimum of (v, i) over the block; the result is valid in thread 0.
+__device__ ArgMin block_argmin(double v, long long i) {
+    __shared__ double sv[SC_BLOCK];
+    __shared__ long long si[SC_BLOCK];
+    const int tid = threadIdx.x;
+    sv[tid] = v;
+    si[tid] = i;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s && better(sv[tid + s], si[tid + s], sv[tid], si[tid])) {
+            sv[tid] = sv[tid + s];
+            si[tid] = si[tid + s];
+        }
+        __syncthreads();
+    }
+    ArgMin r;
+    r.v = sv[0];
+    r.i = si[0];
+    return r;
+}
+
+// Thread 0 of each block publishes its partial; returns true in every thread of the last
+// block to arrive at `counter` (which it resets), after which all partials are visible.
+__device__ bool publish_and_check_last(ArgMin mine, double* pval, long long* pidx,
+                                       unsigned int* counter, unsigned int nblocks) {
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        pval[blockIdx.x] = mine.v;
+        pidx[blockIdx.x] = mine.i;
+        __threadfence();
+        const unsigned int prev = atomicAdd(counter, 1u);
+        last = (prev == nblocks - 1);
+    }
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}
+
+// The minimum of the nblocks partials, computed by the whole (last) block; valid in thread 0.
+__device__ ArgMin combine_partials(const double* pval, const long long* pidx,
+                                   unsigned int nblocks) {
+    const volatile double* vv = pval;
+    const volatile long long* vi = pidx;
+    double bv = 1.0 / 0.0;
+    long long bi = 0x7fffffffffffffffLL;
+    for (unsigned int b = threadIdx.x; b < nblocks; b += blockDim.x) {
+        const double v = vv[b];
+        const long long i = vi[b];
+        if (better(v, i, bv, bi)) {
+            bv = v;
+            bi = i;
+        }
+    }
+    return block_argmin(bv, bi);
+}
+
+// ---- dense evaluations -------------------------------------------------------------------
+
+// out[a * nc + b] = k_P(rows[a], cols[b]); cols == all columns when all_cols.
+extern "C" __global__ void kp_gram(KP_PARAMS, const long long* rows, long long nr,
+                                   const long long* cols, long long nc, int all_cols,
+                                   double* out) {
+    const KP K = make_kp(KP_ARGS);
+    const long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= nr * nc) return;
+    const long long a = e / nc, b = e - a * nc;
+    const long long j = all_cols ? b : cols[b];
+    out[a * nc + b] = kp_entry(K, rows[a], j);
+}
+
+// out[i] = k_P(x_i, x_i).
+extern "C" __global__ void kp_diag(KP_PARAMS, double* out) {
+    const KP K = make_kp(KP_ARGS);
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = kp_entry(K, i, i);
+}
+
+// partial[c * n + i] = sum_{j in chunk c} k_P(x_i, x_j) w_j (chunks of `chunk` columns); the
+// chunks are then added in order by sum_rows, so the product is deterministic.
+extern "C" __global__ void kp_matvec_partial(KP_PARAMS, const double* w, long long chunk,
+                                             double* partial) {
+    const KP K = make_kp(KP_ARGS);
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long c = blockIdx.y;
+    if (i >= n) return;
+    const long long j0 = c * chunk;
+    const long long j1 = j0 + chunk < n ? j0 + chunk : n;
+    double s = 0.0;
+    for (long long j = j0; j < j1; ++j) s += kp_entry(K, i, j) * w[j];
+    partial[c * n + i] = s;
+}
+
+// out[i] = sum_{c < nparts} partial[c * n + i], in order.
+extern "C" __global__ void sum_rows(const double* partial, long long nparts, long long n,
+                                    double* out) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double s = 0.0;
+    for (long long c = 0; c < nparts; ++c) s += partial[c * n + i];
+    out[i] = s;
+}
+
+// out[i] = sum_{a < m} k_P(x_i, x_{I_a}) (KT-Swap's sufficient statistic g).
+extern "C" __global__ void kp_index_sum(KP_PARAMS, const long long* I, long long m,
+                                        double* out) {
+    const KP K = make_kp(KP_ARGS);
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double s = 0.0;
+    for (long long a = 0; a < m; ++a) s += kp_entry(K, i, I[a]);
+    out[i] = s;
+}
+
+// ---- Stein thinning (Alg. D.1) -------------------------------------------------------------
+// state[0] = steps done t, state[1] = the last pick (-1 before the first). Step t adds
+// 2 k_P(x_{j_{t-1}}, .) to the running score (which starts at the diagonal) and picks its
+// first argmin: j_t = argmin_i { k_P(x_i, x_i) + 2 sum_{s<t} k_P(x_i, x_{j_s}) }.
+extern "C" __global__ void st_step(KP_PARAMS, double* score, double* pval, long long* pidx,
+                                   long long* state, unsigned int* counter, long long* out,
+                                   long long m) {
+    const long long t = state[0];
+    if (t >= m) return;
+    const KP K = make_kp(KP_ARGS);
+    const long long j = state[1];
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    double v = 1.0 / 0.0;
+    long long vi = 0x7fffffffffffffffLL;
+    if (i < n) {
+        double s = score[i];
+        if (j >= 0) {
+            s += 2.0 * kp_entry(K, j, i);
+            score[i] = s;
+        }
+        v = s;
+        vi = i;
+    }
+    const ArgMin mine = block_argmin(v, vi);
+    if (!publish_and_check_last(mine, pval, pidx, counter, gridDim.x)) return;
+    const ArgMin best = combine_partials(pval, pidx, gridDim.x);
+    if (threadIdx.x == 0) {
+        const long long pick = best.i < n ? best.i : 0;
+        out[t] = pick;
+        state[1] = pick;
+        state[0] = t + 1;
+        *counter = 0u;
+    }
+}
+
+// ---- KT-SPLIT (Alg. 1a of Dwivedi & Mackey, as in src_cpp/kt_split.cpp) --------------------
+// One round halves `ncore` coresets of `size` points (cur[l * size ..]) into next (left child
+// of l at (2 l) * half, right at (2 l + 1) * half, half = size / 2). Pair k of coreset l is
+// (cur[2k], cur[2k+1]); its walk inner product alpha_k = sum_{p<k} [k(x1, R_p) - k(x1, L_p)
+// + k(x2, L_p) - k(x2, R_p)] is accumulated in acc[l * half + k] as the decisions are made:
+// launch s adds the terms of decision s - 1 to every later pair (grid.y = coreset), then the
+// last block of each coreset decides pair s. kst[l] = the next pair to decide; sig2[l] the
+// walk's running variance; counters[l] the per-coreset block counter. A round is `half`
+// launches (more are no-ops).
+extern "C" __global__ void kts_step(KP_PARAMS, const long long* cur, long long size,
+                                    long long* next, double* acc, double* sig2,
+                                    const double* unif, long long* kst,
+                                    unsigned int* counters, double log_mult) {
+    const long long l = blockIdx.y;
+    const long long half = size / 2;
+    const long long s = kst[l];
+    if (s >= half) return;
+    const KP K = make_kp(KP_ARGS);
+    const long long* in = cur + l * size;
+    long long* left = next + (2 * l) * half;
+    long long* right = next + (2 * l + 1) * half;
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= 1 && p >= s && p < half) {
+        const long long Lp = left[s - 1], Rp = right[s - 1];
+        const long long x1 = in[2 * p], x2 = in[2 * p + 1];
+        acc[l * half + p] += (kp_entry(K, x1, Rp) - kp_entry(K, x2, Rp)) -
+                             (kp_entry(K, x1, Lp) - kp_entry(K, x2, Lp));
+    }
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        const unsigned int prev = atomicAdd(counters + l, 1u);
+        last = (prev == gridDim.x - 1);
+    }
+    __syncthreads();
+    if (!last || threadIdx.x != 0) return;
+    __threadfence();
+    {
+        const long long x1 = in[2 * s], x2 = in[2 * s + 1];
+        long long lo = x1, hi = x2;
+        if (x1 != x2) {
+            const double b2 = kp_entry(K, x1, x1) + kp_entry(K, x2, x2) - 2.0 * kp_entry(K, x1, x2);
+            double sg = sig2[l];
+            double prod = sg * b2 * log_mult;
+            double thresh = sqrt(prod > 0.0 ? prod : 0.0);
+            if (b2 > thresh) thresh = b2;
+            if (sg == 0.0) {
+                sg = b2 > 0.0 ? b2 : 0.0;
+            } else if (thresh != 0.0) {
+                const double upd = 1.0 + (b2 / thresh - 2.0) * sg / thresh;
+                if (upd > 0.0) sg += b2 * upd;
+            }
+            sig2[l] = sg;
+            if (!(thresh > 0.0)) thresh = 1.0;
+            const double alpha = ((volatile double*)acc)[l * half + s];
+            const double prob_x2_left = 0.5 * (1.0 - alpha / thresh);
+            if (unif[l * half + s] <= prob_x2_left) {
+                lo = x2;
+                hi = x1;
+            }
+        }
+        left[s] = lo;
+        right[s] = hi;
+    }
+    kst[l] = s + 1;
+    counters[l] = 0u;
+}
+
+// ---- KT-Swap targeting P (Alg. D.3, as in src_cpp/kt_swap.cpp) -----------------------------
+// g = sum_a k_P(x_{I_a}, .), dg the diagonal. Launch s works on a = s mod m in pass s / m:
+// first it completes swap s - 1 (g += k_P(x_new, .), where x_new is the old point when it
+// was kept), then removes x_{I_a} (g -= k_P(x_{I_a}, .), kept in col) and picks
+// argmin_i 2 g_i + dg_i; the point is replaced only when that is strictly below the current
+// point's value. state: [0] s, [1] the point added back by the next launch (-1: none),
+// [2] swaps in this pass, [3] total swaps, [4] done (a pass without a swap ends the loop).
+extern "C" __global__ void kts_swap_step(KP_PARAMS, double* g, const double* dg, double* col,
+                                         long long* I, long long m, long long passes,
+                                         double* pval, long long* pidx, long long* state,
+                                         unsigned int* counter) {
+    if (state[4]) return;
+    const long long s = state[0];
+    if (s >= m * passes) return;
+    const KP K = make_kp(KP_ARGS);
+    const long long add = state[1];
+    const long long a = s % m;
+    const long long cur = I[a];
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    double v = 1.0 / 0.0;
+    long long vi = 0x7fffffffffffffffLL;
+    if (i < n) {
+        double gi = g[i];
+        if (add >= 0) gi += kp_entry(K, add, i);
+        const double c = kp_entry(K, cur, i);
+        gi -= c;
+        g[i] = gi;
+        col[i] = c;
+        v = 2.0 * gi + dg[i];
+        vi = i;
+    }
+    const ArgMin mine = block_argmin(v, vi);
+    if (!publish_and_check_last(mine, pval, pidx, counter, gridDim.x)) return;
+    const ArgMin best = combine_partials(pval, pidx, gridDim.x);
+    if (threadIdx.x == 0) {
+        const double cur_v = 2.0 * ((volatile double*)g)[cur] + dg[cur];
+        long long pick = best.i < n ? best.i : cur;
+        if (!(best.v < cur_v)) pick = cur;
+        if (pick != cur) {
+            I[a] = pick;
+            state[2] += 1;
+            state[3] += 1;
+        }
+        state[1] = pick;
+        if (a == m - 1) {
+            if (state[2] == 0) state[4] = 1;
+            state[2] = 0;
+        }
+        state[0] = s + 1;
+        *counter = 0u;
+    }
+}

@@ -1,0 +1,225 @@
+"""The engine's backend choice and the `cuda` backend.
+
+Without a GPU: the backend vocabulary, the refusal of kernels the compiled code does not know,
+the CUDA source compiling with NVRTC (from the nvidia-cuda-nvrtc wheel, no device needed), and
+the uniforms the CUDA KT-SPLIT draws reproducing the C++ split. With a GPU (CuPy and a device):
+every CUDA kernel against the C++ evaluator and loops on the same input.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import stein_coreset as sc
+from stein_coreset import _core
+from stein_coreset.kernels import BACKENDS, KernelMatrix, resolve_backend
+
+
+def _chain(n=300, d=3, seed=1):
+    rng = np.random.default_rng(seed)
+    X = 0.7 + 1.5 * rng.standard_normal((n, d))
+    return X, -X
+
+
+class Cauchy(sc.IMQ):
+    """A user kernel that keeps IMQ's `code` but is (1 + r^2 / s^2)^-1: a different radial."""
+
+    def radial(self, xp, q):
+        s2 = self.sigma**2
+        ib = 1.0 / (1.0 + q / s2)
+        return ib, -ib * ib / s2, 2.0 * (q / s2) * ib * ib * ib / s2
+
+
+# ---- backend choice ----------------------------------------------------------------------
+
+def test_backend_is_chosen_once_from_the_namespace_and_the_kernel():
+    import array_api_compat.numpy as npx
+
+    assert BACKENDS == ("cpu", "cuda", "xp")
+    assert resolve_backend("auto", npx, sc.IMQ()) == "cpu"
+    assert resolve_backend("cpp", npx, sc.IMQ()) == "cpu"
+    assert resolve_backend("array_api", npx, sc.IMQ()) == "xp"
+    assert resolve_backend("auto", npx, Cauchy()) == "xp"
+    strict = pytest.importorskip("array_api_strict")
+    assert resolve_backend("auto", strict, sc.Gaussian()) == "xp"
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_compiled_backends_refuse_a_kernel_they_do_not_know(backend):
+    import array_api_compat.numpy as npx
+
+    with pytest.raises(ValueError, match="Cauchy"):
+        resolve_backend(backend, npx, Cauchy())
+
+
+def test_cuda_backend_refuses_host_arrays():
+    import array_api_compat.numpy as npx
+
+    with pytest.raises(ValueError, match="CuPy"):
+        resolve_backend("cuda", npx, sc.IMQ())
+    with pytest.raises(ValueError, match="backend must be"):
+        resolve_backend("gpu", npx, sc.IMQ())
+
+
+def test_user_subclass_keeping_imq_code_is_evaluated_by_its_own_radial():
+    X, S = _chain(80, 2)
+    kern = sc.SteinKernel(Cauchy(sigma=1.3))
+    K = kern.bind(X, S)
+    assert K.backend == "xp"
+    ref = KernelMatrix(Cauchy(sigma=1.3), X, S, backend="xp").dense()
+    np.testing.assert_allclose(K.dense(), ref, rtol=1e-13)
+    imq = sc.SteinKernel(sc.IMQ(sigma=1.3)).bind(X, S).dense()
+    assert np.max(np.abs(K.dense() - imq)) > 1e-2  # it really is another kernel
+    # Stein thinning needs only columns: it runs, on the user's kernel
+    res = sc.compress(X, S, size=8, method="st", kernel=kern)
+    d = ref.diagonal().copy()
+    want = []
+    score = d.copy()
+    for _ in range(8):
+        j = int(np.argmin(score))
+        want.append(j)
+        score += 2.0 * ref[:, j]
+    assert sorted(set(want)) == res.indices.tolist()
+
+
+def test_loops_without_a_reference_refuse_a_user_kernel_with_a_clear_error():
+    X, S = _chain(64, 2)
+    with pytest.raises(ValueError, match="Cauchy is not a base kernel the compiled loops know"):
+        sc.compress(X, S, size=8, method="skt", kernel=sc.SteinKernel(Cauchy()), seed=0)
+
+
+# ---- without a GPU: the CUDA source and the shared uniforms -------------------------------
+
+def test_cuda_source_compiles_with_nvrtc():
+    from stein_coreset._cuda import nvrtc
+
+    if nvrtc.find_nvrtc() is None:
+        pytest.skip("no libnvrtc (pip install nvidia-cuda-nvrtc-cu12)")
+    ptx = nvrtc.compile_ptx("compute_90")
+    entries = set(re.findall(r"\.entry (\w+)", ptx))
+    assert {"kp_gram", "kp_diag", "kp_matvec_partial", "sum_rows", "kp_index_sum", "st_step",
+            "kts_step", "kts_swap_step"} <= entries
+    # the scalar math is the shared header's, not a copy
+    from stein_coreset._cuda import cuda_source
+
+    src = cuda_source()
+    assert "radial_local" in src and "imq_half_local" in src
+
+
+def test_nvrtc_reports_a_syntax_error_with_its_log():
+    from stein_coreset._cuda import nvrtc
+
+    if nvrtc.find_nvrtc() is None:
+        pytest.skip("no libnvrtc")
+    with pytest.raises(RuntimeError, match="error"):
+        nvrtc.compile_ptx(source='extern "C" __global__ void f() { int x = ; }')
+
+
+@pytest.mark.parametrize("N,t", [(64, 3), (100, 2), (257, 5)])
+def test_kt_split_uniforms_reproduce_the_seeded_split(N, t):
+    X, S = _chain(300)
+    K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, S)
+    rng = np.random.default_rng(N)
+    idx = rng.integers(0, 300, N).astype(np.int64)
+    seed = 1234567
+    a = _core.kt_split(K.handle(), idx, t, 0.5, seed, None, 1)
+    u = _core.kt_split_uniforms(N, t, seed)
+    assert u.shape == (t * (N // 2),) and np.all((u >= 0) & (u < 1))
+    b = _core.kt_split(K.handle(), idx, t, 0.5, 0, u, 1)
+    np.testing.assert_array_equal(a, b)
+
+
+# ---- with a GPU ------------------------------------------------------------------------------
+
+def _cupy():
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("no device")
+        return cupy
+    except Exception as e:  # no CuPy or no device
+        pytest.skip(f"CuPy with a CUDA device is not usable here ({type(e).__name__})")
+
+
+def _pair(base, stein=True, centred=False, n=700, d=4):
+    cp = _cupy()
+    X, S = _chain(n, d, seed=7)
+    if centred:
+        Kc = sc.kernels.centred_kernel_matrix(base, X)
+        Kg = sc.kernels.centred_kernel_matrix(base, cp.asarray(X))
+    elif stein:
+        Kc = sc.SteinKernel(base).bind(X, S)
+        Kg = sc.SteinKernel(base).bind(cp.asarray(X), cp.asarray(S))
+    else:
+        Kc = KernelMatrix(base, X)
+        Kg = KernelMatrix(base, cp.asarray(X))
+    assert Kc.backend == "cpu" and Kg.backend == "cuda"
+    return cp, Kc, Kg
+
+
+BASES = [sc.IMQ(sigma=2.0), sc.IMQ(sigma=1.5, beta=-0.3), sc.Gaussian(sigma=1.7),
+         sc.Matern(sigma=2.0, nu=1.5), sc.Matern(sigma=2.0, nu=2.5)]
+
+
+@pytest.mark.parametrize("base", BASES, ids=repr)
+@pytest.mark.parametrize("kind", ["stein", "base", "centred"])
+def test_cuda_blocks_diag_and_products_match_cpp(base, kind):
+    cp, Kc, Kg = _pair(base, stein=kind == "stein", centred=kind == "centred")
+    rows = np.array([0, 5, 699, 5, 123])
+    np.testing.assert_allclose(cp.asnumpy(Kg.block(rows)), Kc.block(rows), rtol=1e-12, atol=1e-13)
+    cols = np.array([3, 3, 600])
+    np.testing.assert_allclose(cp.asnumpy(Kg.block(rows, cols)), Kc.block(rows, cols),
+                               rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(cp.asnumpy(Kg.cuda().diag()), Kc.diag(), rtol=1e-12, atol=1e-13)
+    w = np.random.default_rng(0).random(Kc.n)
+    np.testing.assert_allclose(cp.asnumpy(Kg.matvec(cp.asarray(w))), Kc.matvec(w),
+                               rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("base", BASES, ids=repr)
+def test_cuda_stein_thinning_picks_what_the_cpp_loop_picks(base):
+    from stein_coreset.algorithms import _native
+
+    cp, Kc, Kg = _pair(base)
+    for m in (1, 7, 700, 1000):  # 1000 > n: repeats; > one graph of steps
+        np.testing.assert_array_equal(_native.stein_thinning(Kg, m), _native.stein_thinning(Kc, m))
+
+
+@pytest.mark.parametrize("kind", ["stein", "centred"])
+@pytest.mark.parametrize("N,t", [(512, 3), (700, 4), (256, 8)])
+def test_cuda_kt_split_matches_cpp_for_the_same_seed(kind, N, t):
+    from stein_coreset.algorithms import _native
+
+    cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0), centred=kind == "centred")
+    idx = np.random.default_rng(N).integers(0, Kc.n, N).astype(np.int64)
+    a = _native.kt_split(Kc, idx, t, 0.5, 99)
+    b = _native.kt_split(Kg, idx, t, 0.5, 99)
+    assert b.shape == a.shape
+    # a decision may flip only where the walk's sum differs in its last bits from the C++ one
+    assert np.mean(np.all(a == b, axis=1)) >= 0.9
+
+
+@pytest.mark.parametrize("passes", [1, 3])
+def test_cuda_kt_swap_matches_cpp(passes):
+    from stein_coreset.algorithms import _native
+
+    cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0))
+    I0 = np.random.default_rng(3).integers(0, Kc.n, 40).astype(np.int64)
+    a, b = I0.copy(), I0.copy()
+    na = _native.kt_swap_refine(Kc, a, passes)
+    nb = _native.kt_swap_refine(Kg, b, passes)
+    np.testing.assert_array_equal(a, b)
+    assert na == nb
+
+
+def test_cuda_compress_returns_device_arrays_and_the_cpu_selection():
+    cp = _cupy()
+    X, S = _chain(2048, 4, seed=5)
+    kern = sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(8))))
+    for method in ("st", "skt", "kt"):
+        ref = sc.compress(X, S, size=32, method=method, kernel=kern, seed=3)
+        got = sc.compress(cp.asarray(X), cp.asarray(S), size=32, method=method, kernel=kern, seed=3)
+        assert isinstance(got.indices, cp.ndarray)
+        assert got.ksd == pytest.approx(ref.ksd, rel=1e-6)

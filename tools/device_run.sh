@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The one prepared run on a GPU machine (one CUDA GPU with CuPy, JAX, 16 host cores, no
+# network): installs the wheels carried in .whl/ (this package built for the machine's Python,
+# and the pure-Python packages it lacks), then runs each stage under `timeout`, logs in $OUT.
+#
+#   bash tools/device_run.sh quick   # the CUDA tests and a first timing (about 2 minutes)
+#   bash tools/device_run.sh full    # + gpu_check at 2^14 / 2^16 against the 16 CPU cores and
+#                                    #   goodpoints.jax, lskt at 2^20, the 16-core thread table,
+#                                    #   Dask with CuPy blocks (about 7 minutes)
+#
+# Build the wheels first (on any x86-64 machine with Python 3.12):
+#   python3.12 -m pip wheel --no-deps -w .whl .
+#   (and the pure-Python wheels: array-api-compat, array-api-strict, qpsolvers, goodpoints
+#    built for cp312, dask, distributed and their small dependencies)
+set -u
+stage=${1:-quick}
+OUT=${OUT:-/tmp/device_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+REPO=$(pwd)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site "$REPO"/.whl/*.whl > "$OUT/install.log" 2>&1 || {
+    tail -20 "$OUT/install.log"; exit 1; }
+export PYTHONPATH=/tmp/site
+LOG="$OUT/summary.log"
+
+stage_run() {  # name timeout command...: output to $OUT/name.log, the tail to the summary
+    local name=$1 t=$2
+    shift 2
+    echo "=== $name (timeout ${t}s) start $(date +%T)" | tee -a "$LOG"
+    timeout "$t" "$@" > "$OUT/$name.log" 2>&1
+    local rc=$?
+    echo "=== $name rc=$rc end $(date +%T)" | tee -a "$LOG"
+    tail -n 40 "$OUT/$name.log" >> "$LOG"
+}
+
+{
+    date
+    nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv
+    echo "cores: $(nproc)"; uptime
+    python3 -c "import sys, numpy, cupy; print(sys.version); print('numpy', numpy.__version__, 'cupy', cupy.__version__)"
+} >> "$LOG" 2>&1
+
+stage_run tests 240 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py \
+    tests/test_gpu_path.py tests/test_engine.py tests/test_stein_thinning.py \
+    tests/test_kernels.py tests/test_kernel_thinning.py -k "cupy or cuda" -x
+
+if [ "$stage" = quick ]; then
+    stage_run gpu_check 200 python3 tools/gpu_check.py --n 16384 65536 \
+        --methods standard st skt kt sr sc lskt --json "$OUT/gpu_check_quick.json"
+    exit 0
+fi
+
+# full
+stage_run gpu_check 330 python3 tools/gpu_check.py --n 16384 65536 --goodpoints \
+    --json "$OUT/gpu_check.json"
+stage_run large 150 python3 tools/gpu_large.py --n 1048576 --json "$OUT/gpu_large.json"
+if [ -f asv_benchmarks/threads_check.py ]; then
+    stage_run threads 200 python3 asv_benchmarks/threads_check.py --table --budget-s 170 \
+        --json "$OUT/threads.json"
+fi
+stage_run dask_gpu 90 python3 tools/gpu_large.py --dask --n 65536
+echo "done $(date +%T)" >> "$LOG"

@@ -41,6 +41,21 @@ stage_run() {  # name timeout command...: output to $OUT/name.log, the tail to t
     python3 -c "import sys, numpy, cupy; print(sys.version); print('numpy', numpy.__version__, 'cupy', cupy.__version__)"
 } >> "$LOG" 2>&1
 
+# the persistent loops rely on every block being resident at once: if a small run does not
+# finish, the rest of this script uses the graph loops
+if ! timeout 60 python3 -c "
+import cupy as cp, numpy as np, stein_coreset as sc
+from stein_coreset.algorithms import _native
+X = cp.asarray(np.random.default_rng(0).standard_normal((5000, 4)))
+K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X)
+a = _native.stein_thinning(K, 3000)
+b = _native.stein_thinning(sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(cp.asnumpy(X), -cp.asnumpy(X)), 3000)
+assert (a == b).all(), 'persistent picks differ'
+print('persistent loop smoke test: ok')" >> "$LOG" 2>&1; then
+    echo "persistent loop smoke test FAILED: using STEIN_CORESET_CUDA_LOOP=graph" | tee -a "$LOG"
+    export STEIN_CORESET_CUDA_LOOP=graph
+fi
+
 stage_run tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py \
     tests/test_gpu_path.py tests/test_engine.py tests/test_stein_thinning.py \
     tests/test_kernels.py tests/test_kernel_thinning.py -k "cupy or cuda" -x
@@ -52,6 +67,7 @@ if [ "$stage" = quick ]; then
 fi
 
 # full
+stage_run loops 60 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
 stage_run gpu_check 330 python3 tools/gpu_check.py --n 16384 65536 --goodpoints \
     --json "$OUT/gpu_check.json"
 stage_run large 150 python3 tools/gpu_large.py --n 1048576 --json "$OUT/gpu_large.json"
@@ -59,5 +75,6 @@ if [ -f asv_benchmarks/threads_check.py ]; then
     stage_run threads 200 python3 asv_benchmarks/threads_check.py --table --budget-s 170 \
         --json "$OUT/threads.json"
 fi
+stage_run diagnose 90 python3 tools/gpu_large.py --diagnose-lskt --n 65536
 stage_run dask_gpu 90 python3 tools/gpu_large.py --dask --n 65536
 echo "done $(date +%T)" >> "$LOG"

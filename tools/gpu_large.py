@@ -93,6 +93,83 @@ def dask_gpu(args) -> list[dict]:
     return rows
 
 
+def diagnose_lskt(args) -> list[dict]:
+    """Where a CuPy lskt departs from the NumPy one: Low-rank Debiasing's weights (same seed),
+    then KT-Compress++ on one common resampled sequence."""
+    import cupy as cp
+    import numpy as np
+
+    import stein_coreset as sc
+    from stein_coreset.algorithms import _native
+    from stein_coreset.algorithms.compresspp import _kt_compresspp, compresspp_plan
+    from stein_coreset.algorithms.debias import low_rank_debias
+    from stein_coreset.algorithms.resample import resample
+
+    n = args.n[0]
+    X, S = _input(cp, n, args.d)
+    Xh, Sh = cp.asnumpy(X), cp.asnumpy(S)
+    kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
+    Kc, Kg = kern.bind(Xh, Sh), kern.bind(X, S)
+    size = math.ceil(math.sqrt(n))
+    m, sub, n_prime, g, _ = compresspp_plan(n, size, g=4, standard_thin=True)
+    rank = math.ceil(n ** args.tau)
+    out = {}
+    for name, K in (("cpu", Kc), ("cuda", Kg)):
+        w, info = low_rank_debias(K, rank, rng=np.random.default_rng(5), return_info=True)
+        out[name] = (sc._array_api.to_host(w), info["steps_run"])
+    wc, wg = out["cpu"][0], out["cuda"][0]
+    seq = resample(wc, n_prime, np.random.default_rng(6), check_input=False)
+    idx = {}
+    for name, K in (("cpu", Kc), ("cuda", Kg)):
+        idx[name] = _kt_compresspp(K, seq, g, 0.5, np.random.default_rng(7), None, m)[0]
+    C = np.stack([idx["cpu"], idx["cuda"]])
+    sums = {name: K.coreset_sums(C).tolist() for name, K in (("cpu", Kc), ("cuda", Kg))}
+    uni = _native.kt_split(Kc, seq[:4096], 4, 0.5, 11)
+    ung = _native.kt_split(Kg, seq[:4096], 4, 0.5, 11)
+    row = {"n": n, "ld_max_abs_w_diff": float(np.max(np.abs(wc - wg))),
+           "ld_max_w": float(wc.max()), "ld_steps_cpu": out["cpu"][1],
+           "ld_steps_cuda": out["cuda"][1],
+           "ktcpp_same": bool(np.array_equal(idx["cpu"], idx["cuda"])),
+           "ktcpp_frac_same_positions": float(np.mean(idx["cpu"] == idx["cuda"])),
+           "coreset_sums_by_cpu": sums["cpu"], "coreset_sums_by_cuda": sums["cuda"],
+           "kt_split_rows_same": float(np.mean(np.all(uni == ung, axis=1)))}
+    print(json.dumps(row), flush=True)
+    return [row]
+
+
+def loops(args) -> list[dict]:
+    """Stein thinning run for n steps (the first stage of SKT, SR and SC) in both device loop
+    modes (STEIN_CORESET_CUDA_LOOP): seconds, microseconds per step, same picks."""
+    import os
+
+    import cupy as cp
+    import numpy as np
+
+    import stein_coreset as sc
+    from stein_coreset.algorithms import _native
+
+    rows = []
+    kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
+    for n in args.n:
+        X, S = _input(cp, n, args.d)
+        K = kern.bind(X, S)
+        picks = {}
+        for mode in ("graph", "persistent"):
+            os.environ["STEIN_CORESET_CUDA_LOOP"] = mode
+            _native.stein_thinning(K, 64)  # compile
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            picks[mode] = _native.stein_thinning(K, n)
+            secs = time.perf_counter() - t0
+            row = {"n": n, "mode": mode, "steps": n, "seconds": secs, "us_per_step": secs / n * 1e6}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+        rows[-1]["same_picks_as_graph"] = bool(np.array_equal(picks["graph"], picks["persistent"]))
+        print(json.dumps(rows[-1]), flush=True)
+    os.environ.pop("STEIN_CORESET_CUDA_LOOP", None)
+    return rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -101,9 +178,16 @@ def main(argv=None) -> int:
     p.add_argument("--method", default="lskt")
     p.add_argument("--tau", type=float, default=0.4)
     p.add_argument("--dask", action="store_true")
+    p.add_argument("--diagnose-lskt", action="store_true")
+    p.add_argument("--loops", action="store_true")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    rows = dask_gpu(args) if args.dask else large(args)
+    if args.diagnose_lskt:
+        rows = diagnose_lskt(args)
+    elif args.loops:
+        rows = loops(args)
+    else:
+        rows = dask_gpu(args) if args.dask else large(args)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

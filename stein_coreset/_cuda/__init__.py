@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available"]
+__all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available",
+           "loop_mode"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -47,6 +49,18 @@ GRAPH_STEPS = 256
 SYNC_EVERY = 8
 #: Largest grid.y (the number of coresets one KT-SPLIT round runs side by side).
 MAX_GRID_Y = 65535
+#: Steps of one persistent launch (the host waits between launches: Ctrl-C, progress).
+PERSISTENT_STEPS = 4096
+
+
+def loop_mode() -> str:
+    """How the greedy loops run on the device: "persistent" (one block per multiprocessor, a
+    grid barrier per step, PERSISTENT_STEPS steps a launch) or "graph" (one launch per step,
+    replayed from CUDA graphs). ``STEIN_CORESET_CUDA_LOOP`` chooses; default "persistent"."""
+    mode = os.environ.get("STEIN_CORESET_CUDA_LOOP", "persistent")
+    if mode not in ("persistent", "graph"):
+        raise ValueError(f"STEIN_CORESET_CUDA_LOOP must be 'persistent' or 'graph', got {mode!r}")
+    return mode
 
 
 def _radial_inc() -> str:
@@ -194,9 +208,7 @@ class CudaKernel:
 
     def _parts(self) -> int:
         """Column chunks of a product: enough blocks in flight to fill the device."""
-        if self.sms is None:
-            self.sms = int(self.cp.cuda.Device(self.device_id).attributes["MultiProcessorCount"])
-        return max(1, min(64, math.ceil(8 * self.sms / _blocks(self.n))))
+        return max(1, min(64, math.ceil(8 * self._multiprocessors() / _blocks(self.n))))
 
     def matvec(self, w):
         """K w for a (n,) device vector; deterministic (fixed chunks summed in order)."""
@@ -219,6 +231,8 @@ class CudaKernel:
     def stein_thinning(self, m: int, progress=None) -> np.ndarray:
         """Alg. D.1 for m steps: (m,) host int64 indices in selection order, as the C++ loop
         gives them. One launch per step, the pick kept on the device."""
+        if loop_mode() == "persistent":
+            return self._stein_thinning_persistent(int(m), progress)
         cp = self.cp
         nb = _blocks(self.n)
         stream = self._loop_stream()
@@ -231,6 +245,32 @@ class CudaKernel:
             out = cp.zeros(int(m), dtype=cp.int64)
             args = self._params + (score, pval, pidx, state, counter, out, np.int64(m))
             self._run_steps(self._fn("st_step"), (nb,), args, int(m), stream, progress)
+            return cp.asnumpy(out)
+
+    def _multiprocessors(self) -> int:
+        if self.sms is None:
+            self.sms = int(self.cp.cuda.Device(self.device_id).attributes["MultiProcessorCount"])
+        return self.sms
+
+    def _stein_thinning_persistent(self, m: int, progress=None) -> np.ndarray:
+        cp = self.cp
+        nb = min(self._multiprocessors(), _blocks(self.n))
+        fn = self._fn("st_persistent")
+        stream = self._loop_stream()
+        with self._dev(), stream:
+            score = self.diag()
+            pval = cp.empty(2 * nb, dtype=cp.float64)
+            pidx = cp.empty(2 * nb, dtype=cp.int64)
+            state = cp.asarray(np.array([0, -1], dtype=np.int64))
+            bar = cp.zeros(2, dtype=cp.uint32)
+            out = cp.zeros(m, dtype=cp.int64)
+            for t1 in range(PERSISTENT_STEPS, m + PERSISTENT_STEPS, PERSISTENT_STEPS):
+                t1 = min(t1, m)
+                fn((nb,), (BLOCK,), self._params + (score, pval, pidx, state, bar, out,
+                                                    np.int64(t1)))
+                stream.synchronize()
+                if progress is not None:
+                    progress(t1)
             return cp.asnumpy(out)
 
     def kt_split(self, idx, t: int, delta: float, uniforms) -> np.ndarray:

@@ -108,6 +108,7 @@ __device__ ArgMin block_argmin(double v, long long i) {
     __shared__ double sv[SC_BLOCK];
     __shared__ long long si[SC_BLOCK];
     const int tid = threadIdx.x;
+    __syncthreads();  // every thread has read the previous call's result
     sv[tid] = v;
     si[tid] = i;
     __syncthreads();
@@ -370,5 +371,78 @@ extern "C" __global__ void kts_swap_step(KP_PARAMS, double* g, const double* dg,
         }
         state[0] = s + 1;
         *counter = 0u;
+    }
+}
+
+// ---- persistent loops: one launch for many dependent steps -------------------------------
+// The grid is one block per multiprocessor (all resident at once), and the blocks meet at a
+// software grid barrier once per step: bar[0] counts arrivals, bar[1] is the generation the
+// last arriver advances. Each block then combines every block's partial argmin itself (the
+// same arithmetic in every block, so all agree on the pick), which saves a second barrier.
+// Partials are double-buffered by step parity: a block that is a step ahead writes the other
+// buffer, and cannot be two steps ahead (it would have to pass a barrier the others have not
+// reached). The host launches chunks of steps and waits between them (Ctrl-C, progress).
+
+__device__ void grid_barrier(unsigned int* bar, unsigned int nblocks, unsigned int* gen) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned int g = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == nblocks - 1) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (((volatile unsigned int*)bar)[1] == g) {
+            }
+        }
+        __threadfence();
+        *gen = g + 1;
+    }
+    __syncthreads();
+}
+
+// Stein thinning steps t0 .. t1-1 (state[0] = t0 on entry, state[1] = the last pick); the
+// same picks as st_step. bar must hold {0, g} with g any value, the same for every block.
+extern "C" __global__ void st_persistent(KP_PARAMS, double* score, double* pval,
+                                         long long* pidx, long long* state, unsigned int* bar,
+                                         long long* out, long long t1) {
+    const KP K = make_kp(KP_ARGS);
+    __shared__ unsigned int gen;
+    if (threadIdx.x == 0) gen = ((volatile unsigned int*)bar)[1];
+    __syncthreads();
+    const unsigned int nb = gridDim.x;
+    const long long stride = (long long)nb * blockDim.x;
+    long long j = state[1];
+    const long long t0 = state[0];
+    for (long long t = t0; t < t1; ++t) {
+        double v = 1.0 / 0.0;
+        long long vi = 0x7fffffffffffffffLL;
+        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+            double s = score[i];
+            if (j >= 0) {
+                s += 2.0 * kp_entry(K, j, i);
+                score[i] = s;
+            }
+            if (better(s, i, v, vi)) {
+                v = s;
+                vi = i;
+            }
+        }
+        const ArgMin mine = block_argmin(v, vi);
+        const long long buf = (t & 1) * nb;
+        if (threadIdx.x == 0) {
+            pval[buf + blockIdx.x] = mine.v;
+            pidx[buf + blockIdx.x] = mine.i;
+        }
+        grid_barrier(bar, nb, &gen);
+        const ArgMin best = combine_partials(pval + buf, pidx + buf, nb);
+        j = best.i < n ? best.i : 0;
+        if (blockIdx.x == 0 && threadIdx.x == 0) out[t] = j;
+    }
+    // every block has read state[] before the first barrier; block 0 records the end state
+    if (blockIdx.x == 0 && threadIdx.x == 0 && t1 > t0) {
+        state[0] = t1;
+        state[1] = j;
     }
 }

@@ -19,19 +19,20 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 REPO=$(pwd)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site "$REPO"/.whl/*.whl > "$OUT/install.log" 2>&1 || {
-    tail -20 "$OUT/install.log"; exit 1; }
+    --target /tmp/site "$REPO"/.whl/*.whl > /tmp/install.log 2>&1 || {
+    tail -20 /tmp/install.log; exit 1; }
 export PYTHONPATH=/tmp/site
 LOG="$OUT/summary.log"
 
-stage_run() {  # name timeout command...: output to $OUT/name.log, the tail to the summary
-    local name=$1 t=$2
+stage_run() {  # name timeout command...: the whole output into the summary (only 8 files
+    local name=$1 t=$2  # come back from the machine), its tail to stdout
     shift 2
     echo "=== $name (timeout ${t}s) start $(date +%T)" | tee -a "$LOG"
-    timeout "$t" "$@" > "$OUT/$name.log" 2>&1
+    timeout "$t" "$@" > "/tmp/$name.log" 2>&1
     local rc=$?
+    cat "/tmp/$name.log" >> "$LOG"
     echo "=== $name rc=$rc end $(date +%T)" | tee -a "$LOG"
-    tail -n 40 "$OUT/$name.log" >> "$LOG"
+    tail -n 15 "/tmp/$name.log"
 }
 
 {
@@ -70,7 +71,7 @@ fi
 stage_run loops 60 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
 stage_run gpu_check 330 python3 tools/gpu_check.py --n 16384 65536 --goodpoints \
     --json "$OUT/gpu_check.json"
-stage_run large 150 python3 tools/gpu_large.py --n 1048576 --json "$OUT/gpu_large.json"
+stage_run large 150 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
 if [ -f asv_benchmarks/threads_check.py ]; then
     stage_run threads 200 python3 asv_benchmarks/threads_check.py --table --budget-s 170 \
         --json "$OUT/threads.json"

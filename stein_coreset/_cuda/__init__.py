@@ -51,6 +51,9 @@ SYNC_EVERY = 8
 MAX_GRID_Y = 65535
 #: Steps of one persistent launch (the host waits between launches: Ctrl-C, progress).
 PERSISTENT_STEPS = 4096
+#: Most coresets a persistent KT-SPLIT round decides per step (KTS_MAX_CORESETS in kernels.cu);
+#: deeper rounds take the graph loop.
+KTS_MAX_CORESETS = 1024
 
 
 def loop_mode() -> str:
@@ -283,7 +286,8 @@ class CudaKernel:
             return idx.reshape(1, N).copy()
         base_log_mult = 2.0 * math.log(2.0 * N * t / delta)
         row = N // 2
-        fn = self._fn("kts_step")
+        persistent = loop_mode() == "persistent"
+        nb = min(self._multiprocessors(), _blocks(row))
         stream = self._loop_stream()
         with self._dev(), stream:
             cur = cp.asarray(idx)
@@ -299,11 +303,23 @@ class CudaKernel:
                 counters = cp.zeros(ncore, dtype=cp.uint32)
                 unif = U[j * row: j * row + ncore * half]
                 log_mult = base_log_mult - 2.0 * j * math.log(2.0)
-                args = self._params + (
-                    cur, np.int64(size), nxt, acc, sig2, unif, kst, counters,
-                    np.float64(log_mult),
-                )
-                self._run_steps(fn, (_blocks(half), ncore), args, half, stream)
+                if persistent and ncore <= KTS_MAX_CORESETS:
+                    sig2b = cp.zeros(nb * ncore, dtype=cp.float64)
+                    state = cp.zeros(1, dtype=cp.int64)
+                    bar = cp.zeros(2, dtype=cp.uint32)
+                    pfn = self._fn("kts_persistent")
+                    for s1 in range(PERSISTENT_STEPS, half + PERSISTENT_STEPS, PERSISTENT_STEPS):
+                        pfn((nb,), (BLOCK,), self._params + (
+                            cur, np.int64(size), np.int64(ncore), nxt, acc, sig2b, unif, state,
+                            bar, np.float64(log_mult), np.int64(min(s1, half))))
+                        stream.synchronize()
+                else:
+                    args = self._params + (
+                        cur, np.int64(size), nxt, acc, sig2, unif, kst, counters,
+                        np.float64(log_mult),
+                    )
+                    self._run_steps(self._fn("kts_step"), (_blocks(half), ncore), args, half,
+                                    stream)
                 cur = nxt
                 size = half
             return cp.asnumpy(cur).reshape(1 << t, size)

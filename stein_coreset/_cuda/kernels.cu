@@ -446,3 +446,84 @@ extern "C" __global__ void st_persistent(KP_PARAMS, double* score, double* pval,
         state[1] = j;
     }
 }
+
+#define KTS_MAX_CORESETS 1024
+
+// KT-SPLIT round steps s0 .. s1-1 (state[0] = s0 on entry) as one persistent launch: the same
+// halving as kts_step. Per step: every block adds decision s-1's walk terms to its share of
+// the later pairs of every coreset (grid-stride over ncore * (half - s) items), one grid
+// barrier, then every block decides pair s of every coreset itself (the same arithmetic on the
+// same values, so all blocks agree; each keeps its own copy of the walks' sigma^2 in
+// sig2b[blockIdx.x * ncore + l]) and block 0 writes the decisions to next.
+extern "C" __global__ void kts_persistent(KP_PARAMS, const long long* cur, long long size,
+                                          long long ncore, long long* next, double* acc,
+                                          double* sig2b, const double* unif, long long* state,
+                                          unsigned int* bar, double log_mult, long long s1) {
+    const KP K = make_kp(KP_ARGS);
+    __shared__ unsigned int gen;
+    __shared__ long long decL[KTS_MAX_CORESETS], decR[KTS_MAX_CORESETS];
+    const long long half = size / 2;
+    const long long s0 = state[0];
+    if (threadIdx.x == 0) gen = ((volatile unsigned int*)bar)[1];
+    if (s0 >= 1) {
+        for (long long l = threadIdx.x; l < ncore; l += blockDim.x) {
+            decL[l] = next[(2 * l) * half + s0 - 1];
+            decR[l] = next[(2 * l + 1) * half + s0 - 1];
+        }
+    }
+    __syncthreads();
+    const unsigned int nb = gridDim.x;
+    const long long stride = (long long)nb * blockDim.x;
+    double* sig2 = sig2b + (long long)blockIdx.x * ncore;
+    const long long end = s1 < half ? s1 : half;
+    for (long long s = s0; s < end; ++s) {
+        if (s >= 1) {
+            const long long rest = half - s;
+            for (long long f = (long long)blockIdx.x * blockDim.x + threadIdx.x; f < ncore * rest;
+                 f += stride) {
+                const long long l = f / rest, p = s + (f - l * rest);
+                const long long* in = cur + l * size;
+                const long long x1 = in[2 * p], x2 = in[2 * p + 1];
+                const long long Lp = decL[l], Rp = decR[l];
+                acc[l * half + p] += (kp_entry(K, x1, Rp) - kp_entry(K, x2, Rp)) -
+                                     (kp_entry(K, x1, Lp) - kp_entry(K, x2, Lp));
+            }
+        }
+        grid_barrier(bar, nb, &gen);
+        for (long long l = threadIdx.x; l < ncore; l += blockDim.x) {
+            const long long* in = cur + l * size;
+            const long long x1 = in[2 * s], x2 = in[2 * s + 1];
+            long long lo = x1, hi = x2;
+            if (x1 != x2) {
+                const double b2 =
+                    kp_entry(K, x1, x1) + kp_entry(K, x2, x2) - 2.0 * kp_entry(K, x1, x2);
+                double sg = sig2[l];
+                const double prod = sg * b2 * log_mult;
+                double thresh = sqrt(prod > 0.0 ? prod : 0.0);
+                if (b2 > thresh) thresh = b2;
+                if (sg == 0.0) {
+                    sg = b2 > 0.0 ? b2 : 0.0;
+                } else if (thresh != 0.0) {
+                    const double upd = 1.0 + (b2 / thresh - 2.0) * sg / thresh;
+                    if (upd > 0.0) sg += b2 * upd;
+                }
+                sig2[l] = sg;
+                if (!(thresh > 0.0)) thresh = 1.0;
+                const double alpha = ((volatile double*)acc)[l * half + s];
+                const double prob_x2_left = 0.5 * (1.0 - alpha / thresh);
+                if (unif[l * half + s] <= prob_x2_left) {
+                    lo = x2;
+                    hi = x1;
+                }
+            }
+            decL[l] = lo;
+            decR[l] = hi;
+            if (blockIdx.x == 0) {
+                next[(2 * l) * half + s] = lo;
+                next[(2 * l + 1) * half + s] = hi;
+            }
+        }
+        __syncthreads();
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0 && end > s0) state[0] = end;
+}

@@ -240,3 +240,10 @@ def test_cuda_compress_returns_device_arrays_and_the_cpu_selection(loop_mode):
         got = sc.compress(cp.asarray(X), cp.asarray(S), size=32, method=method, kernel=kern, seed=3)
         assert isinstance(got.indices, cp.ndarray)
         assert got.ksd == pytest.approx(ref.ksd, rel=1e-6)
+
+
+def test_cuda_refuses_a_block_larger_than_the_device_before_allocating():
+    cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0), n=64)
+    with pytest.raises(MemoryError, match="GiB of device memory"):
+        Kg.cuda().check_fits(1e16, "a test buffer")
+    Kg.cuda().check_fits(8.0, "eight bytes")

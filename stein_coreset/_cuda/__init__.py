@@ -185,6 +185,21 @@ class CudaKernel:
                         progress(min(done, steps))
         stream.synchronize()
 
+    def check_fits(self, nbytes: float, what: str) -> None:
+        """Refuse, before allocating, a buffer larger than the device memory free now (the
+        driver's free bytes plus what CuPy's pool holds unused), with the estimate."""
+        cp = self.cp
+        with self._dev():
+            free, total = cp.cuda.runtime.memGetInfo()
+            pool = cp.get_default_memory_pool()
+            avail = free + pool.free_bytes()
+        if nbytes > avail:
+            raise MemoryError(
+                f"{what} needs {nbytes / 2**30:.2f} GiB of device memory; "
+                f"{avail / 2**30:.2f} GiB of {total / 2**30:.1f} GiB are free on device "
+                f"{self.device_id}"
+            )
+
     # ---- dense evaluations ----------------------------------------------------------------
     def gram(self, rows, cols=None):
         """(len(rows), len(cols) or n) block on the device."""
@@ -194,6 +209,7 @@ class CudaKernel:
             c = self._idx(np.zeros(1, np.int64) if cols is None else cols)
             nr = int(r.size)
             nc = self.n if cols is None else int(c.size)
+            self.check_fits(8.0 * nr * nc, f"a ({nr}, {nc}) float64 kernel block")
             out = cp.empty((nr, nc), dtype=cp.float64)
             if nr and nc:
                 self._fn("kp_gram")(

@@ -76,6 +76,7 @@ if [ -f asv_benchmarks/threads_check.py ]; then
     stage_run threads 200 python3 asv_benchmarks/threads_check.py --table --budget-s 170 \
         --json "$OUT/threads.json"
 fi
+stage_run profile 60 python3 tools/gpu_large.py --profile --method lskt --n 65536
 stage_run diagnose 90 python3 tools/gpu_large.py --diagnose-lskt --n 65536
 stage_run dask_gpu 90 python3 tools/gpu_large.py --dask --n 65536
 echo "done $(date +%T)" >> "$LOG"

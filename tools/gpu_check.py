@@ -149,7 +149,8 @@ def main(argv=None) -> int:
                 flush=True,
             )
             rows.append({"method": method, "n": n, "d": args.d, "size": len(res),
-                         "cpu_s": t_cpu, "gpu_s": t_gpu, "ksd_cpu": None if ref is None else ref.ksd,
+                         "cpu_s": t_cpu, "gpu_s": t_gpu,
+                         "ksd_cpu": None if ref is None else ref.ksd,
                          "ksd_gpu": res.ksd, "rel_diff": rel, "agree": bool(ok),
                          "to_host_mb": mb_to, "from_host_mb": mb_from})
             if args.goodpoints and method in ("st", "skt", "lskt"):
@@ -183,6 +184,7 @@ def _goodpoints_row(method, X, S, size, seed, res, t_ours) -> dict:
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import goodpoints_jax as gpj
+
     import stein_coreset as sc
 
     if not gpj.available():

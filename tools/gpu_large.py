@@ -170,6 +170,39 @@ def loops(args) -> list[dict]:
     return rows
 
 
+def profile(args) -> list[dict]:
+    """cProfile of one warm run of ``--method`` at n (the 30 costliest functions)."""
+    import cProfile
+    import io
+    import pstats
+
+    import cupy as cp
+
+    import stein_coreset as sc
+
+    n = args.n[0]
+    kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
+    X, S = _input(cp, n, args.d)
+    kw = dict(size=math.ceil(math.sqrt(n)), method=args.method, kernel=kern, seed=0)
+    if args.method.startswith("l"):
+        kw["tau"] = args.tau
+    sc.compress(X, S, **kw)  # warm
+    cp.cuda.Device().synchronize()
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    res = sc.compress(X, S, **kw)
+    cp.cuda.Device().synchronize()
+    prof.disable()
+    secs = time.perf_counter() - t0
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(30)
+    print(f"{args.method} n={n}: {secs:.3f} s, info: "
+          f"{ {k: v for k, v in res.info.items() if 'time' in k} }")
+    print(buf.getvalue())
+    return [{"method": args.method, "n": n, "seconds": secs}]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,12 +213,15 @@ def main(argv=None) -> int:
     p.add_argument("--dask", action="store_true")
     p.add_argument("--diagnose-lskt", action="store_true")
     p.add_argument("--loops", action="store_true")
+    p.add_argument("--profile", action="store_true", help="cProfile one run of --method")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     if args.diagnose_lskt:
         rows = diagnose_lskt(args)
     elif args.loops:
         rows = loops(args)
+    elif args.profile:
+        rows = profile(args)
     else:
         rows = dask_gpu(args) if args.dask else large(args)
     if args.json:

@@ -70,7 +70,9 @@ def _radial_inc() -> str:
     for p in (_HERE / "radial.inc", _HERE.parents[1] / "src_cpp" / "radial.inc"):
         if p.is_file():
             return p.read_text()
-    raise FileNotFoundError("radial.inc (src_cpp/radial.inc) is not installed beside stein_coreset/_cuda")
+    raise FileNotFoundError(
+        "radial.inc (src_cpp/radial.inc) is not installed beside stein_coreset/_cuda"
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -89,7 +91,7 @@ def cuda_available() -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _module(device_id: int):
     import cupy
 
@@ -243,7 +245,9 @@ class CudaKernel:
                 (_blocks(n), parts), (BLOCK,), self._params + (w, np.int64(chunk), partial)
             )
             out = cp.empty(n, dtype=cp.float64)
-            self._fn("sum_rows")((_blocks(n),), (BLOCK,), (partial, np.int64(parts), np.int64(n), out))
+            self._fn("sum_rows")(
+                (_blocks(n),), (BLOCK,), (partial, np.int64(parts), np.int64(n), out)
+            )
             return out
 
     # ---- the greedy loops ---------------------------------------------------------------------

@@ -68,7 +68,20 @@ class Coreset:
     kind : "equal" | "simplex" | "constant".
     method : the method name.
     ksd : MMD_{k_p} of the weighted coreset to P when scores were given, else None.
-    info : dict of run details (sizes, rounds, timings, dropped rows, ...).
+    info : dict of run details (sizes, rounds, timings, dropped rows, the kernel, ...).
+    draw_indices : (size,) int array or None
+        Equal-weighted results (``kind == "equal"``): the ``size`` picks with repeats kept, in
+        increasing index order (chain order), so ``X[draw_indices]`` is the equal-weight sample.
+        ``None`` for simplex and constant weights (see :meth:`resample_equal`).
+    draws : (size, d) array or None
+        ``X[draw_indices]``: the equal-weight sample, usable anywhere a sample is (its plain mean
+        is the coreset's weighted mean). ``None`` unless ``kind == "equal"``.
+
+    Notes
+    -----
+    ``indices`` / ``weights`` / ``points`` are the support view (each distinct point once, a
+    point picked k times out of m has weight k/m); ``draws`` is the sample view. Any recipe that
+    ignores weights must use ``draws`` (or ``resample_equal()`` for simplex weights).
     """
 
     indices: Any
@@ -78,6 +91,8 @@ class Coreset:
     method: str
     ksd: float | None
     info: dict = field(default_factory=dict)
+    draw_indices: Any = None
+    draws: Any = None
 
     def dense(self, n: int):
         """The (n,) weight vector over all input points (zero off the coreset)."""
@@ -91,12 +106,66 @@ class Coreset:
         host[aa.to_host(self.indices, np.int64)] = aa.to_host(self.weights)
         return aa.from_host(host, xp=xp, device=dev)
 
+    def resample_equal(self, size: int | None = None, seed=None) -> Coreset:
+        """An equal-weighted version of this coreset: ``size`` draws (default: the number of
+        distinct points for simplex weights; this coreset's own draws when it is already equal)
+        by stratified residual resampling of the weights (App. E.3, deterministic for a seed).
+
+        Returns a ``Coreset`` of kind "equal" whose ``draws`` are the sample (``ksd`` None: it
+        needs the scores; ``info["resampled_from"]`` names the source kind). Constant-preserving
+        (signed) weights cannot be resampled and raise ``ValueError``.
+        """
+        from .algorithms.resample import resample
+
+        if self.kind == "equal" and size is None:
+            return self
+        w = aa.to_host(self.weights)
+        if (w < 0).any():
+            raise ValueError(
+                f"resample_equal: this {self.kind!r} coreset has negative weights, which cannot "
+                "be resampled; use its weights (res.weights) or a simplex method (sr, lsr)"
+            )
+        m = len(self) if size is None else val.check_int(size, "size", lo=1)
+        pick = resample(w, m, val.check_random_state(seed, "seed"))
+        xp, dev = aa.namespace(idx=self.indices)
+        idx_host = aa.to_host(self.indices, np.int64)
+        draw_idx = idx_host[pick]
+        uniq, first, counts = np.unique(pick, return_index=True, return_counts=True)
+        take = aa.from_host(uniq.astype(np.int64), xp=xp, device=dev)
+        draw_pos = aa.from_host(pick.astype(np.int64), xp=xp, device=dev)
+        info = dict(self.info, resampled_from=self.kind)
+        return Coreset(
+            indices=aa.from_host(idx_host[uniq], xp=xp, device=dev),
+            weights=aa.from_host(counts / float(m), xp=xp, device=dev),
+            points=xp.take(self.points, take, axis=0),
+            kind="equal",
+            method=self.method,
+            ksd=None,
+            info=info,
+            draw_indices=aa.from_host(draw_idx, xp=xp, device=dev),
+            draws=xp.take(self.points, draw_pos, axis=0),
+        )
+
     def __len__(self):
         return int(self.indices.shape[0])
 
     def __repr__(self):
         k = "None" if self.ksd is None else f"{self.ksd:.4g}"
-        return f"Coreset(method={self.method!r}, kind={self.kind!r}, size={len(self)}, ksd={k})"
+        extra = "" if self.draws is None else f", draws={int(self.draws.shape[0])}"
+        return (
+            f"Coreset(method={self.method!r}, kind={self.kind!r}, size={len(self)}{extra}, "
+            f"ksd={k})"
+        )
+
+
+def equal_draw_counts(weights, size: int, method: str) -> np.ndarray:
+    """The pick counts ``size * weights`` of an equal-weighted result, as integers (checked)."""
+    counts = np.rint(np.asarray(weights, dtype=np.float64) * size).astype(np.int64)
+    if counts.sum() != size or (counts < 1).any():
+        raise RuntimeError(
+            f"internal error: method {method!r} returned weights that are not counts / {size}"
+        )
+    return counts
 
 
 # ---- the method table ------------------------------------------------------------------------
@@ -541,4 +610,11 @@ def compress(
         )
         res_ksd = finite_discrepancy(sub.quad(weights_out), "res.ksd")
     indices = aa.from_host(original, xp=xp, device=dev)
-    return Coreset(indices, weights_out, points, spec.kind, method, res_ksd, info)
+    draw_indices = draws = None
+    if spec.kind == "equal":  # the m picks, repeats kept (chain order)
+        counts = equal_draw_counts(w, size, method)
+        draw_indices = aa.from_host(np.repeat(original, counts), xp=xp, device=dev)
+        draws = xp.take(X, aa.from_host(np.repeat(local, counts), xp=xp, device=dev), axis=0)
+    return Coreset(
+        indices, weights_out, points, spec.kind, method, res_ksd, info, draw_indices, draws
+    )

@@ -27,6 +27,7 @@ from . import _io
 from ._array_api import to_host
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
+from .compress import equal_draw_counts
 from .kernels import IMQ, SteinKernel, median_bandwidth
 
 __all__ = ["compress", "run_cli"]
@@ -433,8 +434,14 @@ def compress(
         "sigma": getattr(base, "sigma", None),
         "time_s": time.perf_counter() - t0,
     }
+    draw_indices = draws = None
+    if out["kind"] == "equal":  # the sample view, repeats kept (as compress gives it)
+        counts = equal_draw_counts(np.asarray(out["weights"]), min(int(size), n), method)
+        draw_indices = np.repeat(np.asarray(out["indices"]), counts)
+        draws = np.repeat(np.asarray(out["points"]), counts, axis=0)
     return _Coreset(
-        out["indices"], out["weights"], out["points"], out["kind"], method, out["ksd"], info
+        out["indices"], out["weights"], out["points"], out["kind"], method, out["ksd"], info,
+        draw_indices, draws,
     )
 
 

@@ -105,9 +105,10 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[IO[bytes]], object])
 def write_coreset(path: str, res, info_json: str) -> str:
     """The ``.npz`` file of a :class:`~stein_coreset.Coreset` that ``stein-coreset compress``
     writes (single-process and distributed alike), atomically: indices, weights, points,
-    method, kind, ksd (NaN without scores) and ``info`` as a JSON string."""
-    return write_atomic(path, lambda f: np.savez(
-        f,
+    method, kind, ksd (NaN without scores) and ``info`` as a JSON string; for an equal-weighted
+    coreset also ``draws`` (the (size, d) equal-weight sample, repeats kept) and
+    ``draw_indices``."""
+    arrays = dict(
         indices=np.asarray(res.indices, dtype=np.int64),
         weights=np.asarray(res.weights, dtype=np.float64),
         points=np.asarray(res.points, dtype=np.float64),
@@ -115,7 +116,11 @@ def write_coreset(path: str, res, info_json: str) -> str:
         kind=np.asarray(res.kind),
         ksd=np.asarray(np.nan if res.ksd is None else res.ksd),
         info=np.asarray(info_json),
-    ))
+    )
+    if getattr(res, "draws", None) is not None:
+        arrays["draws"] = np.asarray(res.draws, dtype=np.float64)
+        arrays["draw_indices"] = np.asarray(res.draw_indices, dtype=np.int64)
+    return write_atomic(path, lambda f: np.savez(f, **arrays))
 
 
 def _file_mode(path: str) -> int:

@@ -158,14 +158,20 @@ class Coreset:
         )
 
 
-def equal_draw_counts(weights, size: int, method: str) -> np.ndarray:
-    """The pick counts ``size * weights`` of an equal-weighted result, as integers (checked)."""
-    counts = np.rint(np.asarray(weights, dtype=np.float64) * size).astype(np.int64)
-    if counts.sum() != size or (counts < 1).any():
-        raise RuntimeError(
-            f"internal error: method {method!r} returned weights that are not counts / {size}"
-        )
-    return counts
+def equal_draw_counts(weights, size: int, method: str, *, search: bool = False) -> np.ndarray:
+    """The pick counts ``m * weights`` of an equal-weighted result of m picks, as integers.
+
+    ``m`` is ``size``; with ``search=True`` (a caller that does not know m, e.g. a method that
+    rounded its size down) the largest m <= size whose counts are whole numbers summing to m.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    for m in range(int(size), max(w.size, 1) - 1 if search else int(size) - 1, -1):
+        counts = np.rint(w * m).astype(np.int64)
+        if counts.sum() == m and (counts >= 1).all() and np.allclose(counts, w * m, atol=1e-6):
+            return counts
+    raise RuntimeError(
+        f"internal error: method {method!r} returned weights that are not counts / {size}"
+    )
 
 
 # ---- the method table ------------------------------------------------------------------------
@@ -403,15 +409,44 @@ def _check_kernel_type(kernel):
         )
 
 
+#: The kernel of ``compress(..., kernel=None)``: IMQ(beta=-1/2) at the median bandwidth, with the
+#: scale-free preconditioner M = diag(per-coordinate variance of X).
+DEFAULT_KERNEL = SteinKernel(M="scale")
+
+
 def _resolve_kernel(kernel, X, n_threads: int) -> SteinKernel:
-    """The Stein kernel of this call with its bandwidth fixed on X (a new object when a median
-    bandwidth is needed; the caller's kernel is never changed). Its base is also the base
-    kernel of the unbiased baselines."""
-    if isinstance(kernel, SteinKernel):
-        return kernel.resolve(X, check_input=False, n_threads=n_threads)
+    """The Stein kernel of this call with its bandwidth (and a ``"scale"`` preconditioner) fixed
+    on X (a new object when anything is resolved; the caller's kernel is never changed). Its
+    base is also the base kernel of the unbiased baselines.
+
+    ``None``: :data:`DEFAULT_KERNEL` (scale-free); a base kernel alone: identity M (its sigma
+    was chosen in the coordinates of X); a ``SteinKernel``: its own M (``None`` = identity)."""
+    if kernel is None:
+        kernel = DEFAULT_KERNEL
     if isinstance(kernel, RadialKernel):
         return SteinKernel(kernel)
-    return SteinKernel(IMQ(sigma=median_bandwidth(X, check_input=False, n_threads=n_threads)))
+    return kernel.resolve(X, check_input=False, n_threads=n_threads)
+
+
+def _kernel_info(requested, stein: SteinKernel) -> dict:
+    """res.info entries of the resolved kernel: bandwidth, preconditioner kind and its diagonal,
+    and the kernel itself (``info["stein_kernel"]`` reproduces res.ksd through ``sc.ksd``)."""
+    req_M = getattr(requested, "M", None) if requested is not None else "scale"
+    if isinstance(req_M, str):
+        pre = "scale"
+    elif stein.M is None:
+        pre = "identity"
+    else:
+        pre = "given"
+    out = {
+        "bandwidth": float(stein.base.sigma),
+        "kernel": repr(stein),
+        "stein_kernel": stein,
+        "preconditioner": pre,
+    }
+    if pre == "scale":
+        out["scale"] = np.sqrt(np.asarray(stein.M, dtype=np.float64)).tolist()
+    return out
 
 
 def _check_rank(rank, method: str, spec: Method, size: int, n: int, what: str = "rank") -> int:
@@ -457,10 +492,17 @@ def compress(
     method : str
         One of :data:`METHODS` (SPEC.md "Methods"; ``docs/api.md`` lists each one's options).
     kernel : SteinKernel or base kernel, optional
-        Default: Stein kernel of IMQ(beta=-1/2) with the median bandwidth of X (debiased
-        methods), or that IMQ base centred at the input (unbiased baselines). A kernel without
-        a bandwidth is resolved once per call into a new object (never changed in place); the
-        bandwidth used is ``res.info["bandwidth"]``, the kernel ``res.info["kernel"]``.
+        Default (:data:`DEFAULT_KERNEL`, scale-free): the Stein kernel of IMQ(beta=-1/2) with
+        the preconditioner M = diag(per-coordinate variance of X) and the median M-distance
+        bandwidth (debiased methods), or that IMQ base in the same M-norm centred at the input
+        (unbiased baselines). Rescaling a coordinate of X (and its scores inversely) selects the
+        same points. ``SteinKernel(M=...)`` overrides M (``M=None``: the identity); a base
+        kernel alone uses the identity. A kernel without a bandwidth is resolved once per call
+        into a new object (never changed in place): ``res.info["bandwidth"]``,
+        ``res.info["preconditioner"]`` ("scale" | "identity" | "given"), ``res.info["scale"]``
+        (the per-coordinate standard deviations of "scale"), and the kernel itself,
+        ``res.info["stein_kernel"]`` (``sc.ksd(res.points, S[res.indices], res.weights,
+        kernel=res.info["stein_kernel"])`` is ``res.ksd``).
     weights : (n,) array, optional
         Weights of the input sample, for the methods that accept them ("rt", "ct").
     rank : int, optional
@@ -556,8 +598,7 @@ def compress(
 
     # -- the kernel, resolved once: selection and res.ksd use the same one ----------------
     stein = _resolve_kernel(kernel, X, n_threads)
-    info["bandwidth"] = float(stein.base.sigma)
-    info["kernel"] = repr(stein)
+    info.update(_kernel_info(kernel, stein))
 
     t0 = time.perf_counter()
     args = dict(opts)
@@ -612,7 +653,7 @@ def compress(
     indices = aa.from_host(original, xp=xp, device=dev)
     draw_indices = draws = None
     if spec.kind == "equal":  # the m picks, repeats kept (chain order)
-        counts = equal_draw_counts(w, size, method)
+        counts = equal_draw_counts(w, int(info.get("size_used", size)), method)
         draw_indices = aa.from_host(np.repeat(original, counts), xp=xp, device=dev)
         draws = xp.take(X, aa.from_host(np.repeat(local, counts), xp=xp, device=dev), axis=0)
     return Coreset(

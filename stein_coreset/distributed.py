@@ -436,7 +436,9 @@ def compress(
     }
     draw_indices = draws = None
     if out["kind"] == "equal":  # the sample view, repeats kept (as compress gives it)
-        counts = equal_draw_counts(np.asarray(out["weights"]), min(int(size), n), method)
+        counts = equal_draw_counts(
+            np.asarray(out["weights"]), min(int(size), n), method, search=True
+        )
         draw_indices = np.repeat(np.asarray(out["indices"]), counts)
         draws = np.repeat(np.asarray(out["points"]), counts, axis=0)
     return _Coreset(

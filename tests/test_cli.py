@@ -293,13 +293,15 @@ def test_python_dash_m_process_exits_2_with_one_line_and_no_traceback(tmp_path):
 def test_demo_gmm_prints_a_row_per_available_method(capsys):
     rc, out, _ = _run(["demo", "--target", "gmm", "--n", 400, "--reference", 300], capsys)
     assert rc == 0
-    assert "Gaussian mixture" in out
+    assert "Gaussian mixture" in out and "Lower is better" in out
+    assert out.startswith("demo: simulating")
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
     assert "(input)" in rows
     for m in available_methods():
         assert m in rows, m
-        assert rows[m][1] in ("equal", "simplex", "constant")
-        ksd, energy = float(rows[m][3]), float(rows[m][4])
+        assert rows[m][1] == ("debiased" if METHODS[m].debiased else "baseline")
+        assert rows[m][2] in ("equal", "simplex", "constant")
+        ksd, energy = float(rows[m][4]), float(rows[m][5])
         assert ksd >= 0 and energy >= 0
 
 
@@ -316,7 +318,7 @@ def test_demo_keeps_working_with_any_subset_and_reports_a_broken_method(capsys, 
         ["demo", "--target", "gmm", "--n", 200, "--reference", 100, "--size", 8], capsys
     )
     assert rc == 1  # a failed method is reported, the others still run
-    assert "standard    equal" in out and "iid         failed: RuntimeError: boom" in out
+    assert "standard    baseline  equal" in out and "iid         failed: RuntimeError: boom" in out
     assert "method(s) failed: iid" in err
 
 
@@ -401,7 +403,7 @@ def test_demo_saved_chain_compresses_to_the_demo_ksd_from_the_command_line(tmp_p
         capsys,
     )
     assert rc == 0 and f"saved the chain to {chain}" in out
-    demo_ksd = float(next(ln.split()[3] for ln in out.splitlines() if ln.startswith("standard")))
+    demo_ksd = float(next(ln.split()[4] for ln in out.splitlines() if ln.startswith("standard")))
     z = _load(chain)
     assert z["X"].shape == z["S"].shape == (196, 2) and z["reference"].shape == (50, 2)
     rc, _, _ = _run(

@@ -558,7 +558,8 @@ def compress(
     if S is None and spec.debiased:
         raise ValueError(f"method {method!r} is debiased and needs the scores S = grad log p(X)")
 
-    # -- arrays: one namespace lookup, one NaN/inf scan (the row mask only when it fails) --
+    # -- arrays: host array-likes converted once, one namespace lookup, one NaN/inf scan --
+    X, S, weights = aa.as_arrays(X=X, S=S, weights=weights)
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
     X = val.check_points(X, xp, "X", allow_nonfinite=True)
     if S is not None:

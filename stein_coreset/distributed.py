@@ -28,7 +28,7 @@ from ._array_api import to_host
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
 from .compress import equal_draw_counts
-from .kernels import IMQ, SteinKernel, median_bandwidth
+from .kernels import SteinKernel
 
 __all__ = ["compress", "run_cli"]
 
@@ -368,12 +368,13 @@ def compress(
     d = int(Xd.shape[1])
     if kernel is not None and not isinstance(kernel, SteinKernel):
         raise TypeError(f"kernel must be a SteinKernel, got {type(kernel).__name__}")
-    M = None if kernel is None else kernel.M
-    if M is not None and tuple(getattr(M, "shape", ())) != (d, d):
+    M = "scale" if kernel is None else kernel.M  # None: compress's scale-free default
+    if M is not None and not isinstance(M, str) and tuple(getattr(M, "shape", ())) != (d, d):
         raise ValueError(f"kernel: the preconditioner M must be ({d}, {d}) for d = {d}, got "
                          f"shape {getattr(M, 'shape', None)}")
-    if kernel is None or kernel.base is None:
-        # one kernel for every task: the median bandwidth of <= 1000 rows spread over the blocks
+    if kernel is None or not kernel.resolved:
+        # one kernel for every task: the median bandwidth (and for M = "scale" the coordinate
+        # variances) of <= 1000 rows spread over the blocks
         per = max(1, -(-1000 // n_blocks))
         sample = dask.delayed(_sample_task, pure=True)
         got = dask.compute(*[sample(Xblocks[b], Sblocks[b],
@@ -389,8 +390,8 @@ def compress(
                 f"X, S: all {ok.size} rows sampled for the kernel bandwidth have NaN or inf; "
                 "pass kernel=SteinKernel(IMQ(sigma=...))"
             )
-        sigma = float(median_bandwidth(np.asarray(sX[ok], dtype=np.float64), M=M))
-        kernel = SteinKernel(IMQ(sigma=sigma), M=M)
+        base = None if kernel is None else kernel.base
+        kernel = SteinKernel(base, M=M).resolve(np.asarray(sX[ok], dtype=np.float64))
     base = getattr(kernel, "base", None)
 
     ss = np.random.SeedSequence(seed)

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+import stein_coreset as sc
 from stein_coreset import cli
 from stein_coreset.compress import METHODS, available_methods
 
@@ -54,7 +55,8 @@ def test_compress_npy_writes_indices_weights_points_and_info(sample, capsys):
     d, X, S = sample
     out = d / "c.npz"
     rc, stdout, _ = _run(
-        ["compress", d / "X.npy", d / "S.npy", "--method", "standard", "--size", 10, "--out", out],
+        ["compress", d / "X.npy", "--scores", d / "S.npy", "--method", "standard", "--size", 10,
+         "--out", out],
         capsys,
     )
     assert rc == 0
@@ -98,6 +100,7 @@ def test_compress_reads_named_arrays_from_one_npz_and_csv_with_header(sample, ca
         [
             "compress",
             f"{d / 'other.npz'}:a",
+            "--scores",
             d / "S.csv",
             "--method",
             "iid",
@@ -128,6 +131,7 @@ def test_compress_nan_policy_omit_drops_the_bad_rows_and_reports_them(sample, ca
         [
             "compress",
             d / "Xn.npy",
+            "--scores",
             d / "Sn.npy",
             "--method",
             "iid",
@@ -191,7 +195,8 @@ def test_compress_appends_npz_suffix_and_accepts_options_and_progress(sample, ca
 def test_missing_file_is_one_line_exit_2(sample, capsys):
     d, _, _ = sample
     rc, _, err = _run(
-        ["compress", d / "nope.npy", d / "S.npy", "--method", "standard", "--size", 3], capsys
+        ["compress", d / "nope.npy", "--scores", d / "S.npy", "--method", "standard", "--size", 3],
+        capsys,
     )
     line = _one_line_error(rc, err)
     assert "POINTS: file not found" in line and "nope.npy" in line
@@ -201,7 +206,9 @@ def test_shape_mismatch_is_one_line_exit_2(sample, capsys):
     d, X, S = sample
     np.save(d / "S_short.npy", S[:40])
     rc, _, err = _run(
-        ["compress", d / "X.npy", d / "S_short.npy", "--method", "standard", "--size", 3], capsys
+        ["compress", d / "X.npy", "--scores", d / "S_short.npy", "--method", "standard",
+         "--size", 3],
+        capsys,
     )
     line = _one_line_error(rc, err)
     assert "shape mismatch" in line and "(40, 2)" in line and "(50, 2)" in line
@@ -213,7 +220,8 @@ def test_nan_rows_are_counted_in_a_one_line_error(sample, capsys):
     X[[0, 5, 9], 1] = np.nan
     np.save(d / "Xn.npy", X)
     rc, _, err = _run(
-        ["compress", d / "Xn.npy", d / "S.npy", "--method", "standard", "--size", 3], capsys
+        ["compress", d / "Xn.npy", "--scores", d / "S.npy", "--method", "standard", "--size", 3],
+        capsys,
     )
     line = _one_line_error(rc, err)
     assert "3 of the 50 rows" in line and "--nan-policy omit" in line
@@ -229,7 +237,7 @@ def test_nan_rows_are_counted_in_a_one_line_error(sample, capsys):
 )
 def test_bad_method_or_size_is_one_line_exit_2(sample, capsys, argv, needle):
     d, _, _ = sample
-    rc, _, err = _run(["compress", d / "X.npy", d / "S.npy", *argv], capsys)
+    rc, _, err = _run(["compress", d / "X.npy", "--scores", d / "S.npy", *argv], capsys)
     assert needle in _one_line_error(rc, err)
 
 
@@ -427,6 +435,7 @@ def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd
         [
             "compress",
             d / "X.npy",
+            "--scores",
             d / "S.npy",
             "--method",
             "standard",
@@ -456,6 +465,7 @@ def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd
         [
             "compress",
             d / "X.npy",
+            "--scores",
             d / "S.npy",
             "--method",
             "standard",
@@ -467,3 +477,72 @@ def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd
         capsys,
     )
     assert "--precond must be a (2, 2) matrix" in _one_line_error(rc, err)
+
+
+# --- issue 26: no positional pair misread, one table split by columns, --version ------------
+
+
+def test_two_positional_npy_files_are_never_read_as_points_and_scores(sample, capsys):
+    d, X, S = sample
+    np.save(d / "X1.npy", X + 1)
+    rc, _, err = _run(["compress", d / "X.npy", d / "X1.npy", "--method", "skt", "--size", 5],
+                      capsys)
+    line = _one_line_error(rc, err)
+    assert "no --scores" in line and "--scores FILE" in line
+
+
+def test_version_prints_the_installed_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith("stein-coreset ")
+
+
+def test_one_csv_with_points_scores_and_na_split_by_columns(sample, capsys):
+    d, X, S = sample
+    with open(d / "both.csv", "w") as f:
+        f.write("x1,x2,s1,s2\n")
+        for i, (x, s) in enumerate(zip(X, S, strict=True)):
+            cells = [repr(float(v)) for v in (*x, *s)]
+            if i == 7:
+                cells[2] = "NA"
+            f.write(",".join(cells) + "\n")
+    argv = ["compress", d / "both.csv", "--score-columns", "s1,s2", "--method", "st", "--size",
+            6, "--out", d / "c.npz"]
+    rc, _, err = _run(argv, capsys)
+    assert "1 of the 50 rows" in _one_line_error(rc, err)
+    rc, out, _ = _run([*argv, "--nan-policy", "omit"], capsys)
+    assert rc == 0 and "dropped 1 rows" in out
+    z = _load(d / "c.npz")
+    keep = np.arange(50) != 7
+    ref = sc.compress(X[keep], S[keep], size=6, method="st")
+    np.testing.assert_array_equal(z["points"], np.asarray(ref.points))
+    assert z["draws"].shape == (6, 2)
+    np.testing.assert_allclose(z["draws"].mean(axis=0), z["weights"] @ z["points"])
+    rc, _, _ = _run(["compress", d / "both.csv", "--x-columns", "0:2", "--score-columns", "2:4",
+                     "--method", "st", "--size", 6, "--nan-policy", "omit", "--out",
+                     d / "c2.npz"], capsys)
+    assert rc == 0
+    np.testing.assert_array_equal(_load(d / "c2.npz")["indices"], z["indices"])
+    rc, _, err = _run(["compress", d / "both.csv", "--score-columns", "nope", "--method", "st",
+                       "--size", 6], capsys)
+    assert "no column 'nope'" in _one_line_error(rc, err)
+
+
+def test_out_npy_is_refused_with_the_name_to_use(sample, capsys):
+    d, X, S = sample
+    rc, _, err = _run(["compress", d / "X.npy", "--scores", d / "S.npy", "--method", "standard",
+                       "--size", 3, "--out", d / "X.npy"], capsys)
+    line = _one_line_error(rc, err)
+    assert "is an .npz archive" in line and "X.npz" in line and "overwrite" not in line
+
+
+def test_precond_scale_is_the_default_and_identity_is_available(sample, capsys):
+    d, X, S = sample
+    base = ["compress", d / "X.npy", "--scores", d / "S.npy", "--method", "st", "--size", 8]
+    _run([*base, "--out", d / "a.npz"], capsys)
+    _run([*base, "--precond", "scale", "--out", d / "b.npz"], capsys)
+    _run([*base, "--precond", "identity", "--out", d / "c.npz"], capsys)
+    a, b, c = (json.loads(str(_load(d / f"{k}.npz")["info"])) for k in "abc")
+    assert a["preconditioner"] == b["preconditioner"] == "scale"
+    assert c["preconditioner"] == "identity"

@@ -6,8 +6,12 @@ import pytest
 az = pytest.importorskip("arviz")
 xr = pytest.importorskip("xarray")
 
-from stein_coreset.integrations.arviz import arviz_major, flatten, get_group  # noqa: E402
-from stein_coreset.integrations.arviz import unflatten  # noqa: E402
+from stein_coreset.integrations.arviz import (  # noqa: E402
+    arviz_major,
+    flatten,
+    get_group,
+    unflatten,  # noqa: E402
+)
 
 
 @pytest.fixture(scope="module")

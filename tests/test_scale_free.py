@@ -1,4 +1,4 @@
-"""The default kernel of ``compress`` is scale-free (issue 26): M = diag(per-coordinate variance)."""
+"""The default kernel of ``compress`` is scale-free (issue 26): M = diag(coordinate variances)."""
 
 import numpy as np
 import pytest
@@ -51,7 +51,8 @@ def test_explicit_M_overrides_the_scale_default():
     M = np.diag([2.0, 3.0, 0.5])
     res = sc.compress(X, S, size=16, method="st", kernel=sc.SteinKernel(M=M))
     assert res.info["preconditioner"] == "given"
-    ref = sc.compress(X, S, size=16, method="st", kernel=sc.SteinKernel(M=np.array([2.0, 3.0, 0.5])))
+    diag = sc.SteinKernel(M=np.array([2.0, 3.0, 0.5]))
+    ref = sc.compress(X, S, size=16, method="st", kernel=diag)
     np.testing.assert_array_equal(res.indices, ref.indices)
 
 

@@ -532,7 +532,9 @@ def compress_trace(
                 da = da.transpose("chain", "draw", ...)
             vals = from_sources(sgroups, name, da)
             svars[name] = (cd + tuple(da.dims[2:]), vals[None])
-        out["sample_stats"] = xr.Dataset(svars, coords={"chain": np.arange(1), "draw": np.arange(k)})
+        out["sample_stats"] = xr.Dataset(
+            svars, coords={"chain": np.arange(1), "draw": np.arange(k)}
+        )
     for g in ("observed_data", "constant_data"):
         if _az.has_group(idata, g):
             out[g] = _az.get_group(idata, g)

@@ -154,7 +154,7 @@ def main():
                 np.log(ds["tau"].values.ravel()),
                 s=3,
                 c=c,
-                label=g.replace("_posterior", "-up").replace("posterior", "draws"),
+                label="warm-up" if g == "warmup_posterior" else "draws",
             )
         p = get_group(results["standard"], "posterior")
         ax.scatter(

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _array_api as aa
 from . import _validation as val
+from ._progress import stage
 from ._threads import effective_n_threads
 from .algorithms.compresspp import (
     SWAP_TARGETS,
@@ -617,6 +618,9 @@ def compress(
     info.update(_kernel_info(kernel, stein))
 
     t0 = time.perf_counter()
+    if progress:
+        stage(f"stein_coreset.compress: {method} ({spec.summary}) on n = {n}, d = "
+              f"{X.shape[1]}, size {size}, {n_threads} threads ...")
     args = dict(opts)
     if spec.uses_rank:
         args["rank"] = rank
@@ -645,6 +649,8 @@ def compress(
     info.update(extra)
     info["n_threads"] = n_threads
     info["time_s"] = time.perf_counter() - t0
+    if progress:
+        stage(f"stein_coreset.compress: {method} done in {info['time_s']:.2f} s")
 
     local = np.asarray(idx, dtype=np.int64)
     w = np.asarray(w, dtype=np.float64)

@@ -281,7 +281,8 @@ def plot_demo(plt, path, chain, rows, curves, target):
         sz = np.clip(25.0 * np.abs(w) * len(w), 2.0, 400.0)  # equal weights: 25 pt^2
         col = np.where(w >= 0, "tab:blue", "tab:orange")
         ax.scatter(P[:, 0], P[:, 1], s=sz, c=col, edgecolors="k", linewidths=0.3, zorder=3)
-        ax.set_title(f"{r['method']} ({r['kind']}, m={r['size']})", fontsize=9)
+        ax.set_title(f"{r['method']}: {_role(r['method'])}, {r['kind']}, {r['size']} pts",
+                     fontsize=9)
         ax.set_xlim(lim_lo[0] - pad[0], lim_hi[0] + pad[0])
         ax.set_ylim(lim_lo[1] - pad[1], lim_hi[1] + pad[1])
         ax.tick_params(labelsize=7)

@@ -416,6 +416,7 @@ class SteinKernel:
         (the object is not changed).
         """
         if check_input:
+            X, S = aa.as_arrays(X=X, S=S)
             xp, dev = aa.namespace(X=X, S=S)
             X = val.check_points(X, xp, "X")
             S = val.check_scores(S, X, xp, "S")
@@ -430,6 +431,7 @@ class SteinKernel:
         (a bandwidth or scale left to resolve is fixed on X)."""
         if (Y is None) != (T is None):
             raise ValueError("give both Y and its scores T, or neither")
+        X, S, Y, T = aa.as_arrays(X=X, S=S, Y=Y, T=T)
         xp, _ = aa.namespace(X=X, S=S)
         X = val.check_points(X, xp, "X")
         k = self.resolve(X, check_input=False)

@@ -72,3 +72,10 @@ def test_device_arrays_are_not_converted(sample):
     res = sc.compress(strict.asarray(X, device=dev), strict.asarray(S, device=dev), size=8,
                       method="st")
     assert res.indices.device == dev and res.draws.device == dev
+
+
+def test_the_stein_kernel_takes_lists_too(sample):
+    X, S = sample
+    k = sc.SteinKernel(sc.IMQ(1.0))
+    np.testing.assert_allclose(k.matrix(X[:5].tolist(), S[:5].tolist()), k.matrix(X[:5], S[:5]))
+    np.testing.assert_allclose(k.diag(X[:5].tolist(), S[:5]), k.diag(X[:5], S[:5]))

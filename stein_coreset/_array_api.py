@@ -15,6 +15,7 @@ import array_api_compat
 import numpy as np
 
 __all__ = [
+    "as_arrays",
     "namespace",
     "device_of",
     "to_host",
@@ -63,6 +64,63 @@ def namespace(**arrays: Any):
                 "move them to one device first"
             )
     return xp, first
+
+
+def _as_array(x, name: str):
+    """One user argument as an array: array-API objects (NumPy, CuPy, torch, JAX, ...) as they
+    are (a device array is never copied to the host); host array-likes converted once."""
+    if isinstance(x, np.ma.MaskedArray):
+        n_masked = int(np.ma.count_masked(x))
+        if n_masked:
+            raise ValueError(
+                f"{name} is a masked array with {n_masked} masked entries; a mask is never "
+                f"ignored: drop those rows ({name} = np.ma.compress_rows({name})) or mark them "
+                f"missing ({name}.filled(np.nan)) and pass nan_policy='omit'"
+            )
+        return np.asarray(x.data)
+    if array_api_compat.is_array_api_obj(x):
+        return x
+    mod = type(x).__module__.split(".")[0]
+    if mod == "pandas" and hasattr(x, "to_numpy"):  # DataFrame, Series: NA -> NaN
+        try:
+            return x.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as e:
+            raise TypeError(
+                f"{name}: a pandas {type(x).__name__} with non-numeric values ({e}); select "
+                "the numeric columns"
+            ) from None
+    if mod == "xarray":
+        if hasattr(x, "data_vars"):
+            raise TypeError(
+                f"{name} is an xarray Dataset; pass one DataArray of shape (n, d), or flatten "
+                "a posterior with stein_coreset.integrations.arviz.flatten"
+            )
+        data = getattr(x, "data", None)
+        if data is not None and array_api_compat.is_array_api_obj(data):
+            return data  # NumPy or a device array, as it is
+        return _as_array(np.asarray(x), name)
+    if isinstance(x, (list, tuple)) or hasattr(x, "__array__"):
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{name} could not be read as an array: {e}") from None
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(
+                f"{name} must hold real numbers; as an array it has dtype {arr.dtype}"
+            )
+        return arr
+    raise TypeError(
+        f"{name} must be an array (NumPy, CuPy or another array-API library) or a host "
+        f"array-like (list, pandas, xarray), got {type(x).__name__}"
+    )
+
+
+def as_arrays(**arrays: Any) -> tuple:
+    """The named user arguments as arrays, in order (``None`` stays ``None``): array-API arrays
+    unchanged; lists, tuples, pandas DataFrames / Series (NA -> NaN), xarray DataArrays and
+    objects with ``__array__`` converted to NumPy once; a masked array with masked entries is
+    refused (its mask is never silently dropped). Called once at the public boundary."""
+    return tuple(None if v is None else _as_array(v, k) for k, v in arrays.items())
 
 
 def device_of(x):

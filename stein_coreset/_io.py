@@ -20,6 +20,7 @@ Errors are ``ValueError`` (bad content or a refused path) or ``FileNotFoundError
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -105,9 +106,10 @@ def write_atomic(path: str | os.PathLike, writer: Callable[[IO[bytes]], object])
 def write_coreset(path: str, res, info_json: str) -> str:
     """The ``.npz`` file of a :class:`~stein_coreset.Coreset` that ``stein-coreset compress``
     writes (single-process and distributed alike), atomically: indices, weights, points,
-    method, kind, ksd (NaN without scores) and ``info`` as a JSON string."""
-    return write_atomic(path, lambda f: np.savez(
-        f,
+    method, kind, ksd (NaN without scores) and ``info`` as a JSON string; for an equal-weighted
+    coreset also ``draws`` (the (size, d) equal-weight sample, repeats kept) and
+    ``draw_indices``."""
+    arrays = dict(
         indices=np.asarray(res.indices, dtype=np.int64),
         weights=np.asarray(res.weights, dtype=np.float64),
         points=np.asarray(res.points, dtype=np.float64),
@@ -115,7 +117,11 @@ def write_coreset(path: str, res, info_json: str) -> str:
         kind=np.asarray(res.kind),
         ksd=np.asarray(np.nan if res.ksd is None else res.ksd),
         info=np.asarray(info_json),
-    ))
+    )
+    if getattr(res, "draws", None) is not None:
+        arrays["draws"] = np.asarray(res.draws, dtype=np.float64)
+        arrays["draw_indices"] = np.asarray(res.draw_indices, dtype=np.int64)
+    return write_atomic(path, lambda f: np.savez(f, **arrays))
 
 
 def _file_mode(path: str) -> int:
@@ -155,64 +161,137 @@ def refuse_overwrite_input(
     """
     given = os.fspath(out_path)
     written = savez_path(given) if savez else given
+    ext = os.path.splitext(given)[1].lower()
+    if savez and ext and ext != ".npz" and ext in (".npy", ".csv", ".txt", ".json", ".nc"):
+        raise ValueError(
+            f"{what} {given}: the coreset is an .npz archive (indices, weights, points, draws, "
+            f"info); name it {os.path.splitext(given)[0]}.npz"
+        )
     for spec in input_paths:
         if spec is None:
             continue
         src, _ = split_key(os.fspath(spec))
-        for cand in {given, written}:
-            if _same_file(cand, src):
-                raise ValueError(
-                    f"{what} {given} would overwrite the input file {src}"
-                    + (f" (np.savez writes {written})" if written != given else "")
-                    + "; choose another output path"
-                )
+        if _same_file(written, src):
+            raise ValueError(
+                f"{what} {given} would overwrite the input file {src}; choose another output path"
+            )
     return written
 
 
+#: CSV cells read as missing (NaN), as pandas reads them: ``nan_policy`` then reports or drops
+#: their rows.
+NA_TOKENS = frozenset({"", "NA", "N/A", "n/a", "NaN", "nan", "-nan", "NULL", "null", "None",
+                       "#N/A", "<NA>"})
+
+
 def read_csv(path: str | os.PathLike) -> np.ndarray:
-    """A comma-separated numeric table as a 2-D float64 array (rows are points).
+    """A comma-separated numeric table as a 2-D float64 array (rows are points)."""
+    return read_csv_table(path)[0]
+
+
+def read_csv_table(path: str | os.PathLike):
+    """A comma-separated numeric table: ``(A, names)``, A a 2-D float64 array (rows are points),
+    names the header's column names or None.
 
     One optional header line (a first line with a non-numeric cell) is skipped. A single row is
     one point (shape (1, d)); a single column is n one-dimensional points (shape (n, 1)).
-    ``nan``/``inf`` cells are read as such (the caller's validation reports them). Raises
-    ``ValueError`` naming the file and the line for ``;``/tab separators, text or empty
-    cells and rows of different lengths.
+    Missing cells (empty, ``NA``, ``NaN``, ``null``, ... :data:`NA_TOKENS`) are NaN, for
+    ``nan_policy`` to report or drop. Read by pandas when it is installed (fast), else by a
+    plain reader; either way ``ValueError`` names the file and the line for ``;``/tab
+    separators, text cells and rows of different lengths.
     """
     path = os.fspath(path)
-    rows: list[list[float]] = []
-    width = None
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    if pd is not None:
+        header = _csv_header(path)
+        try:
+            df = pd.read_csv(
+                path, header=0 if header is not None else None, comment="#",
+                skip_blank_lines=True, skipinitialspace=True, na_values=sorted(NA_TOKENS),
+                keep_default_na=True, encoding="utf-8-sig", dtype=str,
+            )
+        except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+            df = None
+        if df is not None and df.shape[0] and df.shape[1]:
+            try:
+                A = df.apply(pd.to_numeric, errors="raise").to_numpy(dtype=np.float64)
+            except (ValueError, TypeError):
+                A = None
+            if A is not None and (header is None or len(header) == A.shape[1]):
+                if df.shape[1] == _csv_width(path, header is not None):
+                    return A, header
+    return _read_csv_plain(path)
+
+
+def _csv_lines(path: str):
     with open(path, encoding="utf-8-sig", newline="") as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.strip()
-            if not line or line.startswith("#"):
+            if line and not line.startswith("#"):
+                yield lineno, line
+
+
+def _cell_value(c: str):
+    if c in NA_TOKENS:
+        return math.nan
+    return float(c)
+
+
+def _csv_header(path: str):
+    """The header's names when the first line has a cell that is neither a number nor NA."""
+    for _, line in _csv_lines(path):
+        cells = [c.strip() for c in line.split(",")]
+        if any(c not in NA_TOKENS and not _is_float(c) for c in cells):
+            return cells
+        return None
+    return None
+
+
+def _csv_width(path: str, has_header: bool) -> int:
+    """Cells in the first data line (pandas pads short rows; the plain reader catches it)."""
+    widths = {len(line.split(",")) for k, (_, line) in enumerate(_csv_lines(path))
+              if k >= int(has_header)}
+    return widths.pop() if len(widths) == 1 else -1
+
+
+def _read_csv_plain(path: str):
+    rows: list[list[float]] = []
+    width = None
+    names = None
+    for lineno, line in _csv_lines(path):
+        cells = [c.strip() for c in line.split(",")]
+        try:
+            values = [_cell_value(c) for c in cells]
+        except ValueError:
+            values = None
+        if values is None:
+            if not rows and names is None and not any(";" in c or "\t" in c for c in cells):
+                names = cells  # the header line
+                width = len(cells)
                 continue
-            cells = [c.strip() for c in line.split(",")]
-            try:
-                values = [float(c) for c in cells]
-            except ValueError:
-                values = None
-            if values is None:
-                if not rows and width is None and not any(";" in c or "\t" in c for c in cells):
-                    width = len(cells)  # the header line
-                    continue
-                sep = ";" if ";" in line else ("\t" if "\t" in line else None)
-                if sep is not None and "," not in line:
-                    raise ValueError(
-                        f"{path}, line {lineno}: cells are separated by {sep!r}; "
-                        "the CSV reader expects commas"
-                    )
-                col, bad = next((j, c) for j, c in enumerate(cells) if not _is_float(c))
-                what = "an empty cell" if bad == "" else f"the cell {bad!r} is not a number"
-                raise ValueError(f"{path}, line {lineno}, column {col + 1}: {what}")
-            if width is not None and len(values) != width:
+            sep = ";" if ";" in line else ("\t" if "\t" in line else None)
+            if sep is not None and "," not in line:
                 raise ValueError(
-                    f"{path}, line {lineno}: {len(values)} cells, but earlier lines have {width}"
+                    f"{path}, line {lineno}: cells are separated by {sep!r}; "
+                    "the CSV reader expects commas"
                 )
-            width = len(values)
-            rows.append(values)
+            col, bad = next(
+                (j, c) for j, c in enumerate(cells) if c not in NA_TOKENS and not _is_float(c)
+            )
+            raise ValueError(f"{path}, line {lineno}, column {col + 1}: the cell {bad!r} is not "
+                             "a number")
+        if width is not None and len(values) != width:
+            raise ValueError(
+                f"{path}, line {lineno}: {len(values)} cells, but earlier lines have {width}"
+            )
+        width = len(values)
+        rows.append(values)
     if not rows:
         raise ValueError(f"{path}: no data rows")
-    return np.asarray(rows, dtype=np.float64)
+    return np.asarray(rows, dtype=np.float64), names
 
 
 def _is_float(c: str) -> bool:
@@ -221,6 +300,20 @@ def _is_float(c: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def load_table(
+    spec: str | os.PathLike, what: str = "POINTS", keys: tuple[str, ...] = POINT_KEYS
+):
+    """:func:`load_points` with the CSV header's column names: ``(A, names or None)``."""
+    path, _ = split_key(os.fspath(spec))
+    names = None
+    if os.path.splitext(path)[1].lower() == ".csv" and os.path.isfile(path):
+        try:
+            names = _csv_header(path)
+        except (OSError, UnicodeDecodeError):
+            names = None
+    return load_points(spec, what, keys), names
 
 
 def load_points(

@@ -33,3 +33,14 @@ def progress_bar(iterable, desc: str = "", total: int | None = None):
     except ImportError:
         return _Plain(iterable, desc, total)
     return tqdm(iterable, desc=desc, total=total, leave=False)
+
+
+def stage(message: str) -> None:
+    """One line on stderr for a stage without a bar (e.g. a C++ loop that reports nothing
+    until it returns), through ``tqdm.write`` when tqdm is installed so open bars stay intact."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        print(message, file=sys.stderr, flush=True)
+        return
+    tqdm.write(message, file=sys.stderr)

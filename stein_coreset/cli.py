@@ -7,8 +7,10 @@ Sub-commands:
   from its modes), compress it with every implemented method and print method, kind, coreset
   size, KSD, energy distance to a long reference sample and time. ``--plot FILE.png`` draws the
   chain, its burn-in, each coreset (point size proportional to weight) and KSD-vs-size curves.
-- ``compress POINTS [SCORES]``: compress arrays read from ``.npy``, ``.npz`` or ``.csv`` files and
-  write the coreset (indices, weights, points, run info) to an ``.npz`` file.
+- ``compress POINTS --scores SCORES``: compress arrays read from ``.npy``, ``.npz`` or ``.csv``
+  files (``--x-columns`` / ``--score-columns`` split one table) and write the coreset (indices,
+  weights, points, draws, run info) to an ``.npz`` file. A second positional file is never
+  read as scores.
   ``compress CHAIN... [--workers N | --scheduler ADDRESS] [--block-size M]``: several chain files
   (or any of those flags) go to :func:`stein_coreset.distributed.run_cli` (Dask, extra ``dask``):
   one block per chain, read on the workers, same output file.
@@ -106,10 +108,12 @@ def _kernel_from_args(args, X):
     ``--bandwidth`` compress resolves the median M-distance bandwidth)."""
     import stein_coreset as sc
 
-    if args.bandwidth is None and args.precond is None:
-        return None
+    if args.bandwidth is None and args.precond in (None, "scale"):
+        return None  # compress's default: scale-free, median bandwidth
     M = None
-    if args.precond is not None:
+    if args.precond == "scale":
+        M = "scale"
+    elif args.precond not in (None, "identity"):
         M = load_array(args.precond, "--precond", ("M", "precond", "cov"))
         d = M.shape[0] if X is None else X.shape[1]  # X None: the distributed path checks d
         if M.shape != (d, d):
@@ -121,11 +125,78 @@ def _kernel_from_args(args, X):
 def _cmd_compress(args) -> int:
     if _distributed_requested(args):
         return _cmd_compress_distributed(args)
+    if len(args.files) == 2:
+        raise CLIError(
+            f"two input files ({args.files[0]}, {args.files[1]}) and no --scores: a second file "
+            "is never taken for scores, since a second chain would be misread as them; pass "
+            "the scores with --scores FILE (one per chain file, in order), or give chain .npz "
+            "files that hold their own X and S"
+        )
     if len(args.files) > 2:  # pragma: no cover - _distributed_requested takes these
         raise CLIError("several chain files need the distributed path")
     args.points = args.files[0]
-    args.scores = args.files[1] if len(args.files) == 2 else None
+    if args.scores is not None and len(args.scores) != 1:
+        raise CLIError(f"--scores: {len(args.scores)} score files for 1 chain file")
+    args.scores = args.scores[0] if args.scores else None
     return _compress_single(args)
+
+
+def _columns(spec: str | None, names, d: int, flag: str):
+    """Column indices of ``--x-columns`` / ``--score-columns``: comma-separated 0-based
+    indices, ranges ``a:b`` (b excluded) or header names of a CSV file."""
+    if spec is None:
+        return None
+    out = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if ":" in part:
+            a, _, b = part.partition(":")
+            try:
+                lo = int(a) if a.strip() else 0
+                hi = int(b) if b.strip() else d
+            except ValueError:
+                raise CLIError(f"{flag}: {part!r} is not a range a:b of column numbers") from None
+            out.extend(range(lo, hi))
+        elif part.lstrip("-").isdigit():
+            out.append(int(part))
+        elif names is not None and part in names:
+            out.append(list(names).index(part))
+        else:
+            known = f"; the header has {', '.join(names)}" if names is not None else ""
+            raise CLIError(f"{flag}: no column {part!r}{known}")
+    bad = [c for c in out if not -d <= c < d]
+    if bad or not out:
+        raise CLIError(f"{flag}: columns {bad or spec!r} are not among the file's {d} columns")
+    return [c % d for c in out]
+
+
+def _load_single_input(args):
+    """X, S and the scores' file name of the single-process path (``--x-columns`` /
+    ``--score-columns`` split one table into points and scores)."""
+    if args.x_columns is None and args.score_columns is None:
+        X = load_array(args.points, "POINTS", POINT_KEYS)
+        scores = args.scores or _scores_from_points_file(args.points)
+        S = load_array(scores, "SCORES", SCORE_KEYS) if scores else None
+        return X, S, scores
+    if args.scores is not None:
+        raise CLIError("--score-columns reads the scores from POINTS; do not give --scores too")
+    try:
+        table, names = _io.load_table(args.points, "POINTS", POINT_KEYS)
+    except (ValueError, OSError) as e:
+        raise CLIError(str(e)) from None
+    d = table.shape[1]
+    sc_cols = _columns(args.score_columns, names, d, "--score-columns")
+    x_cols = _columns(args.x_columns, names, d, "--x-columns")
+    if x_cols is None:
+        x_cols = [j for j in range(d) if j not in set(sc_cols or [])]
+    if sc_cols is not None and set(sc_cols) & set(x_cols):
+        raise CLIError(f"--x-columns and --score-columns share columns "
+                       f"{sorted(set(sc_cols) & set(x_cols))}")
+    X = table[:, x_cols]
+    S = None if sc_cols is None else table[:, sc_cols]
+    return X, S, (None if S is None else f"{args.points} (columns {args.score_columns})")
 
 
 def _compress_single(args) -> int:
@@ -133,9 +204,7 @@ def _compress_single(args) -> int:
     import stein_coreset as sc
 
     options = _parse_options(args.option)
-    X = load_array(args.points, "POINTS", POINT_KEYS)
-    scores = args.scores or _scores_from_points_file(args.points)
-    S = load_array(scores, "SCORES", SCORE_KEYS) if scores else None
+    X, S, scores = _load_single_input(args)
     if S is not None and S.shape != X.shape:
         raise CLIError(
             f"shape mismatch: SCORES has shape {S.shape} but POINTS has shape {X.shape}; "
@@ -151,7 +220,7 @@ def _compress_single(args) -> int:
             f"{n_bad} of the {X.shape[0]} rows of {where} contain NaN or inf; "
             "pass --nan-policy omit to drop them"
         )
-    out = _check_out(args.out, [args.points, scores, args.precond])
+    out = _check_out(args.out, [args.points, args.scores, args.precond])
     kernel = _kernel_from_args(args, X)
     res = sc.compress(
         X,
@@ -225,7 +294,9 @@ def _holds_points_and_scores(spec: str) -> bool:
 def _distributed_requested(args) -> bool:
     """Several chain files or a distributed flag: the Dask path. Two files are POINTS SCORES as
     before, unless both are chain files holding their own points and scores."""
-    if any(v is not None for v in (args.workers, args.scheduler, args.block_size, args.scores)):
+    if any(v is not None for v in (args.workers, args.scheduler, args.block_size)):
+        return True
+    if args.scores is not None and len(args.files) > 1:
         return True
     if len(args.files) > 2:
         return True
@@ -340,6 +411,15 @@ def _cmd_methods(args) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("stein_coreset")
+    except Exception:  # noqa: BLE001 - not installed (a source checkout on sys.path)
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -352,6 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
         "grad log p at the points.",
     )
     p.add_argument("--debug", action="store_true", default=False, help="show tracebacks")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser(
@@ -396,8 +477,9 @@ def build_parser() -> argparse.ArgumentParser:
         "compress",
         parents=[common],
         help="compress points (and scores) read from files",
-        description="Compress the points in POINTS, with the scores grad log p in SCORES, and "
-        "write indices, weights, points and the run's info to an .npz file. Files: .npy, .npz "
+        description="Compress the points in FILE, with the scores grad log p from --scores "
+        "(or the same .npz, or --score-columns), and write indices, weights, points, draws "
+        "and the run's info to an .npz file. Files: .npy, .npz "
         "(FILE.npz:NAME picks an array; by default X/points and S/scores), .csv. Several chain "
         "files, or --workers/--scheduler/--block-size/--scores: compress them on Dask, one "
         "block per chain (docs/distributed.md).",
@@ -406,11 +488,11 @@ def build_parser() -> argparse.ArgumentParser:
         "files",
         metavar="FILE",
         nargs="+",
-        help="POINTS [SCORES]: (n, d) points (.npy, .npz[:NAME] or .csv) and the scores grad "
-        "log p at them (needed by the debiased methods; optional when POINTS is an .npz holding "
-        "them). Several chain files (.npz with points and scores, or .npy points with --scores), "
-        "or any of --workers/--scheduler/--block-size: the distributed path (needs the extra "
-        "'dask'), one block per chain",
+        help="(n, d) points (.npy, .npz[:NAME] or .csv), with their scores from --scores, "
+        "from the same .npz (X and S) or from --score-columns. Several chain files (.npz with "
+        "points and scores, or .npy points with --scores), or any of "
+        "--workers/--scheduler/--block-size: the distributed path (needs the extra 'dask'), "
+        "one block per chain",
     )
     comp.add_argument("--method", required=True, help="method name (see `stein-coreset methods`)")
     comp.add_argument("--size", type=int, required=True, help="coreset size")
@@ -426,9 +508,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--precond",
         metavar="M",
         default=None,
-        help="(d, d) SPD preconditioner M of the kernel, from .npy/.npz/.csv (default identity)",
+        help="preconditioner M of the Stein kernel: 'scale' (default: each coordinate scaled by "
+        "its standard deviation, so the result does not depend on units), 'identity', or a "
+        "(d, d) SPD matrix from .npy/.npz/.csv",
     )
     comp.add_argument("--seed", type=int, default=None)
+    comp.add_argument(
+        "--scores",
+        nargs="+",
+        default=None,
+        metavar="SCORES",
+        help="the scores grad log p at the points (.npy / .npz[:NAME] / .csv), one file per "
+        "FILE in the same order; needed by the debiased methods unless FILE is an .npz holding "
+        "them (X and S) or --score-columns picks them",
+    )
+    comp.add_argument(
+        "--x-columns",
+        default=None,
+        metavar="COLS",
+        help="columns of FILE holding the points (0-based indices, ranges a:b, or CSV header "
+        "names, comma separated; default: every column not in --score-columns)",
+    )
+    comp.add_argument(
+        "--score-columns",
+        default=None,
+        metavar="COLS",
+        help="columns of FILE holding the scores, for one table with both (e.g. 4:8 or "
+        "ds1,ds2)",
+    )
     comp.add_argument(
         "--nan-policy",
         choices=("raise", "omit"),
@@ -465,14 +572,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="M",
         help="size of each block coreset and intermediate reduce (default --size)",
-    )
-    dist.add_argument(
-        "--scores",
-        nargs="+",
-        default=None,
-        metavar="SCORES",
-        help="score files (.npy / .npz[:NAME]), one per FILE in the same order (for chains whose "
-        "files hold the points only)",
     )
     comp.set_defaults(func=_cmd_compress)
 

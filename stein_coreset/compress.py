@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _array_api as aa
 from . import _validation as val
+from ._progress import stage
 from ._threads import effective_n_threads
 from .algorithms.compresspp import (
     SWAP_TARGETS,
@@ -37,12 +38,10 @@ from .algorithms.weighted import weighted_compression
 from .algorithms.weights import centre_at_weights
 from .discrepancy import finite_discrepancy
 from .kernels import (
-    IMQ,
     RadialKernel,
     SteinKernel,
     Whitening,
     centred_kernel_matrix,
-    median_bandwidth,
 )
 
 __all__ = [
@@ -68,7 +67,20 @@ class Coreset:
     kind : "equal" | "simplex" | "constant".
     method : the method name.
     ksd : MMD_{k_p} of the weighted coreset to P when scores were given, else None.
-    info : dict of run details (sizes, rounds, timings, dropped rows, ...).
+    info : dict of run details (sizes, rounds, timings, dropped rows, the kernel, ...).
+    draw_indices : (size,) int array or None
+        Equal-weighted results (``kind == "equal"``): the ``size`` picks with repeats kept, in
+        increasing index order (chain order), so ``X[draw_indices]`` is the equal-weight sample.
+        ``None`` for simplex and constant weights (see :meth:`resample_equal`).
+    draws : (size, d) array or None
+        ``X[draw_indices]``: the equal-weight sample, usable anywhere a sample is (its plain mean
+        is the coreset's weighted mean). ``None`` unless ``kind == "equal"``.
+
+    Notes
+    -----
+    ``indices`` / ``weights`` / ``points`` are the support view (each distinct point once, a
+    point picked k times out of m has weight k/m); ``draws`` is the sample view. Any recipe that
+    ignores weights must use ``draws`` (or ``resample_equal()`` for simplex weights).
     """
 
     indices: Any
@@ -78,6 +90,8 @@ class Coreset:
     method: str
     ksd: float | None
     info: dict = field(default_factory=dict)
+    draw_indices: Any = None
+    draws: Any = None
 
     def dense(self, n: int):
         """The (n,) weight vector over all input points (zero off the coreset)."""
@@ -91,12 +105,72 @@ class Coreset:
         host[aa.to_host(self.indices, np.int64)] = aa.to_host(self.weights)
         return aa.from_host(host, xp=xp, device=dev)
 
+    def resample_equal(self, size: int | None = None, seed=None) -> Coreset:
+        """An equal-weighted version of this coreset: ``size`` draws (default: the number of
+        distinct points for simplex weights; this coreset's own draws when it is already equal)
+        by stratified residual resampling of the weights (App. E.3, deterministic for a seed).
+
+        Returns a ``Coreset`` of kind "equal" whose ``draws`` are the sample (``ksd`` None: it
+        needs the scores; ``info["resampled_from"]`` names the source kind). Constant-preserving
+        (signed) weights cannot be resampled and raise ``ValueError``.
+        """
+        from .algorithms.resample import resample
+
+        if self.kind == "equal" and size is None:
+            return self
+        w = aa.to_host(self.weights)
+        if (w < 0).any():
+            raise ValueError(
+                f"resample_equal: this {self.kind!r} coreset has negative weights, which cannot "
+                "be resampled; use its weights (res.weights) or a simplex method (sr, lsr)"
+            )
+        m = len(self) if size is None else val.check_int(size, "size", lo=1)
+        pick = resample(w, m, val.check_random_state(seed, "seed"))
+        xp, dev = aa.namespace(idx=self.indices)
+        idx_host = aa.to_host(self.indices, np.int64)
+        draw_idx = idx_host[pick]
+        uniq, first, counts = np.unique(pick, return_index=True, return_counts=True)
+        take = aa.from_host(uniq.astype(np.int64), xp=xp, device=dev)
+        draw_pos = aa.from_host(pick.astype(np.int64), xp=xp, device=dev)
+        info = dict(self.info, resampled_from=self.kind)
+        return Coreset(
+            indices=aa.from_host(idx_host[uniq], xp=xp, device=dev),
+            weights=aa.from_host(counts / float(m), xp=xp, device=dev),
+            points=xp.take(self.points, take, axis=0),
+            kind="equal",
+            method=self.method,
+            ksd=None,
+            info=info,
+            draw_indices=aa.from_host(draw_idx, xp=xp, device=dev),
+            draws=xp.take(self.points, draw_pos, axis=0),
+        )
+
     def __len__(self):
         return int(self.indices.shape[0])
 
     def __repr__(self):
         k = "None" if self.ksd is None else f"{self.ksd:.4g}"
-        return f"Coreset(method={self.method!r}, kind={self.kind!r}, size={len(self)}, ksd={k})"
+        extra = "" if self.draws is None else f", draws={int(self.draws.shape[0])}"
+        return (
+            f"Coreset(method={self.method!r}, kind={self.kind!r}, size={len(self)}{extra}, "
+            f"ksd={k})"
+        )
+
+
+def equal_draw_counts(weights, size: int, method: str, *, search: bool = False) -> np.ndarray:
+    """The pick counts ``m * weights`` of an equal-weighted result of m picks, as integers.
+
+    ``m`` is ``size``; with ``search=True`` (a caller that does not know m, e.g. a method that
+    rounded its size down) the largest m <= size whose counts are whole numbers summing to m.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    for m in range(int(size), max(w.size, 1) - 1 if search else int(size) - 1, -1):
+        counts = np.rint(w * m).astype(np.int64)
+        if counts.sum() == m and (counts >= 1).all() and np.allclose(counts, w * m, atol=1e-6):
+            return counts
+    raise RuntimeError(
+        f"internal error: method {method!r} returned weights that are not counts / {size}"
+    )
 
 
 # ---- the method table ------------------------------------------------------------------------
@@ -190,13 +264,22 @@ def _run_weighted(debias, thin):
     return run
 
 
+#: Largest n at which ``stop="auto"`` runs AMD for a fixed number of steps: measured (issue 26,
+#: tools/lskt_tau.py) at n = 2^12 and 2^13, "ksd" took 2.5-5x the time of "fixed" for no lower
+#: KSD.
+STOP_AUTO_FIXED_MAX_N = 2**13
 _STOP = Option(
-    "ksd",
+    "auto",
     "AMD stopping rule: 'ksd' (watch a resampled KSD of the true kernel every 32 steps, keep the "
-    "best iterate, stop when it no longer improves; steps is the cap) or 'fixed' (exactly steps "
-    "per round, App. I.2)",
-    lambda v, name: val.check_choice(v, name, STOP_RULES),
+    "best iterate, stop when it no longer improves; steps is the cap), 'fixed' (exactly steps "
+    "per round, App. I.2) or 'auto' (default: 'fixed' for n <= 2^13, where watching costs more "
+    "than it saves, else 'ksd')",
+    lambda v, name: val.check_choice(v, name, (*STOP_RULES, "auto")),
 )
+#: Default ``tau`` (rank = ceil(n^tau)) of Low-rank Debiasing in lskt / lsr / lsc: the paper's
+#: 0.4. Measured (issue 26, tools/lskt_tau.py, 3 seeds): lskt at tau 0.4 is 1.6-2x faster than
+#: at 0.5 for the same KSD at n = 2^15 and 2^16.
+LD_DEFAULT_TAU = 0.4
 _LD_OPTIONS = MappingProxyType({"rounds": _ROUNDS, "steps": _STEPS, "stop": _STOP})
 
 #: Method name -> its row. Order: SPEC.md "Methods" (debiased, then the unbiased baselines).
@@ -334,15 +417,44 @@ def _check_kernel_type(kernel):
         )
 
 
+#: The kernel of ``compress(..., kernel=None)``: IMQ(beta=-1/2) at the median bandwidth, with the
+#: scale-free preconditioner M = diag(per-coordinate variance of X).
+DEFAULT_KERNEL = SteinKernel(M="scale")
+
+
 def _resolve_kernel(kernel, X, n_threads: int) -> SteinKernel:
-    """The Stein kernel of this call with its bandwidth fixed on X (a new object when a median
-    bandwidth is needed; the caller's kernel is never changed). Its base is also the base
-    kernel of the unbiased baselines."""
-    if isinstance(kernel, SteinKernel):
-        return kernel.resolve(X, check_input=False, n_threads=n_threads)
+    """The Stein kernel of this call with its bandwidth (and a ``"scale"`` preconditioner) fixed
+    on X (a new object when anything is resolved; the caller's kernel is never changed). Its
+    base is also the base kernel of the unbiased baselines.
+
+    ``None``: :data:`DEFAULT_KERNEL` (scale-free); a base kernel alone: identity M (its sigma
+    was chosen in the coordinates of X); a ``SteinKernel``: its own M (``None`` = identity)."""
+    if kernel is None:
+        kernel = DEFAULT_KERNEL
     if isinstance(kernel, RadialKernel):
         return SteinKernel(kernel)
-    return SteinKernel(IMQ(sigma=median_bandwidth(X, check_input=False, n_threads=n_threads)))
+    return kernel.resolve(X, check_input=False, n_threads=n_threads)
+
+
+def _kernel_info(requested, stein: SteinKernel) -> dict:
+    """res.info entries of the resolved kernel: bandwidth, preconditioner kind and its diagonal,
+    and the kernel itself (``info["stein_kernel"]`` reproduces res.ksd through ``sc.ksd``)."""
+    req_M = getattr(requested, "M", None) if requested is not None else "scale"
+    if isinstance(req_M, str):
+        pre = "scale"
+    elif stein.M is None:
+        pre = "identity"
+    else:
+        pre = "given"
+    out = {
+        "bandwidth": float(stein.base.sigma),
+        "kernel": repr(stein),
+        "stein_kernel": stein,
+        "preconditioner": pre,
+    }
+    if pre == "scale":
+        out["scale"] = np.sqrt(np.asarray(stein.M, dtype=np.float64)).tolist()
+    return out
 
 
 def _check_rank(rank, method: str, spec: Method, size: int, n: int, what: str = "rank") -> int:
@@ -388,18 +500,27 @@ def compress(
     method : str
         One of :data:`METHODS` (SPEC.md "Methods"; ``docs/api.md`` lists each one's options).
     kernel : SteinKernel or base kernel, optional
-        Default: Stein kernel of IMQ(beta=-1/2) with the median bandwidth of X (debiased
-        methods), or that IMQ base centred at the input (unbiased baselines). A kernel without
-        a bandwidth is resolved once per call into a new object (never changed in place); the
-        bandwidth used is ``res.info["bandwidth"]``, the kernel ``res.info["kernel"]``.
+        Default (:data:`DEFAULT_KERNEL`, scale-free): the Stein kernel of IMQ(beta=-1/2) with
+        the preconditioner M = diag(per-coordinate variance of X) and the median M-distance
+        bandwidth (debiased methods), or that IMQ base in the same M-norm centred at the input
+        (unbiased baselines). Rescaling a coordinate of X (and its scores inversely) selects the
+        same points. ``SteinKernel(M=...)`` overrides M (``M=None``: the identity); a base
+        kernel alone uses the identity. A kernel without a bandwidth is resolved once per call
+        into a new object (never changed in place): ``res.info["bandwidth"]``,
+        ``res.info["preconditioner"]`` ("scale" | "identity" | "given"), ``res.info["scale"]``
+        (the per-coordinate standard deviations of "scale"), and the kernel itself,
+        ``res.info["stein_kernel"]`` (``sc.ksd(res.points, S[res.indices], res.weights,
+        kernel=res.info["stein_kernel"])`` is ``res.ksd``).
     weights : (n,) array, optional
         Weights of the input sample, for the methods that accept them ("rt", "ct").
     rank : int, optional
         Rank of the low-rank methods (default n^0.5), or the RT / CT test-vector count of
         "sr", "sc", "rt", "ct" (:data:`RANKED_METHODS`).
     tau : float in (0, 1], optional
-        For the ranked methods: ``rank = ceil(n^tau)`` (App. I.2 uses 0.5; 0.4 makes Low-rank
-        Debiasing sub-quadratic). An explicit ``rank`` wins.
+        For the ranked methods: ``rank = ceil(n^tau)``. Default: 0.4 for the Low-rank Debiasing
+        rank of lskt, lsr, lsc (:data:`LD_DEFAULT_TAU`, sub-quadratic; measured faster than
+        0.5 at equal KSD); 0.5 (the size) for the RT / CT counts of sr, sc, rt, ct. An explicit
+        ``rank`` wins.
     seed : None, int >= 0 or numpy.random.Generator, optional
     progress : bool
         Show progress on long runs.
@@ -447,7 +568,8 @@ def compress(
     if S is None and spec.debiased:
         raise ValueError(f"method {method!r} is debiased and needs the scores S = grad log p(X)")
 
-    # -- arrays: one namespace lookup, one NaN/inf scan (the row mask only when it fails) --
+    # -- arrays: host array-likes converted once, one namespace lookup, one NaN/inf scan --
+    X, S, weights = aa.as_arrays(X=X, S=S, weights=weights)
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
     X = val.check_points(X, xp, "X", allow_nonfinite=True)
     if S is not None:
@@ -478,19 +600,27 @@ def compress(
     size = val.check_size(size, n)
     if rank is not None:
         rank = _check_rank(val.check_size(rank, n, "rank"), method, spec, size, n)
-    elif tau is not None:
+    elif tau is not None or spec.debias == "ld":
+        if tau is None:
+            tau = LD_DEFAULT_TAU
         rank = min(n, max(1, math.ceil(n**tau - 1e-9)))
         _check_rank(rank, method, spec, size, n, f"rank = ceil(n^tau) = {rank}")
         info["rank_from_tau"] = rank
+        info["tau"] = tau
+    if opts.get("stop") == "auto":
+        opts["stop"] = "fixed" if n <= STOP_AUTO_FIXED_MAX_N else "ksd"
+        info["stop"] = opts["stop"]
     if weights is not None:
         weights = val.check_weights(weights, n, xp, simplex=True, device=dev)
 
     # -- the kernel, resolved once: selection and res.ksd use the same one ----------------
     stein = _resolve_kernel(kernel, X, n_threads)
-    info["bandwidth"] = float(stein.base.sigma)
-    info["kernel"] = repr(stein)
+    info.update(_kernel_info(kernel, stein))
 
     t0 = time.perf_counter()
+    if progress:
+        stage(f"stein_coreset.compress: {method} ({spec.summary}) on n = {n}, d = "
+              f"{X.shape[1]}, size {size}, {n_threads} threads ...")
     args = dict(opts)
     if spec.uses_rank:
         args["rank"] = rank
@@ -519,6 +649,8 @@ def compress(
     info.update(extra)
     info["n_threads"] = n_threads
     info["time_s"] = time.perf_counter() - t0
+    if progress:
+        stage(f"stein_coreset.compress: {method} done in {info['time_s']:.2f} s")
 
     local = np.asarray(idx, dtype=np.int64)
     w = np.asarray(w, dtype=np.float64)
@@ -541,4 +673,11 @@ def compress(
         )
         res_ksd = finite_discrepancy(sub.quad(weights_out), "res.ksd")
     indices = aa.from_host(original, xp=xp, device=dev)
-    return Coreset(indices, weights_out, points, spec.kind, method, res_ksd, info)
+    draw_indices = draws = None
+    if spec.kind == "equal":  # the m picks, repeats kept (chain order)
+        counts = equal_draw_counts(w, int(info.get("size_used", size)), method)
+        draw_indices = aa.from_host(np.repeat(original, counts), xp=xp, device=dev)
+        draws = xp.take(X, aa.from_host(np.repeat(local, counts), xp=xp, device=dev), axis=0)
+    return Coreset(
+        indices, weights_out, points, spec.kind, method, res_ksd, info, draw_indices, draws
+    )

@@ -105,12 +105,20 @@ def run_methods(chain, methods, size, kernel, seed, progress=False, on_row=None)
     return rows
 
 
+def _role(method: str) -> str:
+    from .compress import METHODS
+
+    if method not in METHODS:
+        return "-"
+    return "debiased" if METHODS[method].debiased else "baseline"
+
+
 def _fmt_row(row) -> str:
     if "error" in row:
         return f"{row['method']:<12}failed: {row['error']}"[:160]
     return (
-        f"{row['method']:<12}{row['kind']:<10}{row['size']:>6}{row['ksd']:>12.4g}"
-        f"{row['energy']:>12.4g}{row['time']:>10.2f}"
+        f"{row['method']:<12}{_role(row['method']):<10}{row['kind']:<10}{row['size']:>6}"
+        f"{row['ksd']:>12.4g}{row['energy']:>12.4g}{row['time']:>10.2f}"
     )
 
 
@@ -149,6 +157,11 @@ def run_demo(
     t0 = time.perf_counter()
     if reference is not None and reference < 10:
         raise DemoError(f"--reference must be at least 10, got {reference}")
+    print(
+        f"demo: simulating a biased MCMC chain of {n} states on the {target} target "
+        "(the input to compress) ...",
+        flush=True,
+    )
     chain = demo_chain(target, n, seed, progress, reference)
     t_sim = time.perf_counter() - t0
     if save_chain:
@@ -161,7 +174,11 @@ def run_demo(
             reference=chain.reference if chain.reference is not None else np.empty((0, 0)),
         )
         print(f"saved the chain to {path} (arrays X, S, log_density, reference)")
-    kernel = sc.SteinKernel(sc.IMQ(sigma=sc.median_bandwidth(chain.X)))
+    from .compress import DEFAULT_KERNEL
+
+    # compress's own default (scale-free) kernel, fixed once on the chain so every row is
+    # measured with the same one
+    kernel = DEFAULT_KERNEL.resolve(chain.X)
     if target == "goodwin":
         what = "P-MALA chain on the Goodwin oscillator posterior (d = 4, log-parameters)"
     else:
@@ -173,10 +190,19 @@ def run_demo(
         f"reference sample of {len(chain.reference)}; coreset size {size}"
     )
     print(
-        f"  Stein kernel: IMQ, median bandwidth {kernel.base.sigma:.3g}; energy distance to the "
-        "reference sample"
+        f"  KSD: kernel Stein discrepancy to the target P (IMQ Stein kernel, coordinates scaled "
+        f"by their sd, median bandwidth {kernel.base.sigma:.3g}); energy: energy distance to an "
+        "independent reference sample. Lower is better for both."
     )
-    header = f"{'method':<12}{'kind':<10}{'size':>6}{'KSD':>12}{'energy':>12}{'time (s)':>10}"
+    print(
+        "  debiased: methods that use the scores to correct the chain's bias (st, skt, lskt, "
+        "sr, lsr, sc, lsc); baseline: methods that compress the chain as it is. kind: equal, "
+        "simplex (weights >= 0) or constant (signed) weights; size: distinct points."
+    )
+    header = (
+        f"{'method':<12}{'role':<10}{'kind':<10}{'size':>6}{'KSD':>12}{'energy':>12}"
+        f"{'time (s)':>10}"
+    )
     print(header)
     print("-" * len(header))
     full = {
@@ -255,7 +281,8 @@ def plot_demo(plt, path, chain, rows, curves, target):
         sz = np.clip(25.0 * np.abs(w) * len(w), 2.0, 400.0)  # equal weights: 25 pt^2
         col = np.where(w >= 0, "tab:blue", "tab:orange")
         ax.scatter(P[:, 0], P[:, 1], s=sz, c=col, edgecolors="k", linewidths=0.3, zorder=3)
-        ax.set_title(f"{r['method']} ({r['kind']}, m={r['size']})", fontsize=9)
+        ax.set_title(f"{r['method']}: {_role(r['method'])}, {r['kind']}, {r['size']} pts",
+                     fontsize=9)
         ax.set_xlim(lim_lo[0] - pad[0], lim_hi[0] + pad[0])
         ax.set_ylim(lim_lo[1] - pad[1], lim_hi[1] + pad[1])
         ax.tick_params(labelsize=7)
@@ -281,11 +308,23 @@ def plot_demo(plt, path, chain, rows, curves, target):
     ax.set_xlabel("coreset size m")
     ax.set_ylabel("KSD (MMD to P)")
     ax.set_title(
-        "KSD vs coreset size (dashed: unbiased baselines)\n(chain in grey, burn-in in red)",
+        "KSD vs coreset size, lower is better\n(solid: debiased, dashed: baselines)",
         fontsize=9,
     )
     if curves:
         ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
+    from matplotlib.lines import Line2D
+
+    keys = [
+        Line2D([], [], color="0.8", lw=1, label="chain"),
+        Line2D([], [], color="tab:red", lw=1, label="burn-in"),
+        Line2D([], [], ls="", marker="o", color="tab:blue", mec="k", label="coreset point"),
+        Line2D([], [], ls="", marker="o", color="tab:orange", mec="k",
+               label="negative weight (sc, lsc, ct)"),
+    ]
+    fig.legend(handles=keys, loc="lower left", fontsize=7, ncol=4,
+               title="dot area ~ |weight| (equal weights: one size; a point drawn k times is k x)",
+               title_fontsize=7)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=72)
     plt.close(fig)

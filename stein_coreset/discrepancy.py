@@ -39,6 +39,7 @@ def ksd(X, S, weights=None, kernel=None) -> float:
 
     Cost: O(n^2 d) kernel evaluations, O(n) memory beyond one slab.
     """
+    X, S, weights = aa.as_arrays(X=X, S=S, weights=weights)
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
     K = _stein(kernel).bind(X, S)
     w = val.check_weights(weights, K.n, xp, device=dev, sum_to_one=True)
@@ -58,6 +59,7 @@ def finite_discrepancy(sq: float, what: str) -> float:
 
 
 def _two_sample(X, Y, wx, wy):
+    X, Y, wx, wy = aa.as_arrays(X=X, Y=Y, wx=wx, wy=wy)
     xp, dev = aa.namespace(X=X, Y=Y, wx=wx, wy=wy)
     X = val.check_points(X, xp, "X")
     Y = val.check_points(Y, xp, "Y")

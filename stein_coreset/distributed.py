@@ -27,7 +27,8 @@ from . import _io
 from ._array_api import to_host
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
-from .kernels import IMQ, SteinKernel, median_bandwidth
+from .compress import equal_draw_counts
+from .kernels import SteinKernel
 
 __all__ = ["compress", "run_cli"]
 
@@ -367,12 +368,13 @@ def compress(
     d = int(Xd.shape[1])
     if kernel is not None and not isinstance(kernel, SteinKernel):
         raise TypeError(f"kernel must be a SteinKernel, got {type(kernel).__name__}")
-    M = None if kernel is None else kernel.M
-    if M is not None and tuple(getattr(M, "shape", ())) != (d, d):
+    M = "scale" if kernel is None else kernel.M  # None: compress's scale-free default
+    if M is not None and not isinstance(M, str) and tuple(getattr(M, "shape", ())) != (d, d):
         raise ValueError(f"kernel: the preconditioner M must be ({d}, {d}) for d = {d}, got "
                          f"shape {getattr(M, 'shape', None)}")
-    if kernel is None or kernel.base is None:
-        # one kernel for every task: the median bandwidth of <= 1000 rows spread over the blocks
+    if kernel is None or not kernel.resolved:
+        # one kernel for every task: the median bandwidth (and for M = "scale" the coordinate
+        # variances) of <= 1000 rows spread over the blocks
         per = max(1, -(-1000 // n_blocks))
         sample = dask.delayed(_sample_task, pure=True)
         got = dask.compute(*[sample(Xblocks[b], Sblocks[b],
@@ -388,8 +390,8 @@ def compress(
                 f"X, S: all {ok.size} rows sampled for the kernel bandwidth have NaN or inf; "
                 "pass kernel=SteinKernel(IMQ(sigma=...))"
             )
-        sigma = float(median_bandwidth(np.asarray(sX[ok], dtype=np.float64), M=M))
-        kernel = SteinKernel(IMQ(sigma=sigma), M=M)
+        base = None if kernel is None else kernel.base
+        kernel = SteinKernel(base, M=M).resolve(np.asarray(sX[ok], dtype=np.float64))
     base = getattr(kernel, "base", None)
 
     ss = np.random.SeedSequence(seed)
@@ -433,8 +435,16 @@ def compress(
         "sigma": getattr(base, "sigma", None),
         "time_s": time.perf_counter() - t0,
     }
+    draw_indices = draws = None
+    if out["kind"] == "equal":  # the sample view, repeats kept (as compress gives it)
+        counts = equal_draw_counts(
+            np.asarray(out["weights"]), min(int(size), n), method, search=True
+        )
+        draw_indices = np.repeat(np.asarray(out["indices"]), counts)
+        draws = np.repeat(np.asarray(out["points"]), counts, axis=0)
     return _Coreset(
-        out["indices"], out["weights"], out["points"], out["kind"], method, out["ksd"], info
+        out["indices"], out["weights"], out["points"], out["kind"], method, out["ksd"], info,
+        draw_indices, draws,
     )
 
 

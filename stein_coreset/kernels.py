@@ -352,37 +352,64 @@ class SteinKernel:
         the points of each call, resolved per call into a new kernel (:meth:`resolve`); the
         object itself is never changed, so one ``SteinKernel()`` used on two datasets gives
         each its own bandwidth, and threads may share it.
-    M : (d, d) array, optional
-        Symmetric positive definite preconditioner (default identity).
+    M : (d, d) or (d,) array, a positive number, "scale", or None
+        Symmetric positive definite preconditioner; ``None`` is the identity. ``"scale"``: the
+        diagonal of per-coordinate variances of the points the kernel is resolved on
+        (:meth:`resolve`), i.e. each coordinate standardised by its standard deviation, as
+        ``stein_thinning.thin`` does by default. The kernel is then scale-free: multiplying a
+        coordinate of X by c (and so dividing its scores by c) leaves every k_p entry, and so
+        every selection, unchanged. A coordinate with zero variance keeps scale 1. This is the
+        kernel :func:`stein_coreset.compress` uses when it is given none.
 
     Notes
     -----
-    Cost: O(n d^2 + d^3) set-up, then O(d) per entry (App. I.1).
+    Cost: O(n d^2 + d^3) set-up, then O(d) per entry (App. I.1); ``"scale"`` adds O(n d).
     """
 
     def __init__(self, base: RadialKernel | None = None, M=None):
         if base is not None and not isinstance(base, RadialKernel):
             raise TypeError(f"base must be IMQ, Gaussian or Matern, got {type(base).__name__}")
+        if isinstance(M, str) and M != "scale":
+            raise TypeError(f"M must be an array, a number, 'scale' or None, got {M!r}")
         self.base = base
         self.M = M
 
     def __repr__(self):
-        return f"SteinKernel(base={self.base!r}, M={'I' if self.M is None else 'given'})"
+        if self.M is None:
+            m = "I"
+        elif isinstance(self.M, str):
+            m = repr(self.M)
+        else:
+            m = "given"
+        return f"SteinKernel(base={self.base!r}, M={m})"
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the base and M are fixed (no per-call bandwidth or scale left to compute)."""
+        return self.base is not None and not isinstance(self.M, str)
 
     def resolve(self, X, *, check_input: bool = True, n_threads=None) -> SteinKernel:
-        """This kernel with its base fixed for the points X: itself when ``base`` is given, else
-        a new ``SteinKernel(IMQ(sigma=median_bandwidth(X, M)), M)``. O(min(n, 1000)^2 d).
+        """This kernel fixed for the points X: itself when nothing is left to resolve, else a
+        new kernel with ``M = "scale"`` replaced by the (d,) per-coordinate variances of X and
+        a missing base by ``IMQ(sigma=median_bandwidth(X, M))``. O(n d + min(n, 1000)^2 d).
 
         ``check_input=False`` trusts X (float64, finite, (n, d)). ``n_threads``: the team of
         the median's C++ evaluation (default: the usable cores); the value does not depend on it.
         """
-        if self.base is not None:
+        if self.resolved:
             return self
         xp, dev = aa.namespace(X=X)
         if check_input:
             X = val.check_points(X, xp, "X")
-        sigma = _median_bandwidth(X, self.M, 1000, xp, dev, effective_n_threads(n_threads))
-        return SteinKernel(IMQ(sigma=sigma), self.M)
+        M = self.M
+        if isinstance(M, str):  # "scale": the per-coordinate variances of X
+            M = aa.to_host(xp.var(X, axis=0))
+            M = np.where(M > 0, M, 1.0)
+        base = self.base
+        if base is None:
+            sigma = _median_bandwidth(X, M, 1000, xp, dev, effective_n_threads(n_threads))
+            base = IMQ(sigma=sigma)
+        return SteinKernel(base, M)
 
     def bind(
         self, X, S, *, nan_ok: bool = False, n_threads=None, check_input: bool = True
@@ -392,23 +419,30 @@ class SteinKernel:
         ``n_threads``: team size of the C++ evaluations on this matrix (default: usable cores).
         ``check_input=False`` trusts X and S (float64, finite, one shape, one namespace): the
         path :func:`stein_coreset.compress` takes after validating them once. With
-        ``base=None`` the median bandwidth of X is used (the object is not changed).
+        ``base=None`` the median bandwidth of X is used, with ``M="scale"`` the variances of X
+        (the object is not changed).
         """
         if check_input:
+            X, S = aa.as_arrays(X=X, S=S)
             xp, dev = aa.namespace(X=X, S=S)
             X = val.check_points(X, xp, "X")
             S = val.check_scores(S, X, xp, "S")
         else:
             xp, dev = aa.namespace(X=X)
-        base = self.resolve(X, check_input=False, n_threads=n_threads).base
-        wh = Whitening(self.M, X.shape[1], xp, dev)
-        return KernelMatrix(base, wh.points(X), wh.scores(S), n_threads=n_threads)
+        k = self.resolve(X, check_input=False, n_threads=n_threads)
+        wh = Whitening(k.M, X.shape[1], xp, dev)
+        return KernelMatrix(k.base, wh.points(X), wh.scores(S), n_threads=n_threads)
 
     def matrix(self, X, S, Y=None, T=None):
-        """Gram matrix k_p(X_i, Y_j), shape (n, n'); ``S``, ``T`` are the scores at X, Y."""
+        """Gram matrix k_p(X_i, Y_j), shape (n, n'); ``S``, ``T`` are the scores at X, Y
+        (a bandwidth or scale left to resolve is fixed on X)."""
         if (Y is None) != (T is None):
             raise ValueError("give both Y and its scores T, or neither")
-        K = self.bind(X, S)
+        X, S, Y, T = aa.as_arrays(X=X, S=S, Y=Y, T=T)
+        xp, _ = aa.namespace(X=X, S=S)
+        X = val.check_points(X, xp, "X")
+        k = self.resolve(X, check_input=False)
+        K = k.bind(X, S)
         if Y is None:
             return K.dense()
         xp, _ = aa.namespace(X=X, S=S, Y=Y, T=T)
@@ -418,7 +452,7 @@ class SteinKernel:
                 f"X and Y must have the same dimension, got {X.shape[1]} and {Y.shape[1]}"
             )
         T = val.check_scores(T, Y, xp, "T")
-        wh = Whitening(self.M, X.shape[1], xp, aa.device_of(X))
+        wh = Whitening(k.M, X.shape[1], xp, aa.device_of(X))
         return K.cross(wh.points(Y), wh.scores(T))
 
     def diag(self, X, S):

@@ -112,7 +112,9 @@ def test_mixed_devices_are_rejected(sample):
 def test_non_array_input_is_a_type_error(sample):
     X, S = sample
     with pytest.raises(TypeError, match="X must be an array"):
-        sc.ksd(X.tolist(), S)
+        sc.ksd({"x": X}, S)
+    with pytest.raises(TypeError, match="X must hold real numbers"):
+        sc.ksd(X.astype(str).tolist(), S)
 
 
 def test_compress_size_and_method_are_validated(sample):

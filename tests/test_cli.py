@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+import stein_coreset as sc
 from stein_coreset import cli
 from stein_coreset.compress import METHODS, available_methods
 
@@ -54,7 +55,8 @@ def test_compress_npy_writes_indices_weights_points_and_info(sample, capsys):
     d, X, S = sample
     out = d / "c.npz"
     rc, stdout, _ = _run(
-        ["compress", d / "X.npy", d / "S.npy", "--method", "standard", "--size", 10, "--out", out],
+        ["compress", d / "X.npy", "--scores", d / "S.npy", "--method", "standard", "--size", 10,
+         "--out", out],
         capsys,
     )
     assert rc == 0
@@ -98,6 +100,7 @@ def test_compress_reads_named_arrays_from_one_npz_and_csv_with_header(sample, ca
         [
             "compress",
             f"{d / 'other.npz'}:a",
+            "--scores",
             d / "S.csv",
             "--method",
             "iid",
@@ -128,6 +131,7 @@ def test_compress_nan_policy_omit_drops_the_bad_rows_and_reports_them(sample, ca
         [
             "compress",
             d / "Xn.npy",
+            "--scores",
             d / "Sn.npy",
             "--method",
             "iid",
@@ -191,7 +195,8 @@ def test_compress_appends_npz_suffix_and_accepts_options_and_progress(sample, ca
 def test_missing_file_is_one_line_exit_2(sample, capsys):
     d, _, _ = sample
     rc, _, err = _run(
-        ["compress", d / "nope.npy", d / "S.npy", "--method", "standard", "--size", 3], capsys
+        ["compress", d / "nope.npy", "--scores", d / "S.npy", "--method", "standard", "--size", 3],
+        capsys,
     )
     line = _one_line_error(rc, err)
     assert "POINTS: file not found" in line and "nope.npy" in line
@@ -201,7 +206,9 @@ def test_shape_mismatch_is_one_line_exit_2(sample, capsys):
     d, X, S = sample
     np.save(d / "S_short.npy", S[:40])
     rc, _, err = _run(
-        ["compress", d / "X.npy", d / "S_short.npy", "--method", "standard", "--size", 3], capsys
+        ["compress", d / "X.npy", "--scores", d / "S_short.npy", "--method", "standard",
+         "--size", 3],
+        capsys,
     )
     line = _one_line_error(rc, err)
     assert "shape mismatch" in line and "(40, 2)" in line and "(50, 2)" in line
@@ -213,7 +220,8 @@ def test_nan_rows_are_counted_in_a_one_line_error(sample, capsys):
     X[[0, 5, 9], 1] = np.nan
     np.save(d / "Xn.npy", X)
     rc, _, err = _run(
-        ["compress", d / "Xn.npy", d / "S.npy", "--method", "standard", "--size", 3], capsys
+        ["compress", d / "Xn.npy", "--scores", d / "S.npy", "--method", "standard", "--size", 3],
+        capsys,
     )
     line = _one_line_error(rc, err)
     assert "3 of the 50 rows" in line and "--nan-policy omit" in line
@@ -229,7 +237,7 @@ def test_nan_rows_are_counted_in_a_one_line_error(sample, capsys):
 )
 def test_bad_method_or_size_is_one_line_exit_2(sample, capsys, argv, needle):
     d, _, _ = sample
-    rc, _, err = _run(["compress", d / "X.npy", d / "S.npy", *argv], capsys)
+    rc, _, err = _run(["compress", d / "X.npy", "--scores", d / "S.npy", *argv], capsys)
     assert needle in _one_line_error(rc, err)
 
 
@@ -293,13 +301,15 @@ def test_python_dash_m_process_exits_2_with_one_line_and_no_traceback(tmp_path):
 def test_demo_gmm_prints_a_row_per_available_method(capsys):
     rc, out, _ = _run(["demo", "--target", "gmm", "--n", 400, "--reference", 300], capsys)
     assert rc == 0
-    assert "Gaussian mixture" in out
+    assert "Gaussian mixture" in out and "Lower is better" in out
+    assert out.startswith("demo: simulating")
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
     assert "(input)" in rows
     for m in available_methods():
         assert m in rows, m
-        assert rows[m][1] in ("equal", "simplex", "constant")
-        ksd, energy = float(rows[m][3]), float(rows[m][4])
+        assert rows[m][1] == ("debiased" if METHODS[m].debiased else "baseline")
+        assert rows[m][2] in ("equal", "simplex", "constant")
+        ksd, energy = float(rows[m][4]), float(rows[m][5])
         assert ksd >= 0 and energy >= 0
 
 
@@ -316,7 +326,7 @@ def test_demo_keeps_working_with_any_subset_and_reports_a_broken_method(capsys, 
         ["demo", "--target", "gmm", "--n", 200, "--reference", 100, "--size", 8], capsys
     )
     assert rc == 1  # a failed method is reported, the others still run
-    assert "standard    equal" in out and "iid         failed: RuntimeError: boom" in out
+    assert "standard    baseline  equal" in out and "iid         failed: RuntimeError: boom" in out
     assert "method(s) failed: iid" in err
 
 
@@ -401,7 +411,7 @@ def test_demo_saved_chain_compresses_to_the_demo_ksd_from_the_command_line(tmp_p
         capsys,
     )
     assert rc == 0 and f"saved the chain to {chain}" in out
-    demo_ksd = float(next(ln.split()[3] for ln in out.splitlines() if ln.startswith("standard")))
+    demo_ksd = float(next(ln.split()[4] for ln in out.splitlines() if ln.startswith("standard")))
     z = _load(chain)
     assert z["X"].shape == z["S"].shape == (196, 2) and z["reference"].shape == (50, 2)
     rc, _, _ = _run(
@@ -425,6 +435,7 @@ def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd
         [
             "compress",
             d / "X.npy",
+            "--scores",
             d / "S.npy",
             "--method",
             "standard",
@@ -454,6 +465,7 @@ def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd
         [
             "compress",
             d / "X.npy",
+            "--scores",
             d / "S.npy",
             "--method",
             "standard",
@@ -465,3 +477,72 @@ def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd
         capsys,
     )
     assert "--precond must be a (2, 2) matrix" in _one_line_error(rc, err)
+
+
+# --- issue 26: no positional pair misread, one table split by columns, --version ------------
+
+
+def test_two_positional_npy_files_are_never_read_as_points_and_scores(sample, capsys):
+    d, X, S = sample
+    np.save(d / "X1.npy", X + 1)
+    rc, _, err = _run(["compress", d / "X.npy", d / "X1.npy", "--method", "skt", "--size", 5],
+                      capsys)
+    line = _one_line_error(rc, err)
+    assert "no --scores" in line and "--scores FILE" in line
+
+
+def test_version_prints_the_installed_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith("stein-coreset ")
+
+
+def test_one_csv_with_points_scores_and_na_split_by_columns(sample, capsys):
+    d, X, S = sample
+    with open(d / "both.csv", "w") as f:
+        f.write("x1,x2,s1,s2\n")
+        for i, (x, s) in enumerate(zip(X, S, strict=True)):
+            cells = [repr(float(v)) for v in (*x, *s)]
+            if i == 7:
+                cells[2] = "NA"
+            f.write(",".join(cells) + "\n")
+    argv = ["compress", d / "both.csv", "--score-columns", "s1,s2", "--method", "st", "--size",
+            6, "--out", d / "c.npz"]
+    rc, _, err = _run(argv, capsys)
+    assert "1 of the 50 rows" in _one_line_error(rc, err)
+    rc, out, _ = _run([*argv, "--nan-policy", "omit"], capsys)
+    assert rc == 0 and "dropped 1 rows" in out
+    z = _load(d / "c.npz")
+    keep = np.arange(50) != 7
+    ref = sc.compress(X[keep], S[keep], size=6, method="st")
+    np.testing.assert_array_equal(z["points"], np.asarray(ref.points))
+    assert z["draws"].shape == (6, 2)
+    np.testing.assert_allclose(z["draws"].mean(axis=0), z["weights"] @ z["points"])
+    rc, _, _ = _run(["compress", d / "both.csv", "--x-columns", "0:2", "--score-columns", "2:4",
+                     "--method", "st", "--size", 6, "--nan-policy", "omit", "--out",
+                     d / "c2.npz"], capsys)
+    assert rc == 0
+    np.testing.assert_array_equal(_load(d / "c2.npz")["indices"], z["indices"])
+    rc, _, err = _run(["compress", d / "both.csv", "--score-columns", "nope", "--method", "st",
+                       "--size", 6], capsys)
+    assert "no column 'nope'" in _one_line_error(rc, err)
+
+
+def test_out_npy_is_refused_with_the_name_to_use(sample, capsys):
+    d, X, S = sample
+    rc, _, err = _run(["compress", d / "X.npy", "--scores", d / "S.npy", "--method", "standard",
+                       "--size", 3, "--out", d / "X.npy"], capsys)
+    line = _one_line_error(rc, err)
+    assert "is an .npz archive" in line and "X.npz" in line and "overwrite" not in line
+
+
+def test_precond_scale_is_the_default_and_identity_is_available(sample, capsys):
+    d, X, S = sample
+    base = ["compress", d / "X.npy", "--scores", d / "S.npy", "--method", "st", "--size", 8]
+    _run([*base, "--out", d / "a.npz"], capsys)
+    _run([*base, "--precond", "scale", "--out", d / "b.npz"], capsys)
+    _run([*base, "--precond", "identity", "--out", d / "c.npz"], capsys)
+    a, b, c = (json.loads(str(_load(d / f"{k}.npz")["info"])) for k in "abc")
+    assert a["preconditioner"] == b["preconditioner"] == "scale"
+    assert c["preconditioner"] == "identity"

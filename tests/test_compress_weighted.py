@@ -31,7 +31,10 @@ def test_weighted_methods_return_their_kind_and_the_stated_ksd(method, biased_ga
     if res.kind == "simplex":
         assert np.all(w >= 0)
     np.testing.assert_array_equal(res.points, X[idx])
-    kp = sc.SteinKernel(sc.IMQ(sc.median_bandwidth(X)))
+    # the default kernel is scale-free: M = diag(var X), its median M-distance bandwidth
+    M = X.var(axis=0)
+    kp = sc.SteinKernel(sc.IMQ(sc.median_bandwidth(X, M=M)), M=M)
+    assert res.info["preconditioner"] == "scale"
     assert res.ksd == pytest.approx(math.sqrt(max(w @ kp.matrix(X[idx], S[idx]) @ w, 0)), rel=1e-8)
 
 

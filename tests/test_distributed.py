@@ -323,7 +323,7 @@ def test_cli_scheduler_address_and_npy_chains_with_scores(cluster, chains, capsy
 def test_cli_one_file_or_points_and_scores_stay_single_process(chains, capsys):
     d, npz, xs, ss = chains
     ref = sc.compress(*biased(2**10, seed=0, burn=(0,)), size=16, method="skt", seed=0)
-    for argv in ([npz[0]], [xs[0], ss[0]]):
+    for argv in ([npz[0]], [xs[0], "--scores", ss[0]]):
         out = d / "one.npz"
         rc, stdout, err = _main(["compress", *argv, "--method", "skt", "--size", 16, "--seed", 0,
                                  "--out", out], capsys)

@@ -6,28 +6,34 @@ import pytest
 az = pytest.importorskip("arviz")
 xr = pytest.importorskip("xarray")
 
-from stein_coreset.integrations.arviz import flatten, unflatten  # noqa: E402
+from stein_coreset.integrations.arviz import (  # noqa: E402
+    arviz_major,
+    flatten,
+    get_group,
+    unflatten,  # noqa: E402
+)
 
 
 @pytest.fixture(scope="module")
 def idata():
     rng = np.random.default_rng(0)
-    return az.from_dict(
-        posterior={
-            "a": rng.normal(size=(3, 7)),
-            "v": rng.normal(size=(3, 7, 4)),
-            "M": rng.normal(size=(3, 7, 2, 5)),
-        },
-        dims={"v": ["school"], "M": ["row", "col"]},
-        coords={"school": list("ABCD"), "row": [10, 20]},
-    )
+    post = {
+        "a": rng.normal(size=(3, 7)),
+        "v": rng.normal(size=(3, 7, 4)),
+        "M": rng.normal(size=(3, 7, 2, 5)),
+    }
+    kw = dict(dims={"v": ["school"], "M": ["row", "col"]},
+              coords={"school": list("ABCD"), "row": [10, 20]})
+    if arviz_major() >= 1:  # ArviZ 1.x: one dict of groups, a DataTree out
+        return az.from_dict({"posterior": post}, **kw)
+    return az.from_dict(posterior=post, **kw)
 
 
 def test_flatten_is_chain_major_with_one_column_per_entry(idata):
     X, layout = flatten(idata)
     assert X.shape == (21, 1 + 4 + 10)
     assert layout.names == ("a", "v", "M")
-    post = idata.posterior
+    post = get_group(idata, 'posterior')
     np.testing.assert_array_equal(X[7 * 2 + 3, 0], post["a"].values[2, 3])
     np.testing.assert_array_equal(X[8, 1:5], post["v"].values[1, 1])
     np.testing.assert_array_equal(X[0, 5:], post["M"].values[0, 0].ravel())
@@ -39,7 +45,7 @@ def test_unflatten_flatten_round_trips_scalar_vector_and_matrix_variables(idata)
     X, layout = flatten(idata)
     back = unflatten(X, layout)
     xr.testing.assert_identical(
-        back[["a", "v", "M"]], idata.posterior[["a", "v", "M"]].drop_attrs()
+        back[["a", "v", "M"]], get_group(idata, 'posterior')[["a", "v", "M"]].drop_attrs()
     )
 
 
@@ -50,7 +56,7 @@ def test_unflatten_of_coreset_rows_is_one_chain_with_the_variables_shapes(idata)
     assert ds["M"].shape == (1, 3, 2, 5) and ds["a"].shape == (1, 3)
     assert ds["row"].values.tolist() == [10, 20]
     d = unflatten(X[:2], layout, as_dataset=False)
-    np.testing.assert_array_equal(d["M"][1], idata.posterior["M"].values[0, 1])
+    np.testing.assert_array_equal(d["M"][1], get_group(idata, 'posterior')["M"].values[0, 1])
 
 
 def test_flatten_rejects_absent_group_and_variables(idata):
@@ -64,12 +70,12 @@ def test_flatten_rejects_absent_group_and_variables(idata):
 
 def test_flatten_takes_a_bare_dataset_as_the_posterior(idata):
     X1, _ = flatten(idata)
-    X2, _ = flatten(idata.posterior)
+    X2, _ = flatten(get_group(idata, 'posterior'))
     np.testing.assert_array_equal(X1, X2)
 
 
 def test_flatten_takes_an_xarray_datatree(idata):
-    tree = xr.DataTree.from_dict({"posterior": idata.posterior})
+    tree = xr.DataTree.from_dict({"posterior": get_group(idata, 'posterior')})
     X1, _ = flatten(idata)
     X2, layout = flatten(tree)
     np.testing.assert_array_equal(X1, X2)

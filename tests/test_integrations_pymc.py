@@ -1,4 +1,7 @@
-"""compress_trace: a PyMC trace in, a debiased weighted InferenceData out (issue 14)."""
+"""compress_trace: a PyMC trace in, a debiased InferenceData out (issues 14, 26).
+
+Runs on PyMC 5 + ArviZ 0.x (InferenceData) and on PyMC 6 + ArviZ >= 1.1 (DataTree): the tests
+read groups through ``stein_coreset.integrations.arviz.get_group`` only."""
 
 import warnings
 
@@ -9,7 +12,28 @@ pm = pytest.importorskip("pymc")
 az = pytest.importorskip("arviz")
 pt = pytest.importorskip("pytensor.tensor")
 
+from stein_coreset.integrations.arviz import (  # noqa: E402
+    arviz_major,
+    get_group,
+    has_group,
+    to_idata,
+    weighted_mean,
+)
 from stein_coreset.integrations.pymc import compress_trace, trace_scores  # noqa: E402
+
+ARVIZ_1 = arviz_major() >= 1
+
+
+def from_dict(**groups):
+    """az.from_dict for ArviZ 0.x (groups as keywords) and 1.x (one dict)."""
+    if ARVIZ_1:
+        return az.from_dict(groups, save_warmup=True)
+    return az.from_dict(**groups, save_warmup=True)
+
+
+def map_groups(idata, f):
+    names = [g for g in ("posterior", "warmup_posterior") if has_group(idata, g)]
+    return to_idata({g: f(get_group(idata, g)) for g in names}, like=idata)
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 
@@ -41,7 +65,7 @@ def random_trace(rng, chains=2, draws=6, warmup=4):
             "t": W.sum(axis=(2, 3)) * p[..., 0],
         }
 
-    return az.from_dict(posterior=group(draws), warmup_posterior=group(warmup), save_warmup=True)
+    return from_dict(posterior=group(draws), warmup_posterior=group(warmup))
 
 
 @pytest.fixture(scope="module")
@@ -99,73 +123,133 @@ def test_the_per_draw_loop_fallback_gives_the_vectorised_scores(model, trace, mo
 def test_unconstrained_draws_map_back_to_the_trace(model, trace):
     ts = trace_scores(trace, model)
     back = dict(zip(ts.functions.names, ts.functions.to_constrained(ts.X), strict=True))
-    src = trace.warmup_posterior["p"].values[0]
-    np.testing.assert_allclose(back["p"][:4], src, rtol=1e-10)
-    np.testing.assert_allclose(back["s"][4:10], trace.posterior["s"].values[0], rtol=1e-10)
-    np.testing.assert_allclose(back["u"][14:], trace.posterior["u"].values[1], rtol=1e-10)
+    post, warm = get_group(trace, "posterior"), get_group(trace, "warmup_posterior")
+    np.testing.assert_allclose(back["p"][:4], warm["p"].values[0], rtol=1e-10)
+    np.testing.assert_allclose(back["s"][4:10], post["s"].values[0], rtol=1e-10)
+    np.testing.assert_allclose(back["u"][14:], post["u"].values[1], rtol=1e-10)
 
 
-def test_compress_trace_returns_named_weighted_one_chain_posterior(model, trace):
-    out = compress_trace(trace, model, size=5, method="sr", seed=1)
-    post = out.posterior
+def test_weighted_result_keeps_weights_outside_the_posterior_variables(model, trace):
+    out = compress_trace(trace, model, size=5, method="sr", random_seed=1)
+    post, cs = get_group(out, "posterior"), get_group(out, "coreset")
+    assert "coreset_weight" not in post.data_vars and "weight" in cs.data_vars
     assert post.sizes["chain"] == 1 and post.sizes["draw"] <= 5
     assert post["W"].shape[2:] == (2, 3) and post["p"].shape[2:] == (3,)
-    np.testing.assert_allclose(post["coreset_weight"].values.sum(), 1.0)
+    np.testing.assert_allclose(cs["weight"].values.sum(), 1.0)
     np.testing.assert_allclose(post["p"].values.sum(axis=-1), 1.0)
     a = post.attrs
     assert a["stein_coreset_method"] == "sr" and a["ksd"] > 0 and a["n_input"] == 20
+    assert a["coreset_kind"] == "simplex"
     assert a["time_scores_s"] >= 0 and a["time_compress_s"] >= 0
     # every point is a source draw: free variables (backward transform) and the deterministic
-    for j, (c, d, w) in enumerate(
-        zip(a["source_chain"], a["source_draw"], a["source_warmup"], strict=True)
-    ):
-        g = trace.warmup_posterior if w else trace.posterior
+    src = zip(
+        cs["source_chain"].values[0], cs["source_draw"].values[0], cs["source_warmup"].values[0],
+        strict=True,
+    )
+    for j, (c, d, w) in enumerate(src):
+        g = get_group(trace, "warmup_posterior" if w else "posterior")
         np.testing.assert_allclose(post["W"].values[0, j], g["W"].values[c, d], rtol=1e-10)
         np.testing.assert_allclose(post["t"].values[0, j], g["t"].values[c, d], rtol=1e-12)
-    assert "observed_data" not in out.groups() or out.observed_data is not None
+    # the weighted mean is what the weights say
+    want = float(np.sum(cs["weight"].values * post["s"].values))
+    assert float(weighted_mean(out, "s")["s"]) == pytest.approx(want, rel=1e-12)
+
+
+def test_equal_result_is_size_draws_with_repeats_and_summary_means_are_weighted_means(
+    model, trace
+):
+    out = compress_trace(trace, model, size=8, method="skt", random_seed=0)
+    post, cs = get_group(out, "posterior"), get_group(out, "coreset")
+    assert post.sizes["draw"] == 8 and "coreset_weight" not in post.data_vars
+    np.testing.assert_allclose(cs["weight"].values, 1 / 8)
+    summ = az.summary(out, var_names=["s", "b"], kind="stats", round_to="none")
+    wm = weighted_mean(out, ["s", "b"])
+    np.testing.assert_allclose(summ["mean"].to_numpy(), [float(wm["s"]), float(wm["b"])],
+                               rtol=1e-12)
+
+
+def test_random_seed_and_var_names_as_pymc_names_them(model, trace):
+    a = compress_trace(trace, model, size=6, method="sr", random_seed=0, resample_equal=True,
+                       var_names=["W", "t"])
+    b = compress_trace(trace, model, size=6, method="sr", seed=0, resample_equal=True)
+    assert set(get_group(a, "posterior").data_vars) == {"W", "t"}
+    np.testing.assert_array_equal(get_group(a, "posterior")["W"], get_group(b, "posterior")["W"])
+    with pytest.raises(ValueError, match="var_names"):
+        compress_trace(trace, model, size=3, method="st", var_names=["nope"])
+    with pytest.raises(TypeError, match="random_seed"):
+        compress_trace(trace, model, size=3, method="st", random_seed=1, seed=1)
+
+
+def test_sample_stats_of_the_kept_draws_are_carried_over(model, trace):
+    rng = np.random.default_rng(5)
+    stats = {"energy": rng.normal(size=(2, 6)), "diverging": rng.uniform(size=(2, 6)) < 0.2}
+    wstats = {"energy": rng.normal(size=(2, 4)), "diverging": np.zeros((2, 4), bool)}
+    groups = {g: get_group(trace, g) for g in ("posterior", "warmup_posterior")}
+    groups["sample_stats"] = from_dict(posterior=stats)
+    groups["sample_stats"] = get_group(groups["sample_stats"], "posterior")
+    groups["warmup_sample_stats"] = get_group(from_dict(posterior=wstats), "posterior")
+    idata = to_idata(groups, like=trace)
+    out = compress_trace(idata, model, size=6, method="skt", random_seed=0)
+    ss, cs = get_group(out, "sample_stats"), get_group(out, "coreset")
+    for j in range(6):
+        c, d = int(cs["source_chain"][0, j]), int(cs["source_draw"][0, j])
+        src = wstats if cs["source_warmup"][0, j] else stats
+        assert ss["energy"].values[0, j] == src["energy"][c, d]
 
 
 def test_the_result_round_trips_through_netcdf(model, trace, tmp_path):
-    out = compress_trace(trace, model, size=4, method="skt", seed=0)
+    out = compress_trace(trace, model, size=4, method="skt", random_seed=0)
     out.to_netcdf(tmp_path / "coreset.nc")
     back = az.from_netcdf(tmp_path / "coreset.nc")
-    assert list(back.posterior.attrs["source_draw"]) == out.posterior.attrs["source_draw"]
-    np.testing.assert_array_equal(back.posterior["p"].values, out.posterior["p"].values)
+    np.testing.assert_array_equal(
+        get_group(back, "coreset")["source_draw"], get_group(out, "coreset")["source_draw"]
+    )
+    np.testing.assert_array_equal(
+        get_group(back, "posterior")["p"].values, get_group(out, "posterior")["p"].values
+    )
 
 
 def test_a_datatree_trace_gives_a_datatree_coreset(model, trace):
     xr = pytest.importorskip("xarray")
     tree = xr.DataTree.from_dict(
-        {"posterior": trace.posterior, "warmup_posterior": trace.warmup_posterior}
+        {g: get_group(trace, g) for g in ("posterior", "warmup_posterior")}
     )
-    out = compress_trace(tree, model, size=4, method="skt", seed=0)
-    ref = compress_trace(trace, model, size=4, method="skt", seed=0)
+    out = compress_trace(tree, model, size=4, method="skt", random_seed=0)
+    ref = compress_trace(trace, model, size=4, method="skt", random_seed=0)
     assert isinstance(out, xr.DataTree)
-    np.testing.assert_array_equal(out["posterior"]["W"].values, ref.posterior["W"].values)
+    np.testing.assert_array_equal(
+        out["posterior"]["W"].values, get_group(ref, "posterior")["W"].values
+    )
     assert out["posterior"].attrs["n_input"] == 20
 
 
 def test_resample_equal_gives_equal_weights_deterministically_for_a_seed(model, trace):
-    a = compress_trace(trace, model, size=6, method="sr", seed=3, resample_equal=True)
-    b = compress_trace(trace, model, size=6, method="sr", seed=3, resample_equal=True)
-    np.testing.assert_allclose(a.posterior["coreset_weight"].values, 1 / 6)
-    np.testing.assert_array_equal(a.posterior["W"].values, b.posterior["W"].values)
-    assert a.posterior.attrs["coreset_kind"] == "equal"
+    a = compress_trace(trace, model, size=6, method="sr", random_seed=3, resample_equal=True)
+    b = compress_trace(trace, model, size=6, method="sr", random_seed=3, resample_equal=True)
+    np.testing.assert_allclose(get_group(a, "coreset")["weight"].values, 1 / 6)
+    assert get_group(a, "posterior").sizes["draw"] == 6
+    np.testing.assert_array_equal(
+        get_group(a, "posterior")["W"].values, get_group(b, "posterior")["W"].values
+    )
+    assert get_group(a, "posterior").attrs["coreset_kind"] == "equal"
+    with pytest.raises(ValueError, match="signed"):
+        compress_trace(trace, model, size=6, method="sc", random_seed=3, resample_equal=True)
 
 
 def test_a_model_variable_missing_from_the_trace_is_an_error(model, trace):
     with pytest.raises(ValueError, match=r"\['b'\].*missing"):
-        compress_trace(trace.map(lambda ds: ds.drop_vars("b")), model, size=3, method="st")
+        compress_trace(map_groups(trace, lambda ds: ds.drop_vars("b")), model, size=3, method="st")
 
 
 def test_a_trace_variable_missing_from_the_model_is_an_error(model, trace):
-    other = trace.map(lambda ds: ds.assign(zeta=ds["s"] * 2))
+    other = map_groups(trace, lambda ds: ds.assign(zeta=ds["s"] * 2))
     with pytest.raises(ValueError, match="zeta.*not in the model"):
         compress_trace(other, model, size=3, method="st")
 
 
 def test_a_trace_without_posterior_is_an_error(model):
-    idata = az.from_dict(observed_data={"y": np.array([0.3, 0.5])})
+    idata = to_idata({"observed_data": get_group(
+        from_dict(posterior={"y": np.array([[0.3, 0.5]])}), "posterior")})
     with pytest.raises(ValueError, match="no 'posterior' group"):
         compress_trace(idata, model, size=3, method="st")
 
@@ -173,7 +257,7 @@ def test_a_trace_without_posterior_is_an_error(model):
 def test_a_discrete_free_variable_is_an_error():
     with pm.Model() as disc:
         pm.Poisson("k", 3.0)
-    idata = az.from_dict(posterior={"k": np.array([[1, 2, 3]])})
+    idata = from_dict(posterior={"k": np.array([[1, 2, 3]])})
     with pytest.raises(ValueError, match="discrete"):
         compress_trace(idata, disc, size=2, method="st")
 
@@ -183,12 +267,12 @@ def test_nan_gradients_raise_or_are_dropped_and_counted():
         x = pm.Normal("x", 0.0, 1.0)
         pm.Potential("edge", pt.sqrt(1.5 - x))  # NaN log density and gradient for x > 1.5
     xs = np.array([[0.1, -0.5, 2.0, 0.7, 1.9, -1.0, 0.3, 0.0]])
-    idata = az.from_dict(posterior={"x": xs})
+    idata = from_dict(posterior={"x": xs})
     with pytest.raises(ValueError, match="NaN or inf at 2 of 8 draws.*nan_policy='omit'"):
         compress_trace(idata, bad, size=3, method="st")
     out = compress_trace(idata, bad, size=3, method="st", nan_policy="omit")
-    assert out.posterior.attrs["n_dropped"] == 2
-    assert (out.posterior["x"].values < 1.5).all()
+    assert get_group(out, "posterior").attrs["n_dropped"] == 2
+    assert (get_group(out, "posterior")["x"].values < 1.5).all()
 
 
 # ---- the statistical check on a real, short PyMC run --------------------------------------------
@@ -220,24 +304,22 @@ def sample(model, draws, tune, seed):
         )
 
 
-def weighted_mean(post, name):
-    w = post["coreset_weight"].values[0]
-    return float(np.sum(w * post[name].values[0]))
+def coreset_mean(out, name):
+    return float(weighted_mean(out, name)[name])
 
 
 @pytest.mark.slow
 def test_skt_beats_standard_thinning_in_ksd_and_posterior_mean_error():
     model = shifted_model()
-    ref = sample(model, 2000, 500, seed=100).posterior
+    ref = get_group(sample(model, 2000, 500, seed=100), "posterior")
     ref_mean = np.array([float(ref["mu"].mean()), float(ref["sigma"].mean())])
     err = {"skt": [], "standard": []}
     for seed in (1, 2, 3):
         idata = sample(model, 100, 100, seed=seed)  # 400 draws, half of them warm-up
-        outs = {m: compress_trace(idata, model, size=20, method=m, seed=seed) for m in err}
-        assert outs["skt"].posterior.attrs["ksd"] < outs["standard"].posterior.attrs["ksd"]
+        outs = {m: compress_trace(idata, model, size=20, method=m, random_seed=seed) for m in err}
+        ksd = {m: get_group(o, "posterior").attrs["ksd"] for m, o in outs.items()}
+        assert ksd["skt"] < ksd["standard"]
         for m, out in outs.items():
-            got = np.array(
-                [weighted_mean(out.posterior, "mu"), weighted_mean(out.posterior, "sigma")]
-            )
+            got = np.array([coreset_mean(out, "mu"), coreset_mean(out, "sigma")])
             err[m].append(np.linalg.norm(got - ref_mean))
     assert np.median(err["skt"]) < np.median(err["standard"]), err

@@ -53,7 +53,6 @@ def test_one_row_csv_is_one_point(tmp_path):
 @pytest.mark.parametrize("text, match", [
     ("1;2;3\n4;5;6\n", r"line 1: cells are separated by ';'"),
     ("1,2\n3,abc\n", r"line 2, column 2: the cell 'abc' is not a number"),
-    ("1,2\n3,\n", r"line 2, column 2: an empty cell"),
     ("1,2\n3,4,5\n", r"line 2: 3 cells, but earlier lines have 2"),
 ])
 def test_bad_csv_names_file_and_line(tmp_path, text, match):
@@ -61,3 +60,30 @@ def test_bad_csv_names_file_and_line(tmp_path, text, match):
     p.write_text(text)
     with pytest.raises(ValueError, match=r"POINTS: .*bad\.csv, " + match):
         _io.load_points(str(p))
+
+
+def test_csv_missing_cells_are_nan_for_nan_policy(tmp_path):
+    p = tmp_path / "na.csv"
+    p.write_text("a,b\n1,2\n3,\nNA,4\n5,nan\n6,7\n")
+    A = _io.load_points(str(p))
+    assert A.shape == (5, 2)
+    np.testing.assert_array_equal(np.isnan(A).any(axis=1), [False, True, True, True, False])
+    table, names = _io.load_table(str(p))
+    assert names == ["a", "b"]
+
+
+def test_csv_reads_the_same_with_and_without_pandas(tmp_path, monkeypatch):
+    import sys
+
+    p = tmp_path / "t.csv"
+    p.write_text("# comment\nx,y,z\n1,2,3\n4,,6\n7,8,9\n")
+    with_pd = _io.read_csv_table(str(p))
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    without = _io.read_csv_table(str(p))
+    np.testing.assert_array_equal(with_pd[0], without[0])
+    assert with_pd[1] == without[1] == ["x", "y", "z"]
+
+
+def test_out_with_another_extension_is_refused_with_the_npz_name():
+    with pytest.raises(ValueError, match=r"--out X\.npy: the coreset is an \.npz archive.*X\.npz"):
+        _io.refuse_overwrite_input("X.npy", ["X.npy"])

@@ -51,7 +51,10 @@ def test_bandwidths_whose_fourth_power_is_not_a_normal_float_are_refused(kind, s
 def test_a_median_bandwidth_out_of_range_says_to_rescale(sample):
     X, S = sample
     with pytest.raises(ValueError, match="sigma.*rescale"):
-        sc.compress(X * 1e-100, S * 1e100, size=8, method="st")
+        sc.compress(X * 1e-100, S * 1e100, size=8, method="st", kernel=sc.SteinKernel(M=None))
+    # the default (scale-free) kernel standardises the coordinates: the same selection as X
+    res = sc.compress(X * 1e-100, S * 1e100, size=8, method="st")
+    np.testing.assert_array_equal(res.indices, sc.compress(X, S, size=8, method="st").indices)
 
 
 @pytest.mark.parametrize("method", ["st", "skt", "sr"])

@@ -4,9 +4,15 @@ biased inputs, so that a refactor can show it changed nothing.
     python tools/fingerprint.py --out before.json            # on the old code
     python tools/fingerprint.py --compare before.json        # on the new code: exit 1 on a change
 
-Indices must match exactly; weights and KSD to ``--rtol`` (default 1e-9). Extra keyword
-arguments for ``compress`` (e.g. ``n_threads``) are passed with ``--kw name=value`` (a JSON
-value); a method option (e.g. ``--kw 'stop="fixed"'``) only to the methods that have it.
+Indices must match exactly; weights and KSD to ``--rtol`` (default 1e-9); equal-weighted
+results also record their draws (``draw_indices``, compared when both sides have them). Extra
+keyword arguments for ``compress`` (e.g. ``n_threads``) are passed with ``--kw name=value`` (a
+JSON value); a method option (e.g. ``--kw 'stop="fixed"'``) only to the methods that have it.
+
+``--pre-26`` runs with the defaults before issue 26 (identity preconditioner, Low-rank Debiasing
+rank n^0.5 and ``stop="ksd"``), so a fingerprint taken before that issue can still be compared:
+issue 26 changed the defaults (scale-free kernel, tau 0.4, stop "auto") and so every debiased
+and kernel-based selection, on purpose, and nothing else.
 """
 
 from __future__ import annotations
@@ -32,9 +38,13 @@ METHODS = (
 )
 
 
-def fingerprint(extra: dict) -> dict:
+def fingerprint(extra: dict, pre_26: bool = False) -> dict:
     import stein_coreset as sc
     from stein_coreset.compress import METHODS as table
+
+    if pre_26:
+        extra = {"kernel": sc.SteinKernel(M=None), "tau": 0.5, "stop": "ksd", **extra}
+        # (tau is replaced by the rank the algorithms computed before; see below)
 
     options = {k for spec in table.values() for k in spec.options}
 
@@ -44,12 +54,25 @@ def fingerprint(extra: dict) -> dict:
             # a method option (e.g. stop=...) goes only to the methods that have it
             own = table[method].options
             kw = {k: v for k, v in extra.items() if k not in options or k in own}
+            if "tau" in kw and (not table[method].uses_rank or table[method].debias != "ld"):
+                del kw["tau"]  # sr / sc / rt / ct: their RT/CT count default did not change
+            if pre_26 and table[method].debias == "ld":
+                # before issue 26 the LD rank came from the (thinned) n inside the algorithm
+                del kw["tau"]
+                if method == "lskt":
+                    n_used = sc.compress(X, S, size=size, method=method, seed=7, **kw).info[
+                        "n_thinned"]
+                    kw["rank"] = math.ceil(math.sqrt(n_used))
+                else:
+                    kw["rank"] = max(1, round(math.sqrt(X.shape[0])))
             res = sc.compress(X, S, size=size, method=method, seed=7, **kw)
             out[f"{cname}/{method}"] = {
                 "indices": np.asarray(res.indices).tolist(),
                 "weights": np.asarray(res.weights).tolist(),
                 "ksd": res.ksd,
             }
+            if getattr(res, "draw_indices", None) is not None:
+                out[f"{cname}/{method}"]["draw_indices"] = np.asarray(res.draw_indices).tolist()
     return out
 
 
@@ -62,6 +85,9 @@ def compare(old: dict, new: dict, rtol: float) -> list[str]:
             continue
         if a["indices"] != b["indices"]:
             bad.append(f"{key}: indices differ")
+            continue
+        if "draw_indices" in a and "draw_indices" in b and a["draw_indices"] != b["draw_indices"]:
+            bad.append(f"{key}: draws differ")
             continue
         wa, wb = np.asarray(a["weights"]), np.asarray(b["weights"])
         if not np.allclose(wa, wb, rtol=rtol, atol=rtol * 1e-3):
@@ -77,12 +103,14 @@ def main(argv=None) -> int:
     p.add_argument("--compare", help="compare with this JSON file; exit 1 on any difference")
     p.add_argument("--rtol", type=float, default=1e-9)
     p.add_argument("--kw", action="append", default=[], help="extra compress option name=value")
+    p.add_argument("--pre-26", action="store_true",
+                   help="the defaults before issue 26 (identity M, LD tau 0.5, stop='ksd')")
     args = p.parse_args(argv)
     extra = {}
     for kv in args.kw:
         k, v = kv.split("=", 1)
         extra[k] = json.loads(v)
-    fp = fingerprint(extra)
+    fp = fingerprint(extra, pre_26=args.pre_26)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(fp, f)

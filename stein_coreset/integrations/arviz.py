@@ -14,7 +14,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Layout", "flatten", "unflatten", "get_group", "has_group"]
+__all__ = [
+    "Layout", "flatten", "unflatten", "get_group", "has_group", "to_idata", "weighted_mean",
+    "arviz_major",
+]
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,50 @@ def get_group(idata, group: str):
         )
     node = idata[group] if not callable(getattr(idata, "groups", None)) else getattr(idata, group)
     return node.to_dataset() if hasattr(node, "to_dataset") and not _is_dataset(node) else node
+
+
+def arviz_major() -> int | None:
+    """The installed ArviZ's major version (0: InferenceData; >= 1: DataTree), None without
+    ArviZ. (ArviZ 1.x still answers ``hasattr(az, "InferenceData")`` with a stub.)"""
+    try:
+        import arviz as az
+    except ImportError:
+        return None
+    return int(str(az.__version__).split(".")[0])
+
+
+def to_idata(groups: dict, like=None):
+    """An ``arviz.InferenceData`` of the ``{name: Dataset}`` groups with ArviZ 0.x, unless
+    ``like`` is a DataTree; an ``xarray.DataTree`` with ArviZ >= 1 (which has no
+    InferenceData). Groups outside ArviZ 0.x's schema (``coreset``) are kept without its
+    warning."""
+    import warnings
+
+    import xarray as xr
+
+    if isinstance(like, xr.DataTree) or arviz_major() != 0:
+        return xr.DataTree.from_dict(dict(groups))
+    import arviz as az
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*InferenceData scheme.*")
+        return az.InferenceData(**groups)
+
+
+def weighted_mean(idata, var_names=None, group: str = "posterior"):
+    """The coreset's weighted mean of each variable of a :func:`compress_trace` result: the
+    sum over (chain, draw) of ``coreset.weight * posterior[v]`` (an ``xarray.Dataset``).
+
+    For equal-weighted results it is the plain mean ``az.summary`` reports; for simplex and
+    signed (``sc``, ``lsc``) weights it is the estimate to use, which ``az.summary`` (blind to
+    weights) does not give. O(m d).
+    """
+    ds = get_group(idata, group)
+    w = get_group(idata, "coreset")["weight"]
+    names = list(ds.data_vars) if var_names is None else (
+        [var_names] if isinstance(var_names, str) else list(var_names)
+    )
+    return (ds[names] * w).sum(("chain", "draw"))
 
 
 def _is_dataset(obj) -> bool:

@@ -39,6 +39,7 @@ class ModelFunctions:
     def __init__(self, model):
         import pytensor
         import pytensor.tensor as pt
+        from pytensor.graph.replace import clone_replace  # pytensor 2.x and 3.x
 
         self.model = model
         self.free = list(model.free_RVs)
@@ -70,7 +71,7 @@ class ModelFunctions:
             tr.forward(rv, *rv.owner.inputs) if tr is not None else rv
             for rv, tr in zip(self.free, self.transforms, strict=True)
         ]
-        fwd = pytensor.clone_replace(fwd, replace=dict(zip(self.free, consts, strict=True)))
+        fwd = clone_replace(fwd, replace=dict(zip(self.free, consts, strict=True)))
         fwd = [pt.as_tensor_variable(f) for f in fwd]
         # backward and the joint log density, in the value variables
         bwd = model.replace_rvs_by_values(self.free)
@@ -339,14 +340,16 @@ def compress_trace(
     *,
     size: int,
     method: str,
-    seed=None,
+    random_seed=None,
+    var_names=None,
     include_warmup: bool = True,
     resample_equal: bool = False,
     nan_policy: str = "raise",
     batch_size: int = 1024,
+    seed=None,
     **compress_options,
 ):
-    """Compress a PyMC trace to a debiased, weighted ``InferenceData``.
+    """Compress a PyMC trace to a debiased ``InferenceData`` that ArviZ summarises correctly.
 
     Parameters
     ----------
@@ -355,16 +358,20 @@ def compress_trace(
     model : pymc.Model, optional
         The model that produced the trace (default: the enclosing ``with`` block's).
     size : int
-        Coreset size.
+        Coreset size m.
     method : str
-        A :func:`stein_coreset.compress` method: "st", "skt", "lskt", "sr", "lsr", "sc", "lsc",
-        or a baseline ("standard", "kt", ...) for comparison.
-    seed : None, int or numpy.random.Generator
+        A :func:`stein_coreset.compress` method: "st", "skt", "lskt" (equal weights), "sr",
+        "lsr" (simplex), "sc", "lsc" (signed), or a baseline ("standard", "kt", ...).
+    random_seed : None, int or numpy.random.Generator
+        As in ``pm.sample``. ``seed`` is accepted as an alias.
+    var_names : list of str, optional
+        Posterior variables to return (default: all of the trace's). The scores always use
+        every free variable of the model.
     include_warmup : bool
         Compress the ``warmup_posterior`` draws too (default), when the trace kept them.
     resample_equal : bool
-        Resample a weighted coreset to ``size`` equally weighted draws (App. E.3, stratified
-        residual resampling; deterministic for a seed) so every ArviZ summary works unchanged.
+        Turn simplex weights into ``size`` equally weighted draws (App. E.3, stratified
+        residual resampling; deterministic for a seed), for tools that ignore weights.
     nan_policy : {"raise", "omit"}
         Draws where the trace or the model's gradient is NaN/inf: error, or dropped and counted
         in ``attrs["n_dropped"]``.
@@ -376,28 +383,53 @@ def compress_trace(
 
     Returns
     -------
-    arviz.InferenceData (an ``xarray.DataTree`` when ``idata`` is one) whose posterior has one
-    chain, draw = coreset position, the model's free variables (backward-transformed coreset
-    points) and the trace's other variables (deterministics, taken from the source draws) with
-    their names, dims and coords, and the weights as the variable ``coreset_weight``.
-    ``posterior.attrs`` hold the method, kind, KSD, ``time_compile_s`` / ``time_scores_s`` /
-    ``time_compress_s``, the input size and the source of every point (``source_chain``,
-    ``source_draw``, ``source_warmup``). ``observed_data`` and ``constant_data`` are carried over.
+    arviz.InferenceData (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ >= 1, or a DataTree in):
+
+    - ``posterior``: one chain; for an equal-weighted result (``st``, ``skt``, ``lskt``,
+      baselines, or ``resample_equal=True``) ``size`` draws, repeats kept, so ``az.summary``
+      and every plot are the coreset's; for simplex / signed weights one draw per support
+      point. Free variables are the backward-transformed coreset points, deterministics come
+      from the source draws; names, dims and coords are the trace's. No weight variable.
+    - ``coreset``: the weights ``weight`` (chain, draw) (1/size each for equal results; use them
+      for simplex / signed results: ``(w * post[v]).sum(("chain", "draw"))``), and the source
+      of every draw: ``source_chain``, ``source_draw``, ``source_warmup``.
+    - ``sample_stats``: the sampler statistics of the kept draws (from ``warmup_sample_stats``
+      for warm-up draws), when the trace has them.
+    - ``observed_data``, ``constant_data``: carried over.
+
+    ``posterior.attrs`` (and ``coreset.attrs``) hold ``stein_coreset_method``, ``coreset_kind``,
+    ``ksd``, ``coreset_size``, ``n_input``, ``n_warmup_input``, ``n_dropped``,
+    ``time_compile_s`` / ``time_transform_s`` / ``time_scores_s`` / ``time_compress_s``,
+    ``bandwidth``, ``preconditioner``.
 
     Notes
     -----
     Cost: scores as in :func:`trace_scores`, then the method's cost (``docs/choosing_a_method.md``).
+    ESS and R-hat of a coreset mean nothing (it is not a Markov chain): ``az.summary(...,
+    kind="stats")``.
     """
-    import arviz as az
     import xarray as xr
 
     from .. import _validation as val
-    from ..algorithms import resample
     from ..compress import compress
 
+    if seed is not None:
+        if random_seed is not None:
+            raise TypeError("give random_seed or its alias seed, not both")
+        random_seed = seed
     val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
     resample_equal = val.check_bool(resample_equal, "resample_equal")
-    rng = val.check_random_state(seed, "seed")
+    rng = val.check_random_state(random_seed, "random_seed")
+    post = _az.get_group(idata, "posterior")
+    if var_names is None:
+        var_names = list(post.data_vars)
+    else:
+        var_names = [var_names] if isinstance(var_names, str) else list(var_names)
+        missing = [v for v in var_names if v not in post.data_vars]
+        if missing:
+            raise ValueError(
+                f"var_names: {missing} are not in the trace's posterior ({list(post.data_vars)})"
+            )
     ts = trace_scores(idata, model, include_warmup=include_warmup, batch_size=batch_size)
     X, S = ts.X, ts.S
     bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(S).all(axis=1))
@@ -414,55 +446,51 @@ def compress_trace(
         X, S, size=size, method=method, seed=rng, nan_policy=nan_policy, **compress_options
     )
     t_compress = time.perf_counter() - t0
-    idx = np.asarray(res.indices, dtype=np.int64)
-    w = np.asarray(res.weights, dtype=np.float64)
-    if resample_equal and not np.allclose(w, w[0]):
-        if (w < 0).any():
+    kind = res.kind
+    if resample_equal and kind != "equal":
+        if kind == "constant":
             raise ValueError(
-                f"resample_equal: method {method!r} returned signed ('{res.kind}') weights, "
+                f"resample_equal: method {method!r} returned signed ('constant') weights, "
                 "which cannot be resampled; use a method with simplex weights (sr, lsr) or "
                 "equal weights (st, skt, lskt)"
             )
-        pick = resample(w, int(size), rng)
-        idx = idx[pick]
+        res = res.resample_equal(int(size), rng)
+    if res.kind == "equal":  # the sample view: the m draws, repeats kept
+        idx = np.asarray(res.draw_indices, dtype=np.int64)
         w = np.full(idx.size, 1.0 / idx.size)
+    else:  # the support view: weights in the coreset group
+        idx = np.asarray(res.indices, dtype=np.int64)
+        w = np.asarray(res.weights, dtype=np.float64)
 
     fns = ts.functions
-    post = _az.get_group(idata, "posterior")
     constrained = dict(zip(fns.names, fns.to_constrained(X[idx], batch_size), strict=True))
     k = idx.size
+    src_group, src_chain, src_draw = ts.source_group[idx], ts.source_chain[idx], ts.source_draw[idx]
     coords = {"chain": np.arange(1), "draw": np.arange(k)}
+    groups = {g: _az.get_group(idata, g) for g in set(src_group.tolist())}
+
+    def from_sources(group_of, name, template):
+        vals = [
+            group_of[g][name].transpose("chain", "draw", ...).values[c, dr]
+            for g, c, dr in zip(src_group, src_chain, src_draw, strict=True)
+        ]
+        return np.stack(vals) if k else np.empty((0,) + template.shape[2:], template.dtype)
+
     data_vars = {}
-    groups = {g: _az.get_group(idata, g) for g in set(ts.source_group[idx].tolist())}
-    for name in post.data_vars:
+    for name in var_names:
         da = post[name].transpose("chain", "draw", ...)
         dims = tuple(da.dims[2:])
         if name in constrained:
             vals = np.asarray(constrained[name]).reshape((k,) + da.shape[2:])
         else:  # deterministics: from the source draws
-            vals = (
-                np.stack(
-                    [
-                        groups[g][name].transpose("chain", "draw", ...).values[c, dr]
-                        for g, c, dr in zip(
-                            ts.source_group[idx],
-                            ts.source_chain[idx],
-                            ts.source_draw[idx],
-                            strict=True,
-                        )
-                    ]
-                )
-                if k
-                else np.empty((0,) + da.shape[2:])
-            )
+            vals = from_sources(groups, name, da)
         data_vars[name] = (("chain", "draw") + dims, vals[None].astype(da.dtype, copy=False))
         for dim in dims:
             if dim in post.coords:
                 coords[dim] = post.coords[dim].values
-    data_vars["coreset_weight"] = (("chain", "draw"), w[None])
     attrs = {
         "stein_coreset_method": method,
-        "coreset_kind": "equal" if resample_equal else res.kind,
+        "coreset_kind": res.kind,
         "ksd": float("nan") if res.ksd is None else float(res.ksd),
         "coreset_size": int(k),
         "n_input": int(X.shape[0]),
@@ -473,19 +501,41 @@ def compress_trace(
         "time_scores_s": float(ts.time_scores_s),
         "time_compress_s": float(t_compress),
         "scores_vectorized": int(bool(ts.functions.vectorized.get("dlogp", False))),
-        "resampled_equal": int(resample_equal),
-        "source_chain": ts.source_chain[idx].tolist(),
-        "source_draw": ts.source_draw[idx].tolist(),
-        "source_warmup": (ts.source_group[idx] == "warmup_posterior").astype(int).tolist(),
+        "resampled_equal": int(res.kind == "equal" and kind != "equal"),
         "bandwidth": float(res.info.get("bandwidth", math.nan)),
+        "preconditioner": str(res.info.get("preconditioner", "")),
     }
-    ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
-    others = {
-        g: _az.get_group(idata, g)
-        for g in ("observed_data", "constant_data")
-        if _az.has_group(idata, g)
-    }
-    if isinstance(idata, xr.DataTree) or not hasattr(az, "InferenceData"):
-        # a DataTree in (or ArviZ >= 1, which has no InferenceData): a DataTree out
-        return xr.DataTree.from_dict({"posterior": ds, **others})
-    return az.InferenceData(posterior=ds, **others)
+    out = {"posterior": xr.Dataset(data_vars, coords=coords, attrs=attrs)}
+    cd = ("chain", "draw")
+    out["coreset"] = xr.Dataset(
+        {
+            "weight": (cd, w[None]),
+            "source_chain": (cd, src_chain[None]),
+            "source_draw": (cd, src_draw[None]),
+            "source_warmup": (cd, (src_group == "warmup_posterior").astype(np.int64)[None]),
+        },
+        coords={"chain": np.arange(1), "draw": np.arange(k)},
+        attrs=attrs,
+    )
+    stats = {"posterior": "sample_stats", "warmup_posterior": "warmup_sample_stats"}
+    if all(_az.has_group(idata, stats[g]) for g in groups):
+        sgroups = {g: _az.get_group(idata, stats[g]) for g in groups}
+        first = sgroups[next(iter(sgroups))]
+        svars = {}
+        for name in first.data_vars:
+            if not all(name in ds.data_vars for ds in sgroups.values()):
+                continue
+            da = first[name]
+            if da.dims[:2] != ("chain", "draw"):
+                if "chain" not in da.dims or "draw" not in da.dims:
+                    continue
+                da = da.transpose("chain", "draw", ...)
+            vals = from_sources(sgroups, name, da)
+            svars[name] = (cd + tuple(da.dims[2:]), vals[None])
+        out["sample_stats"] = xr.Dataset(
+            svars, coords={"chain": np.arange(1), "draw": np.arange(k)}
+        )
+    for g in ("observed_data", "constant_data"):
+        if _az.has_group(idata, g):
+            out[g] = _az.get_group(idata, g)
+    return _az.to_idata(out, like=idata)

@@ -70,6 +70,11 @@ int omp_max_threads();
 // True when STEIN_CORESET_TEAM_WAIT=yield (read once, on first use).
 bool team_wait_yields();
 
+// STEIN_CORESET_TEAM_GRAIN (read once): a factor on the work that pays for one more member
+// (default 1; 0: every loop on the whole team, as the tests use to exercise the parallel paths
+// at small n; 2: half the members). Results never depend on it.
+double team_grain();
+
 // Entries of k_P (or comparable units of work) below which a loop is not worth a wake-up (the
 // boolean form of for_chunks; the loops of this library size their teams with members_for).
 constexpr int64_t kParallelWork = int64_t{1} << 14;
@@ -114,7 +119,8 @@ public:
     // step's work for a region, the whole loop's for for_chunks), at least 1, at most the team and
     // the number of chunks.
     int members_for(double ns, int64_t nchunks, double per_member = kStepNsPerMember) const {
-        const double m = ns / per_member;
+        const double unit = per_member * grain_;
+        const double m = unit > 0.0 ? ns / unit : static_cast<double>(nt_);
         int k = m >= static_cast<double>(nt_) ? nt_ : (m >= 1.0 ? static_cast<int>(m) : 1);
         if (nchunks < k) k = nchunks < 1 ? 1 : static_cast<int>(nchunks);
         return k;
@@ -361,6 +367,7 @@ private:
 
     const int nt_;
     const bool yields_ = team_wait_yields();
+    const double grain_ = team_grain();
     std::unique_ptr<Padded<std::atomic<uint64_t>>[]> slots_;  // per-member claim counters
     std::vector<std::thread> workers_;
     std::mutex mu_;

@@ -54,8 +54,10 @@ def _fingerprints(env, threads):
 
     e = dict(os.environ)
     e.update(env)
-    got = subprocess.run([sys.executable, "-c", _FINGERPRINT, *map(str, threads)], env=e, capture_output=True,
-                         text=True, cwd="/", timeout=600, check=True).stdout.split()
+    got = subprocess.run(
+        [sys.executable, "-c", _FINGERPRINT, *map(str, threads)], env=e, capture_output=True,
+        text=True, cwd="/", timeout=600, check=True,
+    ).stdout.split()
     return {tuple(s.split(":")[:2]): s.split(":")[2] for s in got}
 
 

@@ -15,9 +15,10 @@
 //    the others' counters; so a member that the OS has not scheduled never holds up a step (the
 //    running ones take its chunks: no collapse on a busy machine, unlike an OpenMP barrier, which
 //    waits for every member). A member holding a chunk finishes it, as before.
-//  * Completion: each member adds the number of chunks it ran to one counter once per step; the
-//    one that brings it to C runs combine(s) and publishes step s + 1 (one store that the others
-//    spin on). Members that ran no chunk of a step do not touch the counter.
+//  * Completion: each member adds the number of chunks it ran to one counter, once for its own
+//    range and once per range it stole from; the one that brings it to C runs combine(s) and
+//    publishes step s + 1 (one store that the others spin on). Members that ran no chunk of a
+//    step do not touch the counter.
 //  * A team no larger than the work pays for: a region runs on `members` threads (the caller's
 //    `members_for(ns per step, chunks)`), never more than the chunks of a step; the rest of the
 //    team stays idle. Results never depend on it (below).
@@ -250,15 +251,19 @@ private:
             for (; s < x.nsteps; ++s) {
                 if (!t->wait_step(s)) break;
                 const int64_t C = std::max<int64_t>(1, (*x.nchunks)(s));
-                int64_t did = 0;
-                for (int q = 0; q < M; ++q) {  // own range first, then the others'
+                // own range first, reported at once (in a balanced step the last member to
+                // finish its range combines without looking further), then the others'
+                for (int q = 0; q < M; ++q) {
                     const int o = k + q < M ? k + q : k + q - M;
+                    int64_t did = 0;
                     for (int64_t c; (c = t->claim(o, M, s, C)) >= 0; ++did) (*x.body)(s, c, k);
-                }
-                if (did > 0 && t->done_.fetch_add(did, std::memory_order_acq_rel) + did == C) {
-                    t->done_.store(0, std::memory_order_relaxed);
-                    const bool go = (*x.combine)(s);
-                    t->publish(go && s + 1 < x.nsteps ? s + 2 : kStop);
+                    if (did > 0 &&
+                        t->done_.fetch_add(did, std::memory_order_acq_rel) + did == C) {
+                        t->done_.store(0, std::memory_order_relaxed);
+                        const bool go = (*x.combine)(s);
+                        t->publish(go && s + 1 < x.nsteps ? s + 2 : kStop);
+                        break;
+                    }
                 }
             }
         } catch (...) {

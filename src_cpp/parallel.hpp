@@ -144,6 +144,7 @@ public:
             for (int64_t c = 0; c < nchunks; ++c) body(c);
             return;
         }
+        if (members > nchunks) members = static_cast<int>(nchunks);
         steps(
             members, 1, [nchunks](int64_t) { return nchunks; },
             [&body](int64_t, int64_t c, int) { body(c); }, [](int64_t) { return true; });

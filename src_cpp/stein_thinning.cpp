@@ -22,10 +22,11 @@ struct ArgMin {
 constexpr int64_t kChunk = 4 * kSoABlock;
 
 // score[i] += 2 k_P(x_i, x_j) for i in [a, e) (if j >= 0; j = -2: score[i] = k_P(x_i, x_i)
-// first); returns the first block of [a, e) that attains the minimum over [a, e) and the first
-// index of that minimum in it (the block start if the block holds only NaN). Taking the
-// lexicographic minimum of these (value, index) pairs over the chunks gives the first argmin of
-// the whole score, however the chunks are grouped: the result does not depend on n_threads.
+// first); returns the minimum over [a, e) and the start of the first evaluator block that attains
+// it (the first block if all are NaN). The lexicographic minimum of these (value, block) pairs
+// over any grouping of the chunks is the first block of the whole score that attains its minimum,
+// so the result does not depend on n_threads; the last arriver then finds the first index of the
+// minimum in that one block (as a serial pass would).
 ArgMin chunk_argmin(const KernelSpec& K, const SoAView& P, int64_t j, double* score, int64_t a,
                     int64_t e) {
     ArgMin r{std::numeric_limits<double>::infinity(), a};
@@ -48,15 +49,7 @@ ArgMin chunk_argmin(const KernelSpec& K, const SoAView& P, int64_t j, double* sc
         }
         for (; b < len; ++b) m4[0] = s[b] < m4[0] ? s[b] : m4[0];
         const double v = std::min(std::min(m4[0], m4[1]), std::min(m4[2], m4[3]));
-        if (b0 == a || v < r.v) {
-            r = ArgMin{v, b0};
-            for (int64_t q = 0; q < len; ++q) {
-                if (s[q] == v) {
-                    r.i = b0 + q;
-                    break;
-                }
-            }
-        }
+        if (b0 == a || v < r.v) r = ArgMin{v, b0};
     }
     return r;
 }
@@ -111,7 +104,16 @@ void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score,
                     any = true;
                 }
             }
-            out[t] = r.i;
+            // first index of the minimum inside the first block that attains it
+            const int64_t e = std::min(n, r.i + kSoABlock);
+            int64_t i = r.i;  // NaN scores: the block start
+            for (int64_t b = r.i; b < e; ++b) {
+                if (score[b] == r.v) {
+                    i = b;
+                    break;
+                }
+            }
+            out[t] = i;
             return true;
         });
 }

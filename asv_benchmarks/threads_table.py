@@ -15,8 +15,9 @@ costs O(n^2 d) per pass). A cell is one run (best of up to five when it takes un
 selection (``same``).
 
 Order: the most important cells first (the largest n: st, skt, sr, sc, lskt at 1, 8 and 16
-threads; then lsr, lsc, kt, dksd there; then the other thread counts; then the smaller n), so a
-``--budget-s`` that runs out drops the least important ones. A cell is skipped when the time
+threads; then the smaller n, cheaper, every method at every thread count; then lsr, lsc, kt,
+dksd at the largest n; then the other thread counts there), so a ``--budget-s`` that runs out
+drops the least important ones. A cell is skipped when the time
 spent is past the budget, or when its predicted time (from a measured cell of the same method
 and n, assuming linear scaling) would pass it. The table and the JSON (rewritten after every
 cell, so a killed run leaves what it had) give the load average, the cores and the CPU model.
@@ -109,14 +110,15 @@ def _order(ns, threads, methods):
     first = [t for t in (1, 8, 16) if t in threads]
     rest = [t for t in threads if t not in first]
     cells = []
-    for group in (MAIN, OTHER):
-        for t in first:
-            cells += [(m, big, t) for m in group if m in methods]
-    for t in rest:
-        cells += [(m, big, t) for m in methods]
-    for n in sorted(ns, reverse=True)[1:]:
+    for t in first:
+        cells += [(m, big, t) for m in MAIN if m in methods]
+    for n in sorted(ns)[:-1]:  # the smaller n (cheaper): every thread count
         for t in first + rest:
             cells += [(m, n, t) for m in methods]
+    for t in first:
+        cells += [(m, big, t) for m in OTHER if m in methods]
+    for t in rest:
+        cells += [(m, big, t) for m in methods]
     return cells
 
 

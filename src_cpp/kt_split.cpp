@@ -139,14 +139,15 @@ void halve_together(Team& team, std::vector<Halving>& hs) {
                 const int64_t k = k0 + s, nc = walk_chunks(k);
                 if (nc == 0) return;
                 const int64_t h = c / nc, w = c - h * nc;
-                if (!hs[static_cast<size_t>(h)].repeat(k))
-                    partial[static_cast<size_t>(h * maxc + w)] = hs[static_cast<size_t>(h)].chunk(k, w);
+                const Halving& hv = hs[static_cast<size_t>(h)];
+                if (!hv.repeat(k)) partial[static_cast<size_t>(h * maxc + w)] = hv.chunk(k, w);
             },
             [&](int64_t s) {
                 const int64_t k = k0 + s, nc = walk_chunks(k);
                 for (int64_t h = 0; h < H; ++h) {
                     Halving& hv = hs[static_cast<size_t>(h)];
-                    hv.decide(k, hv.repeat(k) ? 0.0 : walk_total(&partial[static_cast<size_t>(h * maxc)], nc));
+                    const double* p = &partial[static_cast<size_t>(h * maxc)];
+                    hv.decide(k, hv.repeat(k) ? 0.0 : walk_total(p, nc));
                 }
                 return true;
             });

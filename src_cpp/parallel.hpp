@@ -280,7 +280,8 @@ private:
         members_.store(members, std::memory_order_relaxed);
         ctx_ = ctx;
         run_ = run;
-        for (int k = 0; k < members; ++k) slots_[static_cast<size_t>(k)].v.store(0, std::memory_order_relaxed);
+        for (int k = 0; k < members; ++k)
+            slots_[static_cast<size_t>(k)].v.store(0, std::memory_order_relaxed);
         done_.store(0, std::memory_order_relaxed);
         ready_.store(1, std::memory_order_relaxed);
         const uint64_t g = gen_.load(std::memory_order_relaxed) + 1;

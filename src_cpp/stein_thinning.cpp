@@ -91,7 +91,8 @@ void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score,
         M, m, [nch](int64_t) { return nch; },
         [&](int64_t t, int64_t c, int k) {
             const int64_t j = t == 0 ? -2 : out[t - 1];
-            const ArgMin r = chunk_argmin(K, P, j, score, c * kChunk, std::min(n, (c + 1) * kChunk));
+            const ArgMin r =
+                chunk_argmin(K, P, j, score, c * kChunk, std::min(n, (c + 1) * kChunk));
             Slot& sl = slot[static_cast<size_t>(k)].v;
             if (sl.step != t + 1 || before(r, sl.best)) sl = Slot{t + 1, r};
         },

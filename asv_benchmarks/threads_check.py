@@ -15,6 +15,8 @@
     one thread.
 (d) the load average before and after.
 
+The speed-up table over 1, 2, 4, 8, 16 threads (issue 28) is asv_benchmarks/threads_table.py.
+
 Inputs are the biased Gaussian chain of compare_peers.py (target N(0, I), sample shifted and
 over-dispersed); coreset size 128. Run it on an otherwise idle machine.
 """

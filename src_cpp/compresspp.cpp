@@ -12,9 +12,10 @@ void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, doub
     const int64_t n = K.n;
     const double inv = 1.0 / static_cast<double>(n);
     Team team(n_threads);
-    team.for_chunks(
-        nr, [&](int64_t a) { out[a] = soa_sum(K, rows[a], P, 0, n) * inv; },
-        nr * n > kParallelWork);
+    team.for_chunks_on(
+        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nr,
+                         kLoopNsPerMember),
+        nr, [&](int64_t a) { out[a] = soa_sum(K, rows[a], P, 0, n) * inv; });
 }
 
 }  // namespace sc

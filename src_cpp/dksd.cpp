@@ -107,7 +107,13 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
     const int64_t nch = (n + kRows - 1) / kRows;
     std::vector<double> partial(static_cast<size_t>(nch), 0.0);
     Team team(n_threads);
-    team.for_chunks(
+    // a pair: nk radial evaluations and ~d (full: d^2) multiply-adds per component, twice with
+    // the gradient
+    const double pair_ns = (10.0 * static_cast<double>(nk) +
+                            static_cast<double>(S.full ? d * d : d) * (grad ? 4.0 : 2.0));
+    team.for_chunks_on(
+        team.members_for(static_cast<double>(n) * static_cast<double>(n) * pair_ns, nch,
+                         kLoopNsPerMember),
         nch,
         [&](int64_t ch) {
             std::vector<double> k0(nk), k1(nk), k2(nk), du(d);
@@ -126,8 +132,7 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
                 }
             }
             partial[static_cast<size_t>(ch)] = acc;
-        },
-        n * n * d > kParallelWork);
+        });
     double total = 0.0;
     for (double v : partial) total += v;
     return total;

@@ -19,57 +19,66 @@ uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-// The random stream of halving l in round j.
-std::mt19937_64 halving_stream(uint64_t seed, int j, int64_t l) {
-    return std::mt19937_64(splitmix64(
-        seed ^ splitmix64((static_cast<uint64_t>(j) << 40) + static_cast<uint64_t>(l))));
+// The seed of the random stream (std::mt19937_64) of halving l in round j.
+uint64_t halving_seed(uint64_t seed, int j, int64_t l) {
+    return splitmix64(seed ^
+                      splitmix64((static_cast<uint64_t>(j) << 40) + static_cast<uint64_t>(l)));
 }
 
+// Slots of the walk summed per chunk: fixed, so the value does not depend on the number of
+// threads.
 constexpr int64_t kChunk = 512;
 
-// alpha = sum_l [k(x1, R_l) - k(x1, L_l) + k(x2, L_l) - k(x2, R_l)] over the first `len` slots
-// of the children (stored structure-of-arrays in L, R). Summed in fixed chunks so the value
-// does not depend on the number of threads.
-double walk_inner(Team* team, const KernelSpec& K, int64_t x1, int64_t x2, const SoAView& L,
-                  const SoAView& R, int64_t len, std::vector<double>& partial) {
-    auto chunk_sum = [&](int64_t a, int64_t b) {
-        return (soa_sum(K, x1, R, a, b) - soa_sum(K, x2, R, a, b)) -
-               (soa_sum(K, x1, L, a, b) - soa_sum(K, x2, L, a, b));
-    };
-    const int64_t nchunks = (len + kChunk - 1) / kChunk;
-    if (nchunks <= 1) return len > 0 ? chunk_sum(0, len) : 0.0;
-    partial.resize(static_cast<size_t>(nchunks));
-    auto body = [&](int64_t c) {
-        partial[static_cast<size_t>(c)] = chunk_sum(c * kChunk, std::min(len, (c + 1) * kChunk));
-    };
-    if (team != nullptr) {
-        team->for_chunks(nchunks, body, 4 * len > kParallelWork);
-    } else {
-        for (int64_t c = 0; c < nchunks; ++c) body(c);
-    }
+// sum over slots [a, b) of the children (structure-of-arrays in L, R) of
+// k(x1, R_l) - k(x1, L_l) + k(x2, L_l) - k(x2, R_l)
+double walk_chunk(const KernelSpec& K, int64_t x1, int64_t x2, const SoAView& L, const SoAView& R,
+                  int64_t a, int64_t b) {
+    return (soa_sum(K, x1, R, a, b) - soa_sum(K, x2, R, a, b)) -
+           (soa_sum(K, x1, L, a, b) - soa_sum(K, x2, L, a, b));
+}
+
+int64_t walk_chunks(int64_t len) { return (len + kChunk - 1) / kChunk; }
+
+// alpha = <psi, k(x1, .) - k(x2, .)> over the first `len` slots, from its per-chunk partials:
+// added in chunk order (one chunk: the partial itself)
+double walk_total(const double* partial, int64_t nchunks) {
     double s = 0.0;
-    for (int64_t c = 0; c < nchunks; ++c) s += partial[static_cast<size_t>(c)];
+    for (int64_t c = 0; c < nchunks; ++c) s += partial[c];
     return s;
 }
 
-// One kernel halving of in[0..len) into left/right (floor(len/2) each); the walk's inner
-// products use `team` when given (nullptr: serial, the caller runs halvings in parallel).
-void halve(Team* team, const KernelSpec& K, const int64_t* in, int64_t len, double log_mult,
-           std::mt19937_64* gen, const double* uniforms, int64_t* left, int64_t* right) {
-    const int64_t pairs = len / 2;
+// One kernel halving of in[0..len) into left/right (floor(len/2) each), pair by pair: the walk
+// state of Alg. 1a. decide(k, alpha) is the whole per-pair rule; the inner product alpha is
+// computed by the caller (serially, or in parallel over the chunks of a step).
+struct Halving {
+    const KernelSpec& K;
+    const int64_t* in;
+    int64_t pairs;
+    double log_mult;
+    std::mt19937_64 gen;
+    const double* uniforms;
+    int64_t* left;
+    int64_t* right;
+    SoAPoints L, R;
     double sig2 = 0.0;
-    std::vector<double> partial;
-    SoAPoints L(K, pairs), R(K, pairs);
-    for (int64_t k = 0; k < pairs; ++k) {
+
+    Halving(const KernelSpec& K_, const int64_t* in_, int64_t len, double log_mult_,
+            uint64_t seed, const double* u, int64_t* l, int64_t* r)
+        : K(K_), in(in_), pairs(len / 2), log_mult(log_mult_), gen(seed), uniforms(u), left(l),
+          right(r), L(K_, len / 2), R(K_, len / 2) {}
+
+    // a repeated point (multiplicity): b = 0, the walk and sigma are unchanged and both
+    // children get the point, so the pair costs nothing (its uniform is still drawn)
+    bool repeat(int64_t k) const { return in[2 * k] == in[2 * k + 1]; }
+
+    void decide(int64_t k, double alpha) {
         const int64_t x1 = in[2 * k], x2 = in[2 * k + 1];
         if (x1 == x2) {
-            // a repeated point (multiplicity): b = 0, the walk and sigma are unchanged and both
-            // children get the point, so the pair costs nothing (its uniform is still drawn)
-            if (!uniforms) (*gen)();
+            if (!uniforms) gen();
             left[k] = right[k] = x1;
             L.set(k, K, x1);
             R.set(k, K, x1);
-            continue;
+            return;
         }
         const double b2 =
             soa_entry(K, x1, x1) + soa_entry(K, x2, x2) - 2.0 * soa_entry(K, x1, x2);
@@ -82,15 +91,73 @@ void halve(Team* team, const KernelSpec& K, const int64_t* in, int64_t len, doub
             if (upd > 0.0) sig2 += b2 * upd;
         }
         if (!(thresh > 0.0)) thresh = 1.0;  // b = 0: the pair is one point, either way is fine
-        const double alpha = walk_inner(team, K, x1, x2, L.view(), R.view(), k, partial);
         const double prob_x2_left = 0.5 * (1.0 - alpha / thresh);
         const double u = uniforms ? uniforms[k]
-                                  : static_cast<double>((*gen)() >> 11) * 0x1.0p-53;
+                                  : static_cast<double>(gen() >> 11) * 0x1.0p-53;
         const bool swap = u <= prob_x2_left;
         left[k] = swap ? x2 : x1;
         right[k] = swap ? x1 : x2;
         L.set(k, K, left[k]);
         R.set(k, K, right[k]);
+    }
+
+    double chunk(int64_t k, int64_t c) const {
+        return walk_chunk(K, in[2 * k], in[2 * k + 1], L.view(), R.view(), c * kChunk,
+                          std::min(k, (c + 1) * kChunk));
+    }
+
+    // the whole halving on the calling thread
+    void run() {
+        std::vector<double> partial;
+        for (int64_t k = 0; k < pairs; ++k) {
+            double alpha = 0.0;
+            if (!repeat(k)) {
+                const int64_t nc = walk_chunks(k);
+                partial.resize(static_cast<size_t>(nc));
+                for (int64_t c = 0; c < nc; ++c) partial[static_cast<size_t>(c)] = chunk(k, c);
+                alpha = walk_total(partial.data(), nc);
+            }
+            decide(k, alpha);
+        }
+    }
+};
+
+// The halvings hs[0..) of one round run together, pair k of each in step k: one region step
+// per pair index, its chunks the walk chunks of every halving (so even one halving has a
+// team's worth of chunks once its walk is long), the last arriver adds each halving's partials
+// in chunk order and takes its decisions. The team grows with the walk: pairs [k0, k1) run on
+// the members their work pays for (serially while the walk is short).
+void halve_together(Team& team, std::vector<Halving>& hs) {
+    const int64_t H = static_cast<int64_t>(hs.size()), pairs = hs[0].pairs;
+    const double entry = entry_ns(hs[0].K.d);
+    const int64_t maxc = walk_chunks(pairs);
+    std::vector<double> partial(static_cast<size_t>(H * std::max<int64_t>(maxc, 1)));
+    auto members_at = [&](int64_t k) {
+        return team.members_for(static_cast<double>(4 * H * k) * entry, H * walk_chunks(k));
+    };
+    for (int64_t k0 = 0; k0 < pairs;) {
+        const int M = members_at(k0);
+        int64_t k1 = k0 + 1;
+        while (k1 < pairs && members_at(k1) == M) k1 = std::min(pairs, k1 + kChunk);
+        team.steps(
+            M, k1 - k0, [&](int64_t s) { return H * walk_chunks(k0 + s); },
+            [&](int64_t s, int64_t c, int) {
+                const int64_t k = k0 + s, nc = walk_chunks(k);
+                if (nc == 0) return;
+                const int64_t h = c / nc, w = c - h * nc;
+                const Halving& hv = hs[static_cast<size_t>(h)];
+                if (!hv.repeat(k)) partial[static_cast<size_t>(h * maxc + w)] = hv.chunk(k, w);
+            },
+            [&](int64_t s) {
+                const int64_t k = k0 + s, nc = walk_chunks(k);
+                for (int64_t h = 0; h < H; ++h) {
+                    Halving& hv = hs[static_cast<size_t>(h)];
+                    const double* p = &partial[static_cast<size_t>(h * maxc)];
+                    hv.decide(k, hv.repeat(k) ? 0.0 : walk_total(p, nc));
+                }
+                return true;
+            });
+        k0 = k1;
     }
 }
 
@@ -102,7 +169,7 @@ void kt_split_uniforms(int64_t N, int t, uint64_t seed, double* out) {
     for (int j = 0; j < t; ++j) {
         const int64_t half = size / 2;
         for (int64_t l = 0; l < (int64_t{1} << j); ++l) {
-            std::mt19937_64 gen = halving_stream(seed, j, l);
+            std::mt19937_64 gen(halving_seed(seed, j, l));
             double* u = out + j * row + l * half;
             for (int64_t k = 0; k < half; ++k)
                 u[k] = static_cast<double>(gen() >> 11) * 0x1.0p-53;
@@ -133,19 +200,24 @@ void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double 
         const int64_t half = size / 2;
         next.assign(static_cast<size_t>(2 * ncore * half), -1);
         const double log_mult = base_log_mult - 2.0 * j * std::log(2.0);
-        // enough coresets for every thread: one halving per chunk; otherwise the halvings run
-        // in turn, each walk's inner products in parallel
-        const bool outer = ncore >= nthreads && nthreads > 1;
-        auto one = [&](int64_t l) {
-            std::mt19937_64 gen = halving_stream(seed, j, l);
+        auto make = [&](int64_t l) {
+            const uint64_t s = halving_seed(seed, j, l);
             const double* u = uniforms ? uniforms + j * row + l * half : nullptr;
-            halve(outer ? nullptr : &team, K, cur.data() + l * size, size, log_mult, &gen, u,
-                  next.data() + (2 * l) * half, next.data() + (2 * l + 1) * half);
+            return Halving(K, cur.data() + l * size, size, log_mult, s, u,
+                           next.data() + (2 * l) * half, next.data() + (2 * l + 1) * half);
         };
-        if (outer) {
-            team.for_chunks(ncore, one, size * size > kParallelWork);
+        // a round's work: 2 ncore half^2 entries in ncore independent halvings
+        const double work = 2.0 * static_cast<double>(ncore) * static_cast<double>(half) *
+                            static_cast<double>(half) * entry_ns(K.d);
+        const int outer = team.members_for(work, ncore, kLoopNsPerMember);
+        if (ncore >= nthreads || outer == 1) {
+            // enough coresets for the team (or too little work): one whole halving per chunk
+            team.for_chunks_on(outer, ncore, [&](int64_t l) { make(l).run(); });
         } else {
-            for (int64_t l = 0; l < ncore; ++l) one(l);
+            std::vector<Halving> hs;
+            hs.reserve(static_cast<size_t>(ncore));
+            for (int64_t l = 0; l < ncore; ++l) hs.push_back(make(l));
+            halve_together(team, hs);
         }
         cur.swap(next);
         size = half;

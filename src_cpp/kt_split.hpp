@@ -27,7 +27,10 @@ int64_t kt_split_size(int64_t N, int t);
 // out + l * size. Randomness: if `uniforms` is null, coreset l of round j draws from its own
 // std::mt19937_64 stream derived from (seed, j, l), so the result does not depend on the number
 // of threads; otherwise uniforms[j * (N / 2) + (pairs before coreset l) + k] is used for pair k.
-// n_threads: one team for the call; the walk's inner products are summed in fixed chunks.
+// n_threads: one team for the call. While a round has fewer coresets than threads, its halvings
+// run together pair by pair (one region step, one barrier per pair index; the walk's inner
+// products summed in fixed chunks, the team grown with the walk); after that, one halving per
+// thread.
 void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double delta,
               uint64_t seed, const double* uniforms, int64_t* out, int n_threads);
 

@@ -12,24 +12,43 @@ namespace sc {
 void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, double* out,
                   int n_threads) {
     Team team(n_threads);
+    const int M = team.members_for(static_cast<double>(m * m) * entry_ns(K.d), m,
+                                   kLoopNsPerMember);
     std::vector<double> rows(static_cast<size_t>(m));
     SoAPoints P;
     for (int64_t l = 0; l < L; ++l) {
         const int64_t* I = C + l * m;
         P.gather(K, I, m);
         const SoAView v = P.view();
-        team.for_chunks(
-            m, [&](int64_t a) { rows[static_cast<size_t>(a)] = soa_sum(K, I[a], v, 0, m); },
-            m * m > kParallelWork);
+        team.for_chunks_on(
+            M, m, [&](int64_t a) { rows[static_cast<size_t>(a)] = soa_sum(K, I[a], v, 0, m); });
         double s = 0.0;
         for (int64_t a = 0; a < m; ++a) s += rows[static_cast<size_t>(a)];
         out[l] = s;
     }
 }
 
+namespace {
+
+// Points per chunk of a swap step (fixed; the result does not depend on it either: the first
+// argmin is folded block by block in index order).
+constexpr int64_t kChunk = 4 * kSoABlock;
+
+struct First {
+    double v;
+    int64_t i;  // -1: none
+};
+
+// the fold of Alg. D.3's argmin in index order: the first candidate, then strictly smaller ones
+inline void fold(First& acc, const First& x) {
+    if (x.i >= 0 && (acc.i < 0 || x.v < acc.v)) acc = x;
+}
+
+}  // namespace
+
 int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, int n_threads) {
-    const int64_t n = K.n, nb = soa_blocks(n);
-    const bool par = n >= 2048;
+    const int64_t n = K.n, nch = (n + kChunk - 1) / kChunk;
+    if (m <= 0 || passes <= 0) return 0;
     Team team(n_threads);
     std::vector<double> g(static_cast<size_t>(n)), dg(static_cast<size_t>(n)),
         col(static_cast<size_t>(n));
@@ -39,76 +58,72 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, i
         C.gather(K, I, m);
         const SoAView v = C.view();
         constexpr int64_t kRows = 64;
-        team.for_chunks(
-            (n + kRows - 1) / kRows,
-            [&](int64_t c) {
+        const int64_t nr = (n + kRows - 1) / kRows;
+        team.for_chunks_on(
+            team.members_for(static_cast<double>(n * m) * entry_ns(K.d), nr, kLoopNsPerMember),
+            nr, [&](int64_t c) {
                 for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i)
                     g[static_cast<size_t>(i)] = soa_sum(K, i, v, 0, m);
-            },
-            n * m > kParallelWork);
+            });
     }
     const AllPoints all(K);
     const SoAView& P = all.view();
-    std::vector<double> bv(static_cast<size_t>(nb));
-    std::vector<int64_t> bi(static_cast<size_t>(nb));
-    int64_t changed = 0;
-    for (int p = 0; p < passes; ++p) {
-        int64_t changed_pass = 0;
-        for (int64_t a = 0; a < m; ++a) {
-            const int64_t cur = I[a];
-            // g <- g - k(x_cur, .), Delta = 2 g + diag; first argmin per block, blocks combined in
-            // order (so the first argmin overall, whatever the number of threads)
-            team.for_chunks(
-                nb,
-                [&](int64_t blk) {
-                    const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
-                    soa_eval(K, cur, P, lo, hi, col.data() + lo);
-                    double v = std::numeric_limits<double>::infinity();
-                    int64_t vi = -1;
-                    for (int64_t i = lo; i < hi; ++i) {
-                        const double gi = g[static_cast<size_t>(i)] - col[static_cast<size_t>(i)];
-                        g[static_cast<size_t>(i)] = gi;
-                        const double delta = 2.0 * gi + dg[static_cast<size_t>(i)];
-                        if (vi < 0 || delta < v) {
-                            v = delta;
-                            vi = i;
-                        }
-                    }
-                    bv[static_cast<size_t>(blk)] = v;
-                    bi[static_cast<size_t>(blk)] = vi;
-                },
-                par);
-            double best_v = std::numeric_limits<double>::infinity();
-            int64_t best = -1;
-            for (int64_t k = 0; k < nb; ++k) {
-                if (bi[static_cast<size_t>(k)] >= 0 &&
-                    (best < 0 || bv[static_cast<size_t>(k)] < best_v)) {
-                    best_v = bv[static_cast<size_t>(k)];
-                    best = bi[static_cast<size_t>(k)];
+    std::vector<Padded<First>> part(static_cast<size_t>(nch));
+    // What the previous step left to do on g, applied by the next step's chunks (one barrier per
+    // swap): -2 nothing, -1 undo (g += col: the point stayed), else g += k(x_best, .)
+    int64_t pending = -2;
+    int64_t changed = 0, changed_pass = 0;
+    // step s = swap of position a = s mod m in pass s / m:
+    //   g <- g - k(x_cur, .), Delta = 2 g + diag, first argmin (per chunk, folded in order)
+    team.steps(
+        team.members_for(static_cast<double>(2 * n) * entry_ns(K.d), nch),
+        static_cast<int64_t>(passes) * m, [nch](int64_t) { return nch; },
+        [&](int64_t s, int64_t c, int) {
+            const int64_t cur = I[s % m];
+            First acc{std::numeric_limits<double>::infinity(), -1};
+            alignas(64) double buf[kSoABlock];
+            for (int64_t lo = c * kChunk; lo < std::min(n, (c + 1) * kChunk); lo += kSoABlock) {
+                const int64_t hi = std::min(n, lo + kSoABlock);
+                double* gb = g.data() + lo;
+                double* cb = col.data() + lo;
+                if (pending >= 0) {
+                    soa_eval(K, pending, P, lo, hi, buf);
+                    for (int64_t i = 0; i < hi - lo; ++i) gb[i] += buf[i];
+                } else if (pending == -1) {
+                    for (int64_t i = 0; i < hi - lo; ++i) gb[i] += cb[i];
                 }
+                soa_eval(K, cur, P, lo, hi, cb);
+                First blk{std::numeric_limits<double>::infinity(), -1};
+                for (int64_t i = 0; i < hi - lo; ++i) {
+                    const double gi = gb[i] - cb[i];
+                    gb[i] = gi;
+                    const double delta = 2.0 * gi + dg[static_cast<size_t>(lo + i)];
+                    if (blk.i < 0 || delta < blk.v) blk = First{delta, lo + i};
+                }
+                fold(acc, blk);
             }
+            part[static_cast<size_t>(c)].v = acc;
+        },
+        [&](int64_t s) {
+            const int64_t a = s % m, cur = I[a];
+            First best{std::numeric_limits<double>::infinity(), -1};
+            for (const auto& p : part) fold(best, p.v);
             // keep the current point unless another is strictly better
             const double cur_v = 2.0 * g[static_cast<size_t>(cur)] + dg[static_cast<size_t>(cur)];
-            if (!(best_v < cur_v)) best = cur;
-            if (best == cur) {
-                for (int64_t i = 0; i < n; ++i) g[static_cast<size_t>(i)] += col[static_cast<size_t>(i)];
+            if (!(best.v < cur_v)) best.i = cur;
+            if (best.i == cur) {
+                pending = -1;
             } else {
-                team.for_chunks(
-                    nb,
-                    [&](int64_t blk) {
-                        const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
-                        alignas(64) double buf[kSoABlock];
-                        soa_eval(K, best, P, lo, hi, buf);
-                        for (int64_t i = lo; i < hi; ++i) g[static_cast<size_t>(i)] += buf[i - lo];
-                    },
-                    par);
-                I[a] = best;
+                pending = best.i;
+                I[a] = best.i;
                 ++changed_pass;
             }
-        }
-        changed += changed_pass;
-        if (changed_pass == 0) break;
-    }
+            if (a + 1 < m) return true;
+            changed += changed_pass;
+            const bool again = changed_pass != 0;
+            changed_pass = 0;
+            return again;
+        });
     return changed;
 }
 

@@ -13,19 +13,19 @@ namespace sc {
 double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t s, int fmt,
                   int n_threads) {
     const int64_t n = K.n, nb = soa_blocks(n);
-    const bool par = n >= 2048;
     const AllPoints all(K);
     const SoAView& P = all.view();
     Team team(n_threads);
+    // a step's pass: n kernel entries (plus the line search); a member per ~6 us of it
+    const int par = team.members_for(static_cast<double>(n) * entry_ns(K.d), nb);
     // col[j] = k_P(x_j, x_i) for all j, block by block
     auto column = [&](int64_t i, double* col) {
-        team.for_chunks(
-            nb,
+        team.for_chunks_on(
+            par, nb,
             [&](int64_t blk) {
                 const int64_t a = blk * kSoABlock;
                 soa_eval(K, i, P, a, std::min(n, a + kSoABlock), col + a);
-            },
-            par);
+            });
     };
     std::vector<double> kdiag(static_cast<size_t>(n)), g(static_cast<size_t>(n)),
         g_old(static_cast<size_t>(n)), col_i(static_cast<size_t>(n)), col_k(static_cast<size_t>(n));
@@ -60,8 +60,8 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
         const double sc = 1.0 / (1.0 - wi);
         D = (D - 2.0 * wi * g[i] + wi * wi * kdiag[i]) * sc * sc;
         const double Dn = D;
-        team.for_chunks(
-            nb,
+        team.for_chunks_on(
+            par, nb,
             [&](int64_t blk) {
                 const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
                 soa_eval(K, i, P, lo, hi, col_i.data() + lo);
@@ -85,8 +85,7 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
                 bD[static_cast<size_t>(blk)] = Dl;
                 bk[static_cast<size_t>(blk)] = kl;
                 bt[static_cast<size_t>(blk)] = tl;
-            },
-            par);
+            });
         int64_t kbest = -1;
         double Dbest = std::numeric_limits<double>::infinity(), tbest = 0.0;
         for (int64_t blk = 0; blk < nb; ++blk) {
@@ -111,14 +110,13 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
             if (w[j] != 0.0) w[j] *= keep;
         }
         w[kbest] += t;
-        team.for_chunks(
-            nb,
+        team.for_chunks_on(
+            par, nb,
             [&](int64_t blk) {
                 const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
                 soa_eval(K, kbest, P, lo, hi, col_k.data() + lo);
                 for (int64_t j = lo; j < hi; ++j) g[j] = keep * g[j] + t * col_k[j];
-            },
-            par);
+            });
         D = Dbest;
     }
     return D;

@@ -25,4 +25,15 @@ bool team_wait_yields() {
     return yields;
 }
 
+double team_grain() {
+    static const double grain = [] {
+        const char* v = std::getenv("STEIN_CORESET_TEAM_GRAIN");
+        if (v == nullptr || *v == '\0') return 1.0;
+        char* end = nullptr;
+        const double g = std::strtod(v, &end);
+        return (end != v && g >= 0.0) ? g : 1.0;
+    }();
+    return grain;
+}
+
 }  // namespace sc

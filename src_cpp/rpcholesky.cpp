@@ -1,15 +1,17 @@
 #include "rpcholesky.hpp"
 
 #include "parallel.hpp"
+#include "soa_kernel.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 namespace sc {
 
 namespace {
-constexpr int64_t kCols = 2048;  // entries per chunk of the column update
+constexpr int64_t kCols = 2048;  // entries per chunk of the column update (a multiple of kSoABlock)
 }
 
 int64_t weighted_rpcholesky(const KernelSpec& K, const double* sw, double* d, double* Ft,
@@ -17,51 +19,79 @@ int64_t weighted_rpcholesky(const KernelSpec& K, const double* sw, double* d, do
                             const double* u, double tol, int n_threads) {
     const int64_t n = K.n;
     if (i1 > rank) i1 = rank;
-    Team team(n_threads);
-    std::vector<double> col(static_cast<size_t>(n)), Fs(static_cast<size_t>(rank));
+    if (i0 >= i1) return i1;
+    const AllPoints all(K);
+    const SoAView& P = all.view();
+    std::vector<double> Fs(static_cast<size_t>(rank));
+    std::unique_ptr<double[]> cum(new double[static_cast<size_t>(n)]);
     const int64_t nch = (n + kCols - 1) / kCols;
-    for (int64_t i = i0; i < i1; ++i) {
-        double total = 0.0;
-        for (int64_t j = 0; j < n; ++j) total += d[j];
-        if (!(total > tol)) return i;
+    Team team(n_threads);
+    // a step: n kernel entries and ~i n multiply-adds; a member per ~6 us of the average step
+    const double step_ns = static_cast<double>(n) *
+                           (entry_ns(K.d) + 0.25 * static_cast<double>(i0 + i1) / 2.0);
+    const int M = team.members_for(step_ns, nch);
+    // the pivot of step i and its column's scale, chosen by the serial part of the step
+    int64_t s = 0, stop = i1;
+    double sws = 0.0, inv = 0.0;
+    auto choose = [&](int64_t i) {
+        // cumsum(d) in index order, one pass: its last entry is sum(d), and the pivot is the
+        // first s with cumsum[s] > u sum(d) (cumsum never decreases: d >= 0)
+        double c = 0.0;
+        for (int64_t j = 0; j < n; ++j) cum[j] = c += d[j];
+        const double total = c;
+        if (!(total > tol)) return false;
         const double target = total * u[i - i0];
-        int64_t s = 0;
-        double cum = 0.0;
-        for (; s < n; ++s) {
-            cum += d[s];
-            if (cum > target) break;
-        }
+        s = std::upper_bound(cum.get(), cum.get() + n, target) - cum.get();
         if (s >= n) s = n - 1;
-        gram(K, &s, 1, nullptr, 0, col.data(), n_threads);
-        const double sws = sw[s];
-        double gs = col[s] * sws * sws;
+        // k(x_s, x_s) as the column computes it (the evaluator's block holding s)
+        alignas(64) double buf[kSoABlock];
+        const int64_t b0 = (s / kSoABlock) * kSoABlock;
+        soa_eval(K, s, P, b0, std::min(n, b0 + kSoABlock), buf);
+        sws = sw[s];
+        double gs = buf[s - b0] * sws * sws;
         for (int64_t k = 0; k < i; ++k) {
             Fs[k] = Ft[k * n + s];
             gs -= Fs[k] * Fs[k];
         }
-        if (!(gs > 0.0)) return i;
-        const double inv = 1.0 / std::sqrt(gs);
-        double* fi = Ft + i * n;
-        team.for_chunks(nch, [&](int64_t c) {
-            const int64_t j0 = c * kCols, j1 = std::min(n, j0 + kCols);
+        if (!(gs > 0.0)) return false;
+        inv = 1.0 / std::sqrt(gs);
+        return true;
+    };
+    if (!choose(i0)) return i0;
+    // step q = pivot i0 + q: column, factor row and residual diagonal over fixed chunks, then
+    // (the last arriver) the next pivot
+    team.steps(
+        M, i1 - i0, [nch](int64_t) { return nch; },
+        [&](int64_t q, int64_t c, int) {
+            const int64_t i = i0 + q, j0 = c * kCols, j1 = std::min(n, j0 + kCols);
             double g[kCols];
-            for (int64_t j = j0; j < j1; ++j) g[j - j0] = col[j] * sw[j] * sws;
+            for (int64_t b0 = j0; b0 < j1; b0 += kSoABlock)
+                soa_eval(K, s, P, b0, std::min(j1, b0 + kSoABlock), g + (b0 - j0));
+            for (int64_t j = j0; j < j1; ++j) g[j - j0] = g[j - j0] * sw[j] * sws;
             for (int64_t k = 0; k < i; ++k) {
                 const double a = Fs[k];
                 if (a == 0.0) continue;
                 const double* fk = Ft + k * n;
                 for (int64_t j = j0; j < j1; ++j) g[j - j0] -= fk[j] * a;
             }
+            double* fi = Ft + i * n;
             for (int64_t j = j0; j < j1; ++j) {
                 const double f = g[j - j0] * inv;
                 fi[j] = f;
                 const double dj = d[j] - f * f;
                 d[j] = (dj > 0.0 && j != s) ? dj : 0.0;
             }
-        }, n * (i + 1) > kParallelWork);
-        pivots[i] = s;
-    }
-    return i1;
+        },
+        [&](int64_t q) {
+            const int64_t i = i0 + q;
+            pivots[i] = s;
+            if (i + 1 < i1 && !choose(i + 1)) {
+                stop = i + 1;
+                return false;
+            }
+            return true;
+        });
+    return stop;
 }
 
 }  // namespace sc

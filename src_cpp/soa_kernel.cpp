@@ -100,9 +100,12 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
     const SoAView& P = all.view();
     const int64_t n = K.n;
     constexpr int64_t kRows = 8;
+    const int64_t nch = (n + kRows - 1) / kRows;
     Team team(n_threads);
-    team.for_chunks(
-        (n + kRows - 1) / kRows,
+    team.for_chunks_on(
+        team.members_for(static_cast<double>(n) * static_cast<double>(n) * entry_ns(K.d), nch,
+                         kLoopNsPerMember),
+        nch,
         [&](int64_t c) {
             alignas(64) double buf[kSoABlock];
             for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
@@ -114,8 +117,7 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
                 }
                 out[i] = s;
             }
-        },
-        n * n > kParallelWork);
+        });
 }
 
 void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* cols, int64_t nc,
@@ -134,13 +136,13 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
     const int64_t nb = soa_blocks(nc);
     Team team(n_threads);
     // chunks are (row, block) pairs, so the one-row calls of RPCholesky use every thread
-    team.for_chunks(
-        nr * nb,
-        [&](int64_t c) {
+    team.for_chunks_on(
+        team.members_for(static_cast<double>(nr) * static_cast<double>(nc) * entry_ns(K.d),
+                         nr * nb, kLoopNsPerMember),
+        nr * nb, [&](int64_t c) {
             const int64_t a = c / nb, lo = (c - a * nb) * kSoABlock;
             kEval(K, rows[a], P, lo, std::min(nc, lo + kSoABlock), out + a * nc + lo);
-        },
-        nr * nc > kParallelWork);
+        });
 }
 
 void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads) {
@@ -150,13 +152,14 @@ void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads) {
 void diag(const KernelSpec& K, double* out, int n_threads) {
     constexpr int64_t kPoints = 4096;
     Team team(n_threads);
-    team.for_chunks(
-        (K.n + kPoints - 1) / kPoints,
-        [&](int64_t c) {
+    const int64_t nch = (K.n + kPoints - 1) / kPoints;
+    // one entry at a time: ~10x the cost of an entry in a block
+    team.for_chunks_on(
+        team.members_for(10.0 * static_cast<double>(K.n) * entry_ns(K.d), nch, kLoopNsPerMember),
+        nch, [&](int64_t c) {
             for (int64_t i = c * kPoints; i < std::min(K.n, (c + 1) * kPoints); ++i)
                 out[i] = soa_entry(K, i, i);
-        },
-        K.n > 8 * kParallelWork);
+        });
 }
 
 }  // namespace sc

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "parallel.hpp"
@@ -16,66 +17,106 @@ struct ArgMin {
     int64_t i;
 };
 
-// score[i] += 2 k_P(x_i, x_j) for all i (if j >= 0); return the first argmin of score.
-// The per-block minima are combined in block order, so ties go to the smallest index whatever
-// the number of threads.
-ArgMin add_column_argmin(Team& team, const KernelSpec& K, const SoAView& P, int64_t j,
-                         double* score, std::vector<ArgMin>& best) {
-    const int64_t n = K.n, nb = soa_blocks(n);
-    best.resize(static_cast<size_t>(nb));
-    team.for_chunks(
-        nb,
-        [&](int64_t blk) {
-            const int64_t a = blk * kSoABlock, e = std::min(n, a + kSoABlock);
-            alignas(64) double buf[kSoABlock];
-            double* s = score + a;
-            const int64_t len = e - a;
-            double v = std::numeric_limits<double>::infinity();
-            if (j >= 0) {
-                soa_eval(K, j, P, a, e, buf);
-                for (int64_t b = 0; b < len; ++b) s[b] += 2.0 * buf[b];
-            }
-            // minimum in 4 independent lanes (no loop-carried dependency on one register)
-            double m4[4] = {v, v, v, v};
-            int64_t b = 0;
-            for (; b + 4 <= len; b += 4) {
-                for (int l = 0; l < 4; ++l) m4[l] = s[b + l] < m4[l] ? s[b + l] : m4[l];
-            }
-            for (; b < len; ++b) m4[0] = s[b] < m4[0] ? s[b] : m4[0];
-            v = std::min(std::min(m4[0], m4[1]), std::min(m4[2], m4[3]));
-            best[static_cast<size_t>(blk)] = ArgMin{v, a};
-        },
-        n >= 2048);
-    ArgMin r = best[0];
-    for (int64_t blk = 1; blk < nb; ++blk) {
-        if (best[static_cast<size_t>(blk)].v < r.v) r = best[static_cast<size_t>(blk)];
+// Points per chunk of a step: a function of nothing (never of the team), four evaluator blocks,
+// so a member's share of a step is a few contiguous chunks that stay in its caches.
+constexpr int64_t kChunk = 4 * kSoABlock;
+
+// score[i] += 2 k_P(x_i, x_j) for i in [a, e) (if j >= 0; j = -2: score[i] = k_P(x_i, x_i)
+// first); returns the minimum over [a, e) and the start of the first evaluator block that attains
+// it (the first block if all are NaN). The lexicographic minimum of these (value, block) pairs
+// over any grouping of the chunks is the first block of the whole score that attains its minimum,
+// so the result does not depend on n_threads; the last arriver then finds the first index of the
+// minimum in that one block (as a serial pass would).
+ArgMin chunk_argmin(const KernelSpec& K, const SoAView& P, int64_t j, double* score, int64_t a,
+                    int64_t e) {
+    ArgMin r{std::numeric_limits<double>::infinity(), a};
+    alignas(64) double buf[kSoABlock];
+    for (int64_t b0 = a; b0 < e; b0 += kSoABlock) {
+        const int64_t b1 = std::min(e, b0 + kSoABlock), len = b1 - b0;
+        double* s = score + b0;
+        if (j == -2) {
+            for (int64_t b = 0; b < len; ++b) s[b] = soa_entry(K, b0 + b, b0 + b);
+        } else if (j >= 0) {
+            soa_eval(K, j, P, b0, b1, buf);
+            for (int64_t b = 0; b < len; ++b) s[b] += 2.0 * buf[b];
+        }
+        // minimum in 4 independent lanes (no loop-carried dependency on one register)
+        const double inf = std::numeric_limits<double>::infinity();
+        double m4[4] = {inf, inf, inf, inf};
+        int64_t b = 0;
+        for (; b + 4 <= len; b += 4) {
+            for (int l = 0; l < 4; ++l) m4[l] = s[b + l] < m4[l] ? s[b + l] : m4[l];
+        }
+        for (; b < len; ++b) m4[0] = s[b] < m4[0] ? s[b] : m4[0];
+        const double v = std::min(std::min(m4[0], m4[1]), std::min(m4[2], m4[3]));
+        if (b0 == a || v < r.v) r = ArgMin{v, b0};
     }
-    // first index of the minimum inside the first block that attains it
-    const int64_t e = std::min(n, r.i + kSoABlock);
-    for (int64_t b = r.i; b < e; ++b) {
-        if (score[b] == r.v) return ArgMin{r.v, b};
-    }
-    return r;  // NaN scores: fall back to the block start
+    return r;
 }
+
+inline bool before(const ArgMin& x, const ArgMin& y) {
+    return x.v < y.v || (x.v == y.v && x.i < y.i);
+}
+
+struct Slot {
+    int64_t step;  // s + 1 of the step this partial belongs to (0: none)
+    ArgMin best;
+};
 
 }  // namespace
 
 void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score, int n_threads) {
     const int64_t n = K.n;
-    std::vector<double> own;
+    if (m <= 0) {
+        if (score != nullptr) diag(K, score, n_threads);
+        return;
+    }
+    // without a caller's buffer, the score's pages are first touched by the members that own
+    // them (step 0 writes them)
+    std::unique_ptr<double[]> own;
     if (score == nullptr) {
-        own.resize(static_cast<size_t>(n));
-        score = own.data();
+        own.reset(new double[static_cast<size_t>(n)]);
+        score = own.get();
     }
     const AllPoints all(K);
+    const SoAView& P = all.view();
+    const int64_t nch = (n + kChunk - 1) / kChunk;
     Team team(n_threads);
-    std::vector<ArgMin> best;
-    diag(K, score, n_threads);
-    int64_t j = add_column_argmin(team, K, all.view(), -1, score, best).i;
-    for (int64_t t = 0; t < m; ++t) {
-        out[t] = j;
-        if (t + 1 < m) j = add_column_argmin(team, K, all.view(), j, score, best).i;
-    }
+    // one member per ~6 us of a step's kernel evaluations (n of them)
+    const int M = team.members_for(static_cast<double>(n) * entry_ns(K.d), nch);
+    std::vector<Padded<Slot>> slot(static_cast<size_t>(M));
+    // step t: add the column of out[t - 1] (step 0: write the diagonal), out[t] = first argmin;
+    // each member keeps the best of its chunks, the last arriver takes the best of the members
+    team.steps(
+        M, m, [nch](int64_t) { return nch; },
+        [&](int64_t t, int64_t c, int k) {
+            const int64_t j = t == 0 ? -2 : out[t - 1];
+            const ArgMin r =
+                chunk_argmin(K, P, j, score, c * kChunk, std::min(n, (c + 1) * kChunk));
+            Slot& sl = slot[static_cast<size_t>(k)].v;
+            if (sl.step != t + 1 || before(r, sl.best)) sl = Slot{t + 1, r};
+        },
+        [&](int64_t t) {
+            bool any = false;
+            ArgMin r{0.0, 0};
+            for (const auto& p : slot) {
+                if (p.v.step == t + 1 && (!any || before(p.v.best, r))) {
+                    r = p.v.best;
+                    any = true;
+                }
+            }
+            // first index of the minimum inside the first block that attains it
+            const int64_t e = std::min(n, r.i + kSoABlock);
+            int64_t i = r.i;  // NaN scores: the block start
+            for (int64_t b = r.i; b < e; ++b) {
+                if (score[b] == r.v) {
+                    i = b;
+                    break;
+                }
+            }
+            out[t] = i;
+            return true;
+        });
 }
 
 }  // namespace sc

@@ -19,8 +19,9 @@ void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads);
 // Greedy Stein thinning: writes m indices (with repeats) into out, in selection order.
 // Ties go to the smallest index (as numpy.argmin). If `score` is not null it must hold n values
 // and receives the final objective k_P(x_i, x_i) + 2 sum_s k_P(x_i, x_{j_s}).
-// One team of n_threads for the whole call; each step is one parallel pass over fixed blocks
-// whose minima are combined in block order (the result does not depend on n_threads).
+// One team region for the whole call, sized by a step's work (n kernel entries): each step is one
+// parallel pass over fixed chunks and one barrier, whose last arriver takes the first argmin of
+// the members' partial argmins (the result does not depend on n_threads).
 void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score, int n_threads);
 
 }  // namespace sc

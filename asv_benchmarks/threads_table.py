@@ -1,0 +1,231 @@
+"""Speed-up table of issue 28: every method at 1, 2, 4, 8, 16 threads, ratios to one thread.
+
+    python asv_benchmarks/threads_table.py --json table.json                   # the full table
+    python asv_benchmarks/threads_table.py --budget-s 200 --json table.json    # stop in time
+    python asv_benchmarks/threads_table.py --n 12,14,16 --threads 1,2,8,16 --st-frac 0.25
+
+Cells are (method, n, threads): the wall time of one ``compress(..., n_threads=k)`` call on
+d = 4, X = 0.7 + 1.5 z, S = -X, the Stein IMQ kernel with sigma^2 = 8 (kt: the IMQ base kernel
+centred at X), size = ceil(sqrt(n)); lskt, lsr, lsc with tau = 0.4 and size = ceil(n^0.4).
+``st`` is Stein thinning run for n steps (SKT/SR/SC's first stage; ``--st-frac f`` runs f n steps,
+the cost of a step being the same at every step, so the ratios stand). ``dksd`` is the
+estimators' DKSD pass (value and gradient, diagonal diffusion) on the first n / 4 points (it
+costs O(n^2 d) per pass). A cell is one run (best of up to five when it takes under
+``--short-s``). Every cell also checks that the selection equals the one-thread
+selection (``same``).
+
+Order: the most important cells first (the largest n: st, skt, sr, sc, lskt at 1, 8 and 16
+threads; then the smaller n, cheaper, every method at every thread count; then lsr, lsc, kt,
+dksd at the largest n; then the other thread counts there), so a ``--budget-s`` that runs out
+drops the least important ones. A cell is skipped when the time
+spent is past the budget, or when its predicted time (from a measured cell of the same method
+and n, assuming linear scaling) would pass it. The table and the JSON (rewritten after every
+cell, so a killed run leaves what it had) give the load average, the cores and the CPU model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+MAIN = ("st", "skt", "sr", "sc", "lskt")
+OTHER = ("lsr", "lsc", "kt", "dksd")
+LOWRANK = ("lskt", "lsr", "lsc")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def _input(n: int, d: int = 4, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = 0.7 + 1.5 * rng.standard_normal((n, d))
+    return X, -X
+
+
+def _digest(*arrays) -> str:
+    h = hashlib.sha1()
+    for a in arrays:
+        h.update(np.ascontiguousarray(np.asarray(a)).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _cell(method: str, X, S, threads: int, st_frac: float):
+    """(seconds, digest of the result) of one cell."""
+    import stein_coreset as sc
+
+    n = X.shape[0]
+    sigma = math.sqrt(8.0)
+    if method == "dksd":
+        from stein_coreset.algorithms._native import dksd_pass
+
+        m = max(2, n // 4)
+        U = np.ascontiguousarray(X[:m])
+        V = np.ascontiguousarray(S[:m])
+        d = U.shape[1]
+        F = np.ones(m * d)
+        base = np.full(d, sc.IMQ().code, dtype=np.intc)
+        t0 = time.perf_counter()
+        total, Gv, Gf = dksd_pass(U, V, F, False, base, np.full(d, sigma), np.full(d, -0.5),
+                                  np.ones(d), True, threads)
+        dt = time.perf_counter() - t0
+        return dt, _digest(np.asarray([total]), Gv, Gf)
+    if method == "kt":
+        kernel = sc.IMQ(sigma=sigma)
+    else:
+        kernel = sc.SteinKernel(sc.IMQ(sigma=sigma))
+    kw = {}
+    if method in LOWRANK:
+        kw["tau"] = 0.4
+        size = math.ceil(n**0.4 - 1e-9)
+    elif method == "st":
+        size = max(1, round(st_frac * n))
+    else:
+        size = math.ceil(math.sqrt(n))
+    t0 = time.perf_counter()
+    r = sc.compress(X, S, size=size, method=method, kernel=kernel, seed=0, n_threads=threads,
+                    **kw)
+    dt = time.perf_counter() - t0
+    return dt, _digest(r.indices, r.weights)
+
+
+def _order(ns, threads, methods):
+    """Cells, most important first."""
+    big = max(ns)
+    first = [t for t in (1, 8, 16) if t in threads]
+    rest = [t for t in threads if t not in first]
+    cells = []
+    for t in first:
+        cells += [(m, big, t) for m in MAIN if m in methods]
+    for n in sorted(ns)[:-1]:  # the smaller n (cheaper): every thread count
+        for t in first + rest:
+            cells += [(m, n, t) for m in methods]
+    for t in first:
+        cells += [(m, big, t) for m in OTHER if m in methods]
+    for t in rest:
+        cells += [(m, big, t) for m in methods]
+    return cells
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--n", default="14,15,16",
+                   help="comma-separated log2(n) values (default 14,15,16)")
+    p.add_argument("--threads", default="1,2,4,8,16", help="comma-separated thread counts")
+    p.add_argument("--methods", default=",".join(MAIN + OTHER),
+                   help=f"comma-separated subset of {','.join(MAIN + OTHER)}")
+    p.add_argument("--budget-s", type=float, default=math.inf,
+                   help="skip the remaining cells once this many seconds are spent")
+    p.add_argument("--st-frac", type=float, default=1.0,
+                   help="run st for this fraction of n steps (default 1: n steps)")
+    p.add_argument("--short-s", type=float, default=0.5,
+                   help="cells faster than this are repeated (best of up to 5 runs)")
+    p.add_argument("--json", help="write the table to this JSON file (after every cell)")
+    args = p.parse_args(argv)
+
+    import stein_coreset as sc
+    from stein_coreset._threads import usable_cores
+
+    ns = [1 << int(a) for a in args.n.split(",")]
+    threads = sorted({int(a) for a in args.threads.split(",")})
+    methods = [m for m in args.methods.split(",") if m]
+    bad = [m for m in methods if m not in MAIN + OTHER]
+    if bad:
+        p.error(f"unknown methods {bad}")
+    out = {
+        "cpu_count": os.cpu_count(), "usable_cores": usable_cores(), "cpu_model": _cpu_model(),
+        "version": getattr(sc, "__version__", None), "loadavg_before": os.getloadavg(),
+        "team_wait": os.environ.get("STEIN_CORESET_TEAM_WAIT") or "sleep",
+        "team_grain": os.environ.get("STEIN_CORESET_TEAM_GRAIN") or "1",
+        "st_frac": args.st_frac, "budget_s": args.budget_s, "cells": [],
+    }
+    print(f"{out['cpu_model']}: {out['cpu_count']} CPUs, {out['usable_cores']} usable; load "
+          f"average {out['loadavg_before']}; n = {ns}, threads = {threads}", flush=True)
+
+    def dump():
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=1)
+
+    _cell("st", *_input(512), 2, 1.0)  # warm-up: imports, first-use setup, worker threads
+    inputs = {}
+    times = {}  # (method, n, threads) -> seconds
+    digests = {}
+    start = time.perf_counter()
+    for method, n, t in _order(ns, threads, methods):
+        spent = time.perf_counter() - start
+        known = [(k, v) for (m2, n2, k), v in times.items() if m2 == method and n2 == n]
+        predicted = min((v * k / t for k, v in known), default=0.0)
+        row = {"method": method, "n": n, "threads": t}
+        if spent >= args.budget_s or spent + predicted > args.budget_s:
+            row["skipped"] = f"budget: {spent:.0f} s spent, cell predicted {predicted:.0f} s"
+            out["cells"].append(row)
+            print(f"  {method:5s} n=2^{n.bit_length() - 1} t={t:2d}  skipped ({row['skipped']})",
+                  flush=True)
+            continue
+        if n not in inputs:
+            inputs[n] = _input(n)
+        dt, dig = _cell(method, *inputs[n], t, args.st_frac)
+        runs, used = 1, dt
+        while used < args.short_s and runs < 5:  # a short cell: best of a few runs
+            dt2, _ = _cell(method, *inputs[n], t, args.st_frac)
+            dt, used, runs = min(dt, dt2), used + dt2, runs + 1
+        times[(method, n, t)] = dt
+        ref = digests.setdefault((method, n), dig) if t == 1 else digests.get((method, n))
+        row.update(seconds=dt, runs=runs, same_as_1_thread=None if ref is None else dig == ref,
+                   loadavg=os.getloadavg()[0])
+        if t == 1:
+            # the 1-thread cell may come after others: check those now
+            for c in out["cells"]:
+                if c["method"] == method and c["n"] == n and "digest" in c:
+                    c["same_as_1_thread"] = c["digest"] == dig
+        row["digest"] = dig
+        out["cells"].append(row)
+        dump()
+        t1 = times.get((method, n, 1))
+        ratio = f"x{t1 / dt:5.2f}" if t1 else "  -  "
+        print(f"  {method:5s} n=2^{n.bit_length() - 1} t={t:2d}  {dt:8.3f} s  {ratio}  same as 1 "
+              f"thread: {row['same_as_1_thread']}  (load {row['loadavg']:.2f})", flush=True)
+    out["loadavg_after"] = os.getloadavg()
+    out["seconds_total"] = time.perf_counter() - start
+    # the table: ratio to one thread
+    print(f"\nspeed-up over 1 thread ({out['cpu_count']} CPUs, {out['cpu_model']}):")
+    head = "  method  n     " + "".join(f"{t:>16d}" for t in threads)
+    print(head)
+    for n in sorted(ns):
+        for m in methods:
+            cells = []
+            for t in threads:
+                v = times.get((m, n, t))
+                t1 = times.get((m, n, 1))
+                if v is None:
+                    cells.append(f"{'-':>16s}")
+                else:
+                    cells.append(f"{v:8.2f}s" + (f" x{t1 / v:5.1f}" if t1 else "       "))
+            print(f"  {m:6s}  2^{n.bit_length() - 1:<3d}" + "".join(cells))
+    for c in out["cells"]:
+        t1 = times.get((c["method"], c["n"], 1))
+        if "seconds" in c and t1:
+            c["speedup"] = t1 / c["seconds"]
+    dump()
+    print(f"load average after: {out['loadavg_after']}; {out['seconds_total']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

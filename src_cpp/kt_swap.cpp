@@ -27,7 +27,8 @@ void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, d
     }
 }
 
-int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, int n_threads) {
+int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, int n_threads,
+                       bool sorted_sweeps) {
     const int64_t n = K.n, nb = soa_blocks(n);
     const bool par = n >= 2048;
     Team team(n_threads);
@@ -54,6 +55,7 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, i
     int64_t changed = 0;
     for (int p = 0; p < passes; ++p) {
         int64_t changed_pass = 0;
+        if (sorted_sweeps) std::sort(I, I + m);  // g does not depend on the order
         for (int64_t a = 0; a < m; ++a) {
             const int64_t cur = I[a];
             // g <- g - k(x_cur, .), Delta = 2 g + diag; first argmin per block, blocks combined in

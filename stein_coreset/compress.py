@@ -30,7 +30,11 @@ from .algorithms.compresspp import (
     low_rank_stein_kernel_thinning,
 )
 from .algorithms.debias import STOP_RULES
-from .algorithms.kernel_thinning import kernel_thinning_coreset, stein_kernel_thinning
+from .algorithms.kernel_thinning import (
+    SWAP_ORDERS,
+    kernel_thinning_coreset,
+    stein_kernel_thinning,
+)
 from .algorithms.resample import iid_thinning, standard_thinning
 from .algorithms.stein_thinning import stein_thinning_coreset
 from .algorithms.weighted import weighted_compression
@@ -153,6 +157,12 @@ _DELTA = Option(
     lambda v, name: val.check_real(v, name, lo=0.0, hi=1.0, lo_open=True, hi_open=True),
 )
 _SWAP_PASSES = Option(1, "KT-Swap sweeps over the coreset (Alg. D.3 makes one)", _int_at_least(1))
+_SWAP_ORDER = Option(
+    "sorted",
+    "KT-Swap sweep order: 'sorted' (increasing index, every sweep, as goodpoints) or 'given' "
+    "(the candidate's own order, e.g. Stein thinning's selection order)",
+    lambda v, name: val.check_choice(v, name, SWAP_ORDERS),
+)
 _STANDARD_THIN = Option(
     True, "Rem. 2: when size^2 < n, standard-thin the input to size^2 points first", _check_bool
 )
@@ -215,7 +225,8 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             debias="st", thin="kt", kind="equal", target="stein",
             run=stein_kernel_thinning,
             options=MappingProxyType(
-                {"delta": _DELTA, "standard_thin": _STANDARD_THIN, "swap_passes": _SWAP_PASSES}
+                {"delta": _DELTA, "standard_thin": _STANDARD_THIN, "swap_passes": _SWAP_PASSES,
+                 "swap_order": _SWAP_ORDER}
             ),
             takes_progress=True,
         ),
@@ -225,7 +236,7 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             run=low_rank_stein_kernel_thinning,
             options=MappingProxyType(
                 {**_LD_OPTIONS, "g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN,
-                 "swap_passes": _SWAP_PASSES}
+                 "swap_passes": _SWAP_PASSES, "swap_order": _SWAP_ORDER}
             ),
             uses_rank=True, takes_progress=True,
         ),
@@ -267,7 +278,9 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             summary="kernel thinning of the input (Alg. D.2, centred kernel)",
             debias="none", thin="kt", kind="equal", target="centred",
             run=kernel_thinning_coreset,
-            options=MappingProxyType({"delta": _DELTA, "swap_passes": _SWAP_PASSES}),
+            options=MappingProxyType(
+                {"delta": _DELTA, "swap_passes": _SWAP_PASSES, "swap_order": _SWAP_ORDER}
+            ),
         ),
         "compresspp": Method(
             summary="KT-Compress++ of the input (Shetty et al.; Alg. F.3)",

@@ -136,13 +136,28 @@ def _reference_swap(Kd, I):
     return np.array(I)
 
 
-def test_kt_swap_equals_reference_swaps():
+@pytest.mark.parametrize("order", ["sorted", "given"])
+@pytest.mark.parametrize("passes", [1, 3])
+def test_kt_swap_equals_reference_swaps(order, passes):
+    """'sorted' sweeps the coreset in increasing index order, re-sorted before every sweep
+    (goodpoints' kernel_swap); 'given' sweeps the positions as given."""
     K = _stein(n=80, seed=2)
     Kd = K.dense()
     rng = np.random.default_rng(0)
     cands = [rng.integers(0, 80, size=10) for _ in range(4)]
-    best = min(cands, key=lambda c: _mmd2(Kd, c))
-    np.testing.assert_array_equal(kt_swap(K, cands), _reference_swap(Kd, best))
+    want = min(cands, key=lambda c: _mmd2(Kd, c))
+    for _ in range(passes):
+        want = _reference_swap(Kd, np.sort(want) if order == "sorted" else want)
+    got = kt_swap(K, cands, passes=passes, order=order)
+    np.testing.assert_array_equal(np.sort(got), np.sort(want))
+    if order == "given":
+        np.testing.assert_array_equal(got, want)
+
+
+def test_kt_swap_order_is_validated():
+    K = _stein(n=40)
+    with pytest.raises(ValueError, match="swap_order"):
+        kt_swap(K, [np.arange(4)], order="random")
 
 
 def test_kt_swap_never_increases_mmd():

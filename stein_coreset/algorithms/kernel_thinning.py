@@ -16,6 +16,7 @@ from .stein_thinning import stein_thinning
 from .weights import equal_weights
 
 __all__ = [
+    "SWAP_ORDERS",
     "kt_split",
     "kt_swap",
     "kernel_thinning",
@@ -24,10 +25,17 @@ __all__ = [
 ]
 
 
+#: Sweep orders of KT-Swap (see :func:`kt_swap`).
+SWAP_ORDERS = ("sorted", "given")
+
+
 def _check_delta(delta) -> float:
     return val.check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 
 
+def check_swap_order(order) -> str:
+    """Validate a KT-Swap sweep order (one of :data:`SWAP_ORDERS`)."""
+    return val.check_choice(order, "swap_order", SWAP_ORDERS)
 
 
 def kt_split(
@@ -117,6 +125,7 @@ def kt_swap(
     baseline=None,
     *,
     passes: int = 1,
+    order: str = "sorted",
     check_input: bool = True,
     n_threads: int | None = None,
 ):
@@ -139,6 +148,12 @@ def kt_swap(
         An extra candidate refined alongside the best one.
     passes : int
         Sweeps over the coreset (Alg. D.3 makes one; a sweep with no swap stops early).
+    order : {"sorted", "given"}
+        Order in which a sweep visits ``I_1..I_m`` (Alg. D.3 leaves it open): ``"sorted"``
+        sorts the coreset before every sweep, so the points are visited in increasing index
+        order, as goodpoints' ``kernel_swap`` does (for SKT's Stein-thinning baseline this is not
+        its selection order); ``"given"`` sweeps the positions in the order given. Neither is
+        better in general; docs/quality.md has the measurement behind the default.
     check_input : bool
         Validate the arguments (default); ``False`` trusts them (a list of int64 host arrays).
     n_threads : int or None
@@ -155,8 +170,9 @@ def kt_swap(
     if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
         K = val.check_kernel_matrix(K).with_threads(n_threads)
     if not check_input:
-        return _kt_swap(K, candidates, baseline, passes)
+        return _kt_swap(K, candidates, baseline, passes, order)
     val.check_kernel_matrix(K)
+    order = check_swap_order(order)
     if isinstance(candidates, np.ndarray) and candidates.ndim == 2:
         cands = [candidates[i] for i in range(candidates.shape[0])]
     else:
@@ -177,17 +193,17 @@ def kt_swap(
         b = val.check_index_array(baseline, K.n, "baseline")
         if b.size != m:
             raise ValueError(f"baseline must have the candidates' size {m}, got {b.size}")
-    return _kt_swap(K, cands, b, passes)
+    return _kt_swap(K, cands, b, passes, order)
 
 
-def _kt_swap(K, cands, baseline, passes: int):
+def _kt_swap(K, cands, baseline, passes: int, order: str = "sorted"):
     """:func:`kt_swap` on validated arguments (host int64 candidates of one size)."""
     C = np.stack(cands)
     short = [C[int(np.argmin(_mmd2(K, C)))].copy()]
     if baseline is not None:
         short.append(np.array(baseline, dtype=np.int64))
     for I in short:
-        _native.kt_swap_refine(K, I, passes)
+        _native.kt_swap_refine(K, I, passes, sorted_sweeps=order == "sorted")
     final = _mmd2(K, np.stack(short))
     return short[int(np.argmin(final))]
 
@@ -201,6 +217,7 @@ def kernel_thinning(
     rng=None,
     baseline=None,
     passes: int = 1,
+    swap_order: str = "sorted",
     check_input: bool = True,
     n_threads: int | None = None,
 ):
@@ -222,6 +239,8 @@ def kernel_thinning(
         Extra candidate for KT-Swap (SKT passes the Stein thinning coreset).
     passes : int
         KT-Swap sweeps.
+    swap_order : {"sorted", "given"}
+        KT-Swap's sweep order (:func:`kt_swap`).
     check_input : bool
         Validate the arguments (default); ``False`` trusts them.
     n_threads : int or None
@@ -240,7 +259,7 @@ def kernel_thinning(
         K = val.check_kernel_matrix(K).with_threads(n_threads)
     if not check_input:
         idx = np.arange(K.n, dtype=np.int64) if indices is None else indices
-        return _kernel_thinning(K, m, idx, delta, rng, baseline, passes)
+        return _kernel_thinning(K, m, idx, delta, rng, baseline, passes, swap_order)
     val.check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)
     if indices is None:
@@ -255,10 +274,12 @@ def kernel_thinning(
         if b.size != m:
             raise ValueError(f"baseline must have the candidates' size {m}, got {b.size}")
     passes = val.check_int(passes, "passes", lo=1)
-    return _kernel_thinning(K, m, idx, delta, rng, b, passes)
+    swap_order = check_swap_order(swap_order)
+    return _kernel_thinning(K, m, idx, delta, rng, b, passes, swap_order)
 
 
-def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, passes: int):
+def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, passes: int,
+                     swap_order: str = "sorted"):
     """:func:`kernel_thinning` on validated arguments."""
     ratio = idx.size / m
     t = int(round(math.log2(ratio))) if ratio >= 1 else -1
@@ -267,7 +288,7 @@ def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, pa
             f"len(indices) / m must be a power of two, got len(indices) = {idx.size}, m = {m}"
         )
     cands = _kt_split(K, idx, t, delta, rng) if t > 0 else [idx]
-    return _kt_swap(K, cands, baseline, passes)
+    return _kt_swap(K, cands, baseline, passes, swap_order)
 
 
 def stein_kernel_thinning(
@@ -278,6 +299,7 @@ def stein_kernel_thinning(
     delta: float = 0.5,
     standard_thin: bool = True,
     swap_passes: int = 1,
+    swap_order: str = "sorted",
     progress: bool = False,
 ):
     """Stein Kernel Thinning (SKT, Alg. 1): Stein Thinning for n' = m 2^ceil(log2(n/m)) steps,
@@ -297,6 +319,8 @@ def stein_kernel_thinning(
         Rem. 2: when m^2 < n, standard-thin the input to m^2 points first.
     swap_passes : int
         KT-Swap sweeps.
+    swap_order : {"sorted", "given"}
+        KT-Swap's sweep order (:func:`kt_swap`).
     progress : bool
         Progress bar of the Stein Thinning loop (non-NumPy namespaces).
 
@@ -316,6 +340,7 @@ def stein_kernel_thinning(
     delta = _check_delta(delta)
     standard_thin = val.check_bool(standard_thin, "standard_thin")
     swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
+    swap_order = check_swap_order(swap_order)
     progress = val.check_bool(progress, "progress")
     n = K.n
     sub = None
@@ -333,6 +358,7 @@ def stein_kernel_thinning(
         rng=rng,
         baseline=st[:m],
         passes=swap_passes,
+        swap_order=swap_order,
         check_input=False,
     )
     if sub is not None:
@@ -348,7 +374,8 @@ def stein_kernel_thinning(
 
 
 def kernel_thinning_coreset(
-    K: KernelMatrix, m: int, rng=None, *, delta: float = 0.5, swap_passes: int = 1
+    K: KernelMatrix, m: int, rng=None, *, delta: float = 0.5, swap_passes: int = 1,
+    swap_order: str = "sorted",
 ):
     """Kernel Thinning (Alg. D.2) of the input's own empirical distribution: the ``"kt"``
     baseline, with K the base kernel centred at the input (paper footnote 2).
@@ -371,6 +398,7 @@ def kernel_thinning_coreset(
     rng = val.check_random_state(rng, "rng")
     delta = _check_delta(delta)
     swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
+    swap_order = check_swap_order(swap_order)
     n = K.n
     t = max(0, int(math.floor(math.log2(n / m) + 1e-12)))
     n_split = m << t
@@ -383,6 +411,7 @@ def kernel_thinning_coreset(
         rng=rng,
         baseline=standard_thinning(n, m),
         passes=swap_passes,
+        swap_order=swap_order,
         check_input=False,
     )
     uniq, w = equal_weights(idx, m)

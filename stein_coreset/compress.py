@@ -31,6 +31,7 @@ from .algorithms.compresspp import (
 )
 from .algorithms.debias import STOP_RULES
 from .algorithms.kernel_thinning import (
+    DELTA_RULES,
     SWAP_ORDERS,
     kernel_thinning_coreset,
     stein_kernel_thinning,
@@ -163,6 +164,12 @@ _SWAP_ORDER = Option(
     "(the candidate's own order, e.g. Stein thinning's selection order)",
     lambda v, name: val.check_choice(v, name, SWAP_ORDERS),
 )
+_DELTA_RULE = Option(
+    "total",
+    "KT-SPLIT's delta: 'total' (the run's failure probability, delta_i = delta / n', the "
+    "paper's Alg. D.2 / Lem. F.4) or 'per_step' (every walk step's delta_i, as goodpoints.jax)",
+    lambda v, name: val.check_choice(v, name, DELTA_RULES),
+)
 _STANDARD_THIN = Option(
     True, "Rem. 2: when size^2 < n, standard-thin the input to size^2 points first", _check_bool
 )
@@ -226,7 +233,7 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             run=stein_kernel_thinning,
             options=MappingProxyType(
                 {"delta": _DELTA, "standard_thin": _STANDARD_THIN, "swap_passes": _SWAP_PASSES,
-                 "swap_order": _SWAP_ORDER}
+                 "swap_order": _SWAP_ORDER, "delta_rule": _DELTA_RULE}
             ),
             takes_progress=True,
         ),
@@ -236,7 +243,8 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             run=low_rank_stein_kernel_thinning,
             options=MappingProxyType(
                 {**_LD_OPTIONS, "g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN,
-                 "swap_passes": _SWAP_PASSES, "swap_order": _SWAP_ORDER}
+                 "swap_passes": _SWAP_PASSES, "swap_order": _SWAP_ORDER,
+                 "delta_rule": _DELTA_RULE}
             ),
             uses_rank=True, takes_progress=True,
         ),
@@ -279,7 +287,8 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             debias="none", thin="kt", kind="equal", target="centred",
             run=kernel_thinning_coreset,
             options=MappingProxyType(
-                {"delta": _DELTA, "swap_passes": _SWAP_PASSES, "swap_order": _SWAP_ORDER}
+                {"delta": _DELTA, "swap_passes": _SWAP_PASSES, "swap_order": _SWAP_ORDER,
+                 "delta_rule": _DELTA_RULE}
             ),
         ),
         "compresspp": Method(

@@ -43,7 +43,7 @@ def _reference_halve(Kd, seq, log_mult, u):
     return left, right
 
 
-def _reference_split(Kd, seq, t, delta, uniforms):
+def _reference_split(Kd, seq, t, delta, uniforms, per_step=False):
     N = len(seq)
     base = 2 * math.log(2 * N * t / delta)
     cores = [list(seq)]
@@ -51,7 +51,8 @@ def _reference_split(Kd, seq, t, delta, uniforms):
         nxt, off = [], 0
         for c in cores:
             half = len(c) // 2
-            L, R = _reference_halve(Kd, c, base - 2 * j * math.log(2), uniforms[j, off:])
+            log_mult = 2 * math.log(2 / delta) if per_step else base - 2 * j * math.log(2)
+            L, R = _reference_halve(Kd, c, log_mult, uniforms[j, off:])
             nxt += [L, R]
             off += half
         cores = nxt
@@ -71,6 +72,21 @@ def test_kt_split_equals_reference_halving(t, grouped):
     assert len(got) == 2**t
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def test_kt_split_per_step_delta_uses_delta_in_every_threshold():
+    """delta_rule="per_step": a = max(b sigma sqrt(2 log(2 / delta)), b^2) in every round
+    (goodpoints.jax's kernel_halve), against the reference walk."""
+    K = _stein(n=96)
+    rng = np.random.default_rng(6)
+    seq = rng.integers(0, K.n, size=88)
+    u = rng.random((3, 44))
+    got = kt_split(K, seq, 3, delta=0.5, uniforms=u, delta_rule="per_step")
+    want = _reference_split(K.dense(), seq, 3, 0.5, u, per_step=True)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match="delta_rule"):
+        kt_split(K, seq, 3, delta=0.5, uniforms=u, delta_rule="paper")
 
 
 def test_kt_split_one_round_equals_goodpoints_halve():

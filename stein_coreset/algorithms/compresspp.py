@@ -58,6 +58,7 @@ def kt_compresspp(
     thin_kernel: Callable | None = None,
     swap_passes: int = 1,
     swap_order: str = "sorted",
+    delta_rule: str = "total",
     progress: bool = False,
     return_info: bool = False,
     check_input: bool = True,
@@ -106,6 +107,10 @@ def kt_compresspp(
         KT-Swap sweeps (:func:`~stein_coreset.algorithms.kt_swap`).
     swap_order : {"sorted", "given"}
         KT-Swap's sweep order (:func:`~stein_coreset.algorithms.kt_swap`).
+    delta_rule : {"total", "per_step"}
+        ``"total"``: ``delta`` is split over the halvings and THIN as Lem. F.4 says;
+        ``"per_step"``: every KT-SPLIT walk step uses ``delta`` itself, as goodpoints.jax does
+        (:func:`~stein_coreset.algorithms.kt_split`).
     progress : bool
         A progress bar over the halving calls.
     return_info : bool
@@ -150,14 +155,15 @@ def kt_compresspp(
             raise ValueError("baseline cannot be combined with thin_kernel")
         swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
         swap_order = _kt.check_swap_order(swap_order)
+        delta_rule = _kt.check_delta_rule(delta_rule)
         progress = val.check_bool(progress, "progress")
     out, info = _kt_compresspp(K, S, g, delta, rng, baseline, m, thin_kernel, progress,
-                               swap_passes, swap_order)
+                               swap_passes, swap_order, delta_rule)
     return (out, info) if return_info else out
 
 
 def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None, progress=False,
-                   swap_passes=1, swap_order="sorted"):
+                   swap_passes=1, swap_order="sorted", delta_rule="total"):
     """:func:`kt_compresspp` on validated arguments; returns ``(indices, info)``."""
     n_in = int(S.size)
     j = _log4(n_in)
@@ -182,6 +188,7 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
             f"(n' = {n_in}, g = {g})"
         )
     denom = g + levels * 2**g
+    per_total = delta_rule == "total"
     n_halvings = sum(n_in // (4 ** (g + lv)) for lv in range(1, levels + 1))
 
     blocks = [S[a : a + base] for a in range(0, n_in, base)]
@@ -194,8 +201,8 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
         merged = []
         for b in range(0, len(blocks), 4):
             Cb = np.concatenate(blocks[b : b + 4])
-            d_k = Cb.size**2 * delta / (4.0 * n_in * 2**g * denom)
-            halves = _kt.kt_split(K, Cb, 1, d_k, rng, check_input=False)
+            d_k = Cb.size**2 * delta / (4.0 * n_in * 2**g * denom) if per_total else delta
+            halves = _kt.kt_split(K, Cb, 1, d_k, rng, delta_rule=delta_rule, check_input=False)
             merged.append(halves[int(rng.integers(2))])  # symmetrized halving
             if bar is not None:
                 next(bar, None)
@@ -203,7 +210,7 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
     if bar is not None:
         next(bar, None)  # let the bar finish
     C = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
-    d_thin = delta * max(g, 1) / (max(g, 1) + levels * 2**g) if levels else delta
+    d_thin = delta * max(g, 1) / (max(g, 1) + levels * 2**g) if levels and per_total else delta
 
     if thin_kernel is None:
         KT, pos = K, C
@@ -212,7 +219,11 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
         if not isinstance(KT, KernelMatrix) or KT.n != C.size:
             raise ValueError("thin_kernel(C) must return a KernelMatrix over the len(C) points")
         pos = np.arange(C.size, dtype=np.int64)
-    cands = _kt.kt_split(KT, pos, t, d_thin, rng, check_input=False) if t > 0 else [pos]
+    cands = (
+        _kt.kt_split(KT, pos, t, d_thin, rng, delta_rule=delta_rule, check_input=False)
+        if t > 0
+        else [pos]
+    )
     if isinstance(baseline, str):  # "stein": Alg. D.3's Stein thinning coreset over all n points
         baseline = stein_thinning(K, m, check_input=False)
     if baseline is not None and baseline.size != m:
@@ -284,6 +295,7 @@ def low_rank_stein_kernel_thinning(
     standard_thin: bool = True,
     swap_passes: int = 1,
     swap_order: str = "sorted",
+    delta_rule: str = "total",
     progress: bool = False,
 ):
     """Low-rank Stein Kernel Thinning (LSKT, Alg. 3): Low-rank Debiasing (Alg. 2) of the input,
@@ -314,6 +326,8 @@ def low_rank_stein_kernel_thinning(
         a sweep without a swap ends them).
     swap_order : {"sorted", "given"}
         KT-Swap's sweep order (:func:`~stein_coreset.algorithms.kt_swap`).
+    delta_rule : {"total", "per_step"}
+        What ``delta`` means to KT-SPLIT (:func:`kt_compresspp`).
     progress : bool
         Progress bars.
 
@@ -335,6 +349,7 @@ def low_rank_stein_kernel_thinning(
     standard_thin = val.check_bool(standard_thin, "standard_thin")
     swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
     swap_order = _kt.check_swap_order(swap_order)
+    delta_rule = _kt.check_delta_rule(delta_rule)
     progress = val.check_bool(progress, "progress")
     m, sub, n_prime, g, info = compresspp_plan(K.n, size, g=g, standard_thin=standard_thin)
     if sub is not None:
@@ -347,7 +362,7 @@ def low_rank_stein_kernel_thinning(
     t1 = time.perf_counter()
     seq = resample(w, n_prime, rng, check_input=False)
     idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, "stein", m, None, progress, swap_passes,
-                                swap_order)
+                                swap_order, delta_rule)
     t2 = time.perf_counter()
     if sub is not None:
         idx = sub[idx]

@@ -54,7 +54,7 @@ def output_size(n: int) -> int:
 
 
 def ours(method: str, X, S, m: int, seed: int, options: dict):
-    """(KSD, seconds) of ``compress(method)`` with the fixed kernel."""
+    """(KSD, seconds, size used) of ``compress(method)`` with the fixed kernel."""
     import stein_coreset as sc
     from stein_coreset.compress import METHODS
 
@@ -63,7 +63,7 @@ def ours(method: str, X, S, m: int, seed: int, options: dict):
     t0 = time.perf_counter()
     res = sc.compress(X, S, size=m, method=method, kernel=stein_kernel(X.shape[1]), seed=seed,
                       **kw)
-    return float(res.ksd), time.perf_counter() - t0
+    return float(res.ksd), time.perf_counter() - t0, int(res.info.get("size_used", m))
 
 
 def _peer_kernel(d: int):
@@ -105,9 +105,11 @@ def peer_indices(method: str, X, S, m: int, seed: int):
                                     delta=0.5))
 
 
-def peer(method, kind, X, S, m, seed, cache):
+def peer(method, kind, X, S, m, seed, cache, cached_only=False):
     key = f"{method}/{kind}/d{X.shape[1]}/n{X.shape[0]}/s{seed}"
     if key not in cache:
+        if cached_only:
+            return None
         import stein_coreset as sc
 
         t0 = time.perf_counter()
@@ -135,6 +137,8 @@ def main(argv=None) -> int:
     p.add_argument("--peer", action="store_true", help="also goodpoints.jax's skt / lskt")
     p.add_argument("--pair", action="store_true",
                    help="print paired mean log(ours / goodpoints) +- s.e. instead of the table")
+    p.add_argument("--cached", action="store_true",
+                   help="use only goodpoints results already in --cache (skip the others)")
     p.add_argument("--opt", action="append", default=[], help="method option name=JSON value")
     p.add_argument("--cache", default=os.path.join(os.path.dirname(__file__), ".quality_peer.json"))
     args = p.parse_args(argv)
@@ -162,6 +166,7 @@ def main(argv=None) -> int:
         if use_peer:
             cols += [(mt, "gp") for mt in methods if mt in PEER]
         table = {c: [] for c in cols}
+        used = {c: [] for c in cols}  # output size each method used (LSKT: a power of two)
         secs = {c: [] for c in cols}
         pairs = {mt: [] for mt in methods if mt in PEER}
         ms = []
@@ -173,16 +178,20 @@ def main(argv=None) -> int:
             for s in range(args.seeds):
                 X, S = make_input(kind, n, args.d, s)
                 for mt in methods:
-                    v, t = ours(mt, X, S, m, s, options)
+                    v, t, mu = ours(mt, X, S, m, s, options)
                     vals[(mt, "ours")].append(v)
                     secs[(mt, "ours")].append(t)
                     if use_peer and mt in PEER and (mt != "lskt" or k % 2 == 0):
-                        g = peer(mt, kind, X, S, m, s, cache)
-                        vals[(mt, "gp")].append(g)
-                        pairs[mt].append((n, math.log(v / g)))
-                if use_peer:
+                        g = peer(mt, kind, X, S, m, s, cache, args.cached)
+                        if g is not None:
+                            vals[(mt, "gp")].append(g)
+                            pairs[mt].append((n, math.log(v / g)))
+                if use_peer and not args.cached:
                     with open(args.cache, "w") as f:
                         json.dump(cache, f, indent=0, sort_keys=True)
+                    if s == 0:
+                        used[(mt, "ours")].append(mu)
+                        used[(mt, "gp")].append(mu)
             for c in cols:
                 table[c].append(float(np.mean(vals[c])) if vals[c] else float("nan"))
         if args.pair:
@@ -202,9 +211,14 @@ def main(argv=None) -> int:
         sl = []
         for c in cols:
             ok = [i for i in range(len(ms)) if np.isfinite(table[c][i])]
-            sl.append(slope([ms[i] for i in ok], [table[c][i] for i in ok]) if len(ok) > 1
+            sl.append(slope([used[c][i] for i in ok], [table[c][i] for i in ok]) if len(ok) > 1
                       else float("nan"))
         print("slope       " + " ".join(f"{v:10.2f}" for v in sl))
+        odd = [i for i, k in enumerate(logn) if k % 2]
+        if odd and "lskt" in methods:
+            sizes = ", ".join(str(used[("lskt", "ours")][i]) for i in odd)
+            print(f"(lskt at odd log2 n outputs {sizes} points, a power of two; its slope is "
+                  "fitted against the sizes used)")
         print("sec (all)   " + " ".join(f"{sum(secs[c]):10.1f}" for c in cols))
     return 0
 

@@ -293,7 +293,7 @@ def low_rank_stein_kernel_thinning(
     g: int = 4,
     delta: float = 0.5,
     standard_thin: bool = True,
-    swap_passes: int = 1,
+    swap_passes: int = 4,
     swap_order: str = "sorted",
     delta_rule: str = "total",
     progress: bool = False,
@@ -323,7 +323,7 @@ def low_rank_stein_kernel_thinning(
         Rem. 2: when m^2 < n, standard-thin the input to m^2 points first.
     swap_passes : int
         KT-Swap sweeps over all n points (Alg. D.3 makes one; each costs O(n m) evaluations,
-        a sweep without a swap ends them).
+        a sweep without a swap ends them). Default 4, as SKT (docs/quality.md).
     swap_order : {"sorted", "given"}
         KT-Swap's sweep order (:func:`~stein_coreset.algorithms.kt_swap`).
     delta_rule : {"total", "per_step"}

@@ -186,12 +186,13 @@ def main(argv=None) -> int:
                         if g is not None:
                             vals[(mt, "gp")].append(g)
                             pairs[mt].append((n, math.log(v / g)))
+                    if s == 0:
+                        for c in cols:
+                            if c[0] == mt:
+                                used[c].append(mu)
                 if use_peer and not args.cached:
                     with open(args.cache, "w") as f:
                         json.dump(cache, f, indent=0, sort_keys=True)
-                    if s == 0:
-                        used[(mt, "ours")].append(mu)
-                        used[(mt, "gp")].append(mu)
             for c in cols:
                 table[c].append(float(np.mean(vals[c])) if vals[c] else float("nan"))
         if args.pair:

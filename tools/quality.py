@@ -6,6 +6,7 @@ SKT / LSKT side by side when it is importable.
     python tools/quality.py --d 4 --nmax 12 --seeds 3
     python tools/quality.py --methods skt,lskt --peer --pair  # paired log-ratios ours / goodpoints
     python tools/quality.py --methods skt --opt swap_passes=2 # a method option (JSON value)
+    python tools/quality.py --time 16 --methods skt,lskt      # one timed run each at n = 2^16
 
 Inputs (seed s, n points in d dimensions, target P = N(0, I), scores S = -X):
 ``biased``: X = 0.7 + 1.5 z, z ~ N(0, I); ``iid``: X = z. One fixed Stein IMQ kernel,
@@ -137,6 +138,9 @@ def main(argv=None) -> int:
     p.add_argument("--peer", action="store_true", help="also goodpoints.jax's skt / lskt")
     p.add_argument("--pair", action="store_true",
                    help="print paired mean log(ours / goodpoints) +- s.e. instead of the table")
+    p.add_argument("--time", type=int, metavar="LOG2N",
+                   help="one run of each method on the biased input of 2^LOG2N points (seed 0): "
+                        "wall and CPU seconds (all threads) and the load average")
     p.add_argument("--cached", action="store_true",
                    help="use only goodpoints results already in --cache (skip the others)")
     p.add_argument("--opt", action="append", default=[], help="method option name=JSON value")
@@ -147,6 +151,16 @@ def main(argv=None) -> int:
         k, v = kv.split("=", 1)
         options[k] = json.loads(v)
     methods = args.methods.split(",")
+    if args.time:
+        n = 2**args.time
+        X, S = make_input("biased", n, args.d, 0)
+        for mt in methods:
+            load = os.getloadavg()[0]
+            c0 = time.process_time()
+            v, t, mu = ours(mt, X, S, output_size(n), 0, options)
+            print(f"{mt}: n = 2^{args.time}, m = {mu}: wall {t:.2f} s, cpu "
+                  f"{time.process_time() - c0:.2f} s, load {load:.1f}, KSD {v:.5f}")
+        return 0
     logn = [k for k in range(args.nmin, args.nmax + 1) if not args.even or k % 2 == 0]
     use_peer = args.peer or args.pair
     if use_peer:

@@ -362,8 +362,8 @@ def stein_kernel_thinning(
         Rem. 2: when m^2 < n, standard-thin the input to m^2 points first.
     swap_passes : int
         KT-Swap sweeps (Alg. D.3 makes one). Default 4: each further sweep costs O(n m) kernel
-        evaluations (under 3% of SKT's time at n = 2^16, m = 256) and lowered the KSD by 25-35%
-        at n = 2^12..2^16 (docs/quality.md).
+        evaluations (a few percent of SKT's time at n = 2^16, m = 256) and the four lowered the
+        KSD by 20-36% at n = 2^12..2^16 (docs/quality.md).
     swap_order : {"sorted", "given"}
         KT-Swap's sweep order (:func:`kt_swap`).
     delta_rule : {"total", "per_step"}

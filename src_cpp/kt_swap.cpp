@@ -46,9 +46,11 @@ inline void fold(First& acc, const First& x) {
 
 }  // namespace
 
-int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, int n_threads) {
+int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, int n_threads,
+                       bool sorted_sweeps) {
     const int64_t n = K.n, nch = (n + kChunk - 1) / kChunk;
     if (m <= 0 || passes <= 0) return 0;
+    if (sorted_sweeps) std::sort(I, I + m);  // g does not depend on the order
     Team team(n_threads);
     std::vector<double> g(static_cast<size_t>(n)), dg(static_cast<size_t>(n)),
         col(static_cast<size_t>(n));
@@ -122,6 +124,9 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, i
             changed += changed_pass;
             const bool again = changed_pass != 0;
             changed_pass = 0;
+            // the next sweep's steps read I[s mod m] after this combine
+            if (again && sorted_sweeps && s + 1 < static_cast<int64_t>(passes) * m)
+                std::sort(I, I + m);
             return again;
         });
     return changed;

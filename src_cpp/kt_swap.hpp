@@ -19,9 +19,12 @@ void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, d
 
 // Greedy swaps on I[0..m) in place, `passes` sweeps over the coreset (Alg. D.3 is one sweep;
 // a sweep that changes nothing ends early). Returns the number of changed entries.
+// sorted_sweeps: sort I before every sweep, so each sweep visits the coreset in increasing index
+// order (as goodpoints' kernel_swap does); otherwise sweep the positions 0..m-1 as given.
 // Each swap is one step of a team region: one parallel pass over fixed chunks of points (which
 // also applies the previous swap's update of g) and one barrier; the first argmin is folded in
 // index order, so the result does not depend on n_threads.
-int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, int n_threads);
+int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, int n_threads,
+                       bool sorted_sweeps = false);
 
 }  // namespace sc

@@ -89,7 +89,8 @@ cdef extern from "kt_swap.hpp" nogil:
     void sc_coreset_sums "sc::coreset_sums"(const KernelSpec& K, const int64_t* C, int64_t L,
                                             int64_t m, double* out, int n_threads) except +
     int64_t sc_kt_swap_refine "sc::kt_swap_refine"(const KernelSpec& K, int64_t* I, int64_t m,
-                                                   int passes, int n_threads) except +
+                                                   int passes, int n_threads,
+                                                   bint sorted_sweeps) except +
 
 
 cdef extern from "soa_kernel.hpp" nogil:

@@ -266,14 +266,16 @@ def coreset_sums(Kernel K, const int64_t[:, ::1] C, int n_threads=1):
     return out
 
 
-def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1, int n_threads=1):
-    """Greedy KT-Swap (Alg. D.3) on the coreset I, in place; returns the number of swaps."""
+def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1, int n_threads=1,
+                   bint sorted_sweeps=False):
+    """Greedy KT-Swap (Alg. D.3) on the coreset I, in place (sorted before every sweep when
+    sorted_sweeps); returns the number of swaps."""
     cdef int64_t m = I.shape[0], changed
     if m < 1:
         raise ValueError("the coreset is empty")
     _check_indices(K, I, "coreset")
     with nogil:
-        changed = sc_kt_swap_refine(K.spec, &I[0], m, passes, n_threads)
+        changed = sc_kt_swap_refine(K.spec, &I[0], m, passes, n_threads, sorted_sweeps)
     return changed
 
 

@@ -31,7 +31,12 @@ from .algorithms.compresspp import (
     low_rank_stein_kernel_thinning,
 )
 from .algorithms.debias import STOP_RULES
-from .algorithms.kernel_thinning import kernel_thinning_coreset, stein_kernel_thinning
+from .algorithms.kernel_thinning import (
+    DELTA_RULES,
+    SWAP_ORDERS,
+    kernel_thinning_coreset,
+    stein_kernel_thinning,
+)
 from .algorithms.resample import iid_thinning, standard_thinning
 from .algorithms.stein_thinning import stein_thinning_coreset
 from .algorithms.weighted import weighted_compression
@@ -227,6 +232,24 @@ _DELTA = Option(
     lambda v, name: val.check_real(v, name, lo=0.0, hi=1.0, lo_open=True, hi_open=True),
 )
 _SWAP_PASSES = Option(1, "KT-Swap sweeps over the coreset (Alg. D.3 makes one)", _int_at_least(1))
+_SWAP_PASSES_P = Option(
+    4,
+    "KT-Swap sweeps over the coreset (Alg. D.3 makes one; each further sweep costs O(n m) "
+    "kernel evaluations, stops early when nothing changes, and lowers the KSD: docs/quality.md)",
+    _int_at_least(1),
+)
+_SWAP_ORDER = Option(
+    "sorted",
+    "KT-Swap sweep order: 'sorted' (increasing index, every sweep, as goodpoints) or 'given' "
+    "(the candidate's own order, e.g. Stein thinning's selection order)",
+    lambda v, name: val.check_choice(v, name, SWAP_ORDERS),
+)
+_DELTA_RULE = Option(
+    "total",
+    "KT-SPLIT's delta: 'total' (the run's failure probability, delta_i = delta / n', the "
+    "paper's Alg. D.2 / Lem. F.4) or 'per_step' (every walk step's delta_i, as goodpoints.jax)",
+    lambda v, name: val.check_choice(v, name, DELTA_RULES),
+)
 _STANDARD_THIN = Option(
     True, "Rem. 2: when size^2 < n, standard-thin the input to size^2 points first", _check_bool
 )
@@ -298,7 +321,8 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             debias="st", thin="kt", kind="equal", target="stein",
             run=stein_kernel_thinning,
             options=MappingProxyType(
-                {"delta": _DELTA, "standard_thin": _STANDARD_THIN, "swap_passes": _SWAP_PASSES}
+                {"delta": _DELTA, "standard_thin": _STANDARD_THIN, "swap_passes": _SWAP_PASSES_P,
+                 "swap_order": _SWAP_ORDER, "delta_rule": _DELTA_RULE}
             ),
             takes_progress=True,
         ),
@@ -308,7 +332,8 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             run=low_rank_stein_kernel_thinning,
             options=MappingProxyType(
                 {**_LD_OPTIONS, "g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN,
-                 "swap_passes": _SWAP_PASSES}
+                 "swap_passes": _SWAP_PASSES_P, "swap_order": _SWAP_ORDER,
+                 "delta_rule": _DELTA_RULE}
             ),
             uses_rank=True, takes_progress=True,
         ),
@@ -350,7 +375,10 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             summary="kernel thinning of the input (Alg. D.2, centred kernel)",
             debias="none", thin="kt", kind="equal", target="centred",
             run=kernel_thinning_coreset,
-            options=MappingProxyType({"delta": _DELTA, "swap_passes": _SWAP_PASSES}),
+            options=MappingProxyType(
+                {"delta": _DELTA, "swap_passes": _SWAP_PASSES, "swap_order": _SWAP_ORDER,
+                 "delta_rule": _DELTA_RULE}
+            ),
         ),
         "compresspp": Method(
             summary="KT-Compress++ of the input (Shetty et al.; Alg. F.3)",

@@ -108,13 +108,14 @@ def test_weighted_rank_out_of_range_names_rank(biased_gaussian):
 @pytest.mark.slow
 def test_sr_sc_with_n_to_the_04_points_match_skt_with_sqrt_n(biased_gaussian):
     """The parsimony claim (Thms. 6-7, Fig. 2): SR and SC with m = n^0.4 points reach the KSD of
-    SKT with sqrt(n) points, here within 1.2x (median of 5 seeds, n = 4096)."""
+    the paper's SKT (Alg. D.3's one KT-Swap sweep) with sqrt(n) points, here within 1.2x (median
+    of 5 seeds, n = 4096). The library's default 4 sweeps lower SKT's KSD by a further ~25%."""
     n = 4096
     m_weighted = round(n**0.4)  # 28
     ksd = {"skt": [], "sr": [], "sc": []}
     for seed in range(5):
         X, S = biased_gaussian(n=n, seed=seed)
-        ksd["skt"].append(sc.compress(X, S, size=64, method="skt", seed=seed).ksd)
+        ksd["skt"].append(sc.compress(X, S, size=64, method="skt", seed=seed, swap_passes=1).ksd)
         for method in ("sr", "sc"):
             res = sc.compress(X, S, size=m_weighted, method=method, seed=seed)
             assert len(res) <= m_weighted

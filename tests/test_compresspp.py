@@ -138,3 +138,33 @@ def test_kt_compresspp_rejects_bad_input():
     with pytest.raises(TypeError, match="KernelMatrix"):
         kt_compresspp(np.eye(4))
     assert cpp_mod._log4(4**5) == 5 and cpp_mod._log4(2**9) is None
+
+
+def test_lskt_is_no_worse_than_its_stein_thinning_baseline():
+    """Alg. F.3's KT-Swap is Alg. D.3, which shortlists the Stein thinning coreset of m points
+    and only ever lowers MMD_{k_P}: LSKT's output is at most ST's first m picks' KSD."""
+    from stein_coreset.algorithms import stein_thinning
+
+    rng = np.random.default_rng(0)
+    X = 0.7 + 1.5 * rng.standard_normal((1024, 2))
+    kern = sc.SteinKernel(sc.IMQ(sigma=2.0))
+    K = kern.bind(X, -X)
+    st = stein_thinning(K, 32)
+    st_ksd = math.sqrt(K.quad(np.bincount(st, minlength=1024) / 32.0))
+    for seed in range(3):
+        res = sc.compress(X, -X, size=32, method="lskt", kernel=kern, seed=seed)
+        assert res.ksd <= st_ksd * (1 + 1e-9)
+
+
+def test_kt_compresspp_stein_baseline_is_shortlisted():
+    """baseline="stein": the output is no worse than the Stein thinning coreset refined alone."""
+    rng = np.random.default_rng(1)
+    X = 0.5 + rng.standard_normal((1024, 2))
+    K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X)
+    a = kt_compresspp(K, g=2, rng=0, baseline="stein")
+    from stein_coreset.algorithms import kt_swap, stein_thinning
+
+    st = stein_thinning(K, 32)
+    assert _mmd(K, a) <= _mmd(K, kt_swap(K, [st])) * (1 + 1e-9)
+    with pytest.raises(ValueError, match="baseline"):
+        kt_compresspp(K, baseline="iid")

@@ -218,15 +218,16 @@ def test_cuda_kt_split_matches_cpp_for_the_same_seed(kind, N, t, loop_mode):
     assert np.mean(np.all(a == b, axis=1)) == 1.0
 
 
+@pytest.mark.parametrize("sorted_sweeps", [False, True])
 @pytest.mark.parametrize("passes", [1, 3])
-def test_cuda_kt_swap_matches_cpp(passes):
+def test_cuda_kt_swap_matches_cpp(passes, sorted_sweeps):
     from stein_coreset.algorithms import _native
 
     cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0))
     I0 = np.random.default_rng(3).integers(0, Kc.n, 40).astype(np.int64)
     a, b = I0.copy(), I0.copy()
-    na = _native.kt_swap_refine(Kc, a, passes)
-    nb = _native.kt_swap_refine(Kg, b, passes)
+    na = _native.kt_swap_refine(Kc, a, passes, sorted_sweeps)
+    nb = _native.kt_swap_refine(Kg, b, passes, sorted_sweeps)
     np.testing.assert_array_equal(a, b)
     assert na == nb
 

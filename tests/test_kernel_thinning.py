@@ -43,7 +43,7 @@ def _reference_halve(Kd, seq, log_mult, u):
     return left, right
 
 
-def _reference_split(Kd, seq, t, delta, uniforms):
+def _reference_split(Kd, seq, t, delta, uniforms, per_step=False):
     N = len(seq)
     base = 2 * math.log(2 * N * t / delta)
     cores = [list(seq)]
@@ -51,7 +51,8 @@ def _reference_split(Kd, seq, t, delta, uniforms):
         nxt, off = [], 0
         for c in cores:
             half = len(c) // 2
-            L, R = _reference_halve(Kd, c, base - 2 * j * math.log(2), uniforms[j, off:])
+            log_mult = 2 * math.log(2 / delta) if per_step else base - 2 * j * math.log(2)
+            L, R = _reference_halve(Kd, c, log_mult, uniforms[j, off:])
             nxt += [L, R]
             off += half
         cores = nxt
@@ -71,6 +72,21 @@ def test_kt_split_equals_reference_halving(t, grouped):
     assert len(got) == 2**t
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def test_kt_split_per_step_delta_uses_delta_in_every_threshold():
+    """delta_rule="per_step": a = max(b sigma sqrt(2 log(2 / delta)), b^2) in every round
+    (goodpoints.jax's kernel_halve), against the reference walk."""
+    K = _stein(n=96)
+    rng = np.random.default_rng(6)
+    seq = rng.integers(0, K.n, size=88)
+    u = rng.random((3, 44))
+    got = kt_split(K, seq, 3, delta=0.5, uniforms=u, delta_rule="per_step")
+    want = _reference_split(K.dense(), seq, 3, 0.5, u, per_step=True)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match="delta_rule"):
+        kt_split(K, seq, 3, delta=0.5, uniforms=u, delta_rule="paper")
 
 
 def test_kt_split_one_round_equals_goodpoints_halve():
@@ -136,13 +152,28 @@ def _reference_swap(Kd, I):
     return np.array(I)
 
 
-def test_kt_swap_equals_reference_swaps():
+@pytest.mark.parametrize("order", ["sorted", "given"])
+@pytest.mark.parametrize("passes", [1, 3])
+def test_kt_swap_equals_reference_swaps(order, passes):
+    """'sorted' sweeps the coreset in increasing index order, re-sorted before every sweep
+    (goodpoints' kernel_swap); 'given' sweeps the positions as given."""
     K = _stein(n=80, seed=2)
     Kd = K.dense()
     rng = np.random.default_rng(0)
     cands = [rng.integers(0, 80, size=10) for _ in range(4)]
-    best = min(cands, key=lambda c: _mmd2(Kd, c))
-    np.testing.assert_array_equal(kt_swap(K, cands), _reference_swap(Kd, best))
+    want = min(cands, key=lambda c: _mmd2(Kd, c))
+    for _ in range(passes):
+        want = _reference_swap(Kd, np.sort(want) if order == "sorted" else want)
+    got = kt_swap(K, cands, passes=passes, order=order)
+    np.testing.assert_array_equal(np.sort(got), np.sort(want))
+    if order == "given":
+        np.testing.assert_array_equal(got, want)
+
+
+def test_kt_swap_order_is_validated():
+    K = _stein(n=40)
+    with pytest.raises(ValueError, match="swap_order"):
+        kt_swap(K, [np.arange(4)], order="random")
 
 
 def test_kt_swap_never_increases_mmd():
@@ -242,3 +273,14 @@ def test_results_do_not_depend_on_the_number_of_threads():
         )
         outs.append(run.stdout)
     assert outs[0] == outs[1]
+
+
+def test_skt_more_swap_sweeps_never_raise_the_ksd():
+    """Same seed, same KT-SPLIT candidates and shortlist: every further sweep can only lower the
+    MMD of each shortlisted coreset, so the default 4 sweeps are at most 1 sweep's KSD."""
+    X = 0.7 + 1.5 * np.random.default_rng(3).standard_normal((1024, 2))
+    kern = sc.SteinKernel(sc.IMQ(sigma=2.0))
+    for seed in range(3):
+        one = sc.compress(X, -X, size=32, method="skt", kernel=kern, seed=seed, swap_passes=1)
+        dflt = sc.compress(X, -X, size=32, method="skt", kernel=kern, seed=seed)
+        assert dflt.ksd <= one.ksd * (1 + 1e-9)

@@ -344,13 +344,17 @@ class CudaKernel:
                 size = half
             return cp.asnumpy(cur).reshape(1 << t, size)
 
-    def kt_swap_refine(self, I: np.ndarray, passes: int) -> int:
+    def kt_swap_refine(self, I: np.ndarray, passes: int, sorted_sweeps: bool = False) -> int:
         """KT-Swap (Alg. D.3, src_cpp/kt_swap.hpp) on the host int64 coreset I, in place;
-        returns the number of swaps."""
+        returns the number of swaps. ``sorted_sweeps``: I is sorted before every sweep (the
+        sweeps then run one launch sequence each, the pending update of g carried over)."""
         cp = self.cp
         n, nb, m = self.n, _blocks(self.n), int(I.size)
+        passes = int(passes)
         stream = self._loop_stream()
         with self._dev(), stream:
+            if sorted_sweeps:
+                I.sort()
             Id = cp.asarray(np.ascontiguousarray(I, dtype=np.int64))
             g = cp.empty(n, dtype=cp.float64)
             self._fn("kp_index_sum")((nb,), (BLOCK,), self._params + (Id, np.int64(m), g))
@@ -360,9 +364,19 @@ class CudaKernel:
             pidx = cp.empty(nb, dtype=cp.int64)
             state = cp.asarray(np.array([0, -1, 0, 0, 0], dtype=np.int64))
             counter = cp.zeros(1, dtype=cp.uint32)
-            args = self._params + (
-                g, dg, col, Id, np.int64(m), np.int64(passes), pval, pidx, state, counter,
-            )
-            self._run_steps(self._fn("kts_swap_step"), (nb,), args, m * int(passes), stream)
+            fn = self._fn("kts_swap_step")
+            sweeps = [passes] if not sorted_sweeps else [1] * passes
+            for p, k in enumerate(sweeps):
+                if p > 0:  # sort the coreset, keep g and the pending update state[1]
+                    Ih = cp.asnumpy(Id)
+                    Ih.sort()
+                    Id.set(Ih)
+                    state[0] = 0
+                args = self._params + (
+                    g, dg, col, Id, np.int64(m), np.int64(k), pval, pidx, state, counter,
+                )
+                self._run_steps(fn, (nb,), args, m * k, stream)
+                if sorted_sweeps and int(cp.asnumpy(state)[4]):
+                    break  # a sweep without a swap ends the loop
             I[...] = cp.asnumpy(Id)
             return int(cp.asnumpy(state)[3])

@@ -57,11 +57,14 @@ def kt_split(K: KernelMatrix, idx: np.ndarray, t: int, delta: float, seed: int, 
     return _core.kt_split(K.handle(), idx, int(t), float(delta), seed, uniforms, K.n_threads)
 
 
-def kt_swap_refine(K: KernelMatrix, I: np.ndarray, passes: int) -> int:
-    """Greedy KT-Swap (Alg. D.3) on the int64 coreset ``I``, in place; the number of swaps."""
+def kt_swap_refine(
+    K: KernelMatrix, I: np.ndarray, passes: int, sorted_sweeps: bool = False
+) -> int:
+    """Greedy KT-Swap (Alg. D.3) on the int64 coreset ``I``, in place (sorted before every sweep
+    when ``sorted_sweeps``); the number of swaps."""
     if K.backend == "cuda":
-        return K.cuda().kt_swap_refine(I, int(passes))
-    return _core.kt_swap_refine(K.handle(), I, int(passes), K.n_threads)
+        return K.cuda().kt_swap_refine(I, int(passes), bool(sorted_sweeps))
+    return _core.kt_swap_refine(K.handle(), I, int(passes), K.n_threads, bool(sorted_sweeps))
 
 
 def kt_swap_ls(K: KernelMatrix, dense: np.ndarray, order: np.ndarray, fmt: int) -> float:

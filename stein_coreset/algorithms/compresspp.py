@@ -14,6 +14,7 @@ from ..kernels import KernelMatrix, RadialKernel, centred_kernel_matrix
 from . import kernel_thinning as _kt  # called through the module: tests patch kt_split
 from .debias import ld_summary, low_rank_debias
 from .resample import resample, standard_thinning
+from .stein_thinning import stein_thinning
 from .weights import equal_weights
 
 __all__ = [
@@ -55,6 +56,9 @@ def kt_compresspp(
     baseline=None,
     m: int | None = None,
     thin_kernel: Callable | None = None,
+    swap_passes: int = 1,
+    swap_order: str = "sorted",
+    delta_rule: str = "total",
     progress: bool = False,
     return_info: bool = False,
     check_input: bool = True,
@@ -68,7 +72,8 @@ def kt_compresspp(
     one of the two halves kept at random), so a block of 4^(g+l) inputs yields 2^g 2^(g+l)
     points. The 2^g sqrt(n') points of the last level are THINned by KT-SPLIT with
     t = log2(2^g sqrt(n') / m) rounds into 2^t candidate coresets, and KT-Swap targeting P
-    (Alg. D.3) picks and refines the final one. Failure probabilities follow Lem. F.4: a halving
+    (Alg. D.3, with the Stein thinning baseline when ``baseline="stein"``) picks and refines
+    the final one. Failure probabilities follow Lem. F.4: a halving
     of n_k points runs with ``n_k^2 delta / (4 n' 2^g (g + L 2^g))`` and THIN with
     ``g delta / (g + L 2^g)``, L = log4(n') - g the number of COMPRESS levels.
 
@@ -85,8 +90,10 @@ def kt_compresspp(
     delta : float in (0, 1)
         Total failure probability (App. I.2: 1/2).
     rng : numpy.random.Generator or seed, optional
-    baseline : (m,) int array, optional
-        Extra candidate for KT-Swap.
+    baseline : (m,) int array or "stein", optional
+        Extra candidate for KT-Swap. ``"stein"``: the first m Stein thinning picks over all n
+        points of K (Alg. D.3's baseline; O(n m) more kernel evaluations), as LSKT uses it.
+        K must then be mean-zero under P (a Stein kernel).
     m : int, optional
         Output size, default ``sqrt(n')``; ``2^g sqrt(n') / m`` (or ``n' / m`` when
         ``n' <= 4^g``) must be a power of two.
@@ -96,6 +103,14 @@ def kt_compresspp(
         of C only, and positions into C are mapped back. Used by the unbiased ``"compresspp"``
         baseline to target the COMPRESS output's empirical distribution, as goodpoints'
         ``compresspp_kt`` does. Default: THIN on K, KT-Swap over all n points of K.
+    swap_passes : int
+        KT-Swap sweeps (:func:`~stein_coreset.algorithms.kt_swap`).
+    swap_order : {"sorted", "given"}
+        KT-Swap's sweep order (:func:`~stein_coreset.algorithms.kt_swap`).
+    delta_rule : {"total", "per_step"}
+        ``"total"``: ``delta`` is split over the halvings and THIN as Lem. F.4 says;
+        ``"per_step"``: every KT-SPLIT walk step uses ``delta`` itself, as goodpoints.jax does
+        (:func:`~stein_coreset.algorithms.kt_split`).
     progress : bool
         A progress bar over the halving calls.
     return_info : bool
@@ -114,7 +129,8 @@ def kt_compresspp(
     Notes
     -----
     O(4^g n' log n') kernel evaluations for COMPRESS, O(4^g n') for THIN and O(m n) for KT-Swap
-    (Thm. 5); memory O(n' + n) plus the kernel rows of one halving — never an n x n matrix.
+    (Thm. 5), and O(n m) for the ``"stein"`` baseline; memory O(n' + n) plus the kernel rows of
+    one halving — never an n x n matrix.
     """
     if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
         K = val.check_kernel_matrix(K).with_threads(n_threads)
@@ -131,17 +147,23 @@ def kt_compresspp(
             S = val.check_index_array(indices, K.n, "indices")
         if m is not None:
             m = val.check_int(m, "m", lo=1)
-        if baseline is not None:
+        if isinstance(baseline, str):
+            val.check_choice(baseline, "baseline", ("stein",))
+        elif baseline is not None:
             baseline = val.check_index_array(baseline, K.n, "baseline")
         if thin_kernel is not None and baseline is not None:
             raise ValueError("baseline cannot be combined with thin_kernel")
+        swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
+        swap_order = _kt.check_swap_order(swap_order)
+        delta_rule = _kt.check_delta_rule(delta_rule)
         progress = val.check_bool(progress, "progress")
-    out, info = _kt_compresspp(K, S, g, delta, rng, baseline, m, thin_kernel, progress)
+    out, info = _kt_compresspp(K, S, g, delta, rng, baseline, m, thin_kernel, progress,
+                               swap_passes, swap_order, delta_rule)
     return (out, info) if return_info else out
 
 
 def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None, progress=False,
-                   swap_passes=1):
+                   swap_passes=1, swap_order="sorted", delta_rule="total"):
     """:func:`kt_compresspp` on validated arguments; returns ``(indices, info)``."""
     n_in = int(S.size)
     j = _log4(n_in)
@@ -166,6 +188,7 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
             f"(n' = {n_in}, g = {g})"
         )
     denom = g + levels * 2**g
+    per_total = delta_rule == "total"
     n_halvings = sum(n_in // (4 ** (g + lv)) for lv in range(1, levels + 1))
 
     blocks = [S[a : a + base] for a in range(0, n_in, base)]
@@ -178,8 +201,8 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
         merged = []
         for b in range(0, len(blocks), 4):
             Cb = np.concatenate(blocks[b : b + 4])
-            d_k = Cb.size**2 * delta / (4.0 * n_in * 2**g * denom)
-            halves = _kt.kt_split(K, Cb, 1, d_k, rng, check_input=False)
+            d_k = Cb.size**2 * delta / (4.0 * n_in * 2**g * denom) if per_total else delta
+            halves = _kt.kt_split(K, Cb, 1, d_k, rng, delta_rule=delta_rule, check_input=False)
             merged.append(halves[int(rng.integers(2))])  # symmetrized halving
             if bar is not None:
                 next(bar, None)
@@ -187,7 +210,7 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
     if bar is not None:
         next(bar, None)  # let the bar finish
     C = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
-    d_thin = delta * max(g, 1) / (max(g, 1) + levels * 2**g) if levels else delta
+    d_thin = delta * max(g, 1) / (max(g, 1) + levels * 2**g) if levels and per_total else delta
 
     if thin_kernel is None:
         KT, pos = K, C
@@ -196,10 +219,17 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
         if not isinstance(KT, KernelMatrix) or KT.n != C.size:
             raise ValueError("thin_kernel(C) must return a KernelMatrix over the len(C) points")
         pos = np.arange(C.size, dtype=np.int64)
-    cands = _kt.kt_split(KT, pos, t, d_thin, rng, check_input=False) if t > 0 else [pos]
+    cands = (
+        _kt.kt_split(KT, pos, t, d_thin, rng, delta_rule=delta_rule, check_input=False)
+        if t > 0
+        else [pos]
+    )
+    if isinstance(baseline, str):  # "stein": Alg. D.3's Stein thinning coreset over all n points
+        baseline = stein_thinning(K, m, check_input=False)
     if baseline is not None and baseline.size != m:
         raise ValueError(f"baseline must have the candidates' size {m}, got {baseline.size}")
-    out = _kt.kt_swap(KT, cands, baseline, passes=swap_passes, check_input=False)
+    out = _kt.kt_swap(KT, cands, baseline, passes=swap_passes, order=swap_order,
+                      check_input=False)
     if thin_kernel is not None:
         out = C[out]
     out = np.ascontiguousarray(out, dtype=np.int64)
@@ -263,11 +293,14 @@ def low_rank_stein_kernel_thinning(
     g: int = 4,
     delta: float = 0.5,
     standard_thin: bool = True,
-    swap_passes: int = 1,
+    swap_passes: int = 4,
+    swap_order: str = "sorted",
+    delta_rule: str = "total",
     progress: bool = False,
 ):
     """Low-rank Stein Kernel Thinning (LSKT, Alg. 3): Low-rank Debiasing (Alg. 2) of the input,
-    Resample (Alg. E.3) to n' = 4^ceil(log4 n) points, then KT-Compress++ (Alg. F.3) targeting P.
+    Resample (Alg. E.3) to n' = 4^ceil(log4 n) points, then KT-Compress++ (Alg. F.3) targeting P,
+    whose final KT-Swap (Alg. D.3) shortlists the Stein thinning coreset of m points too.
 
     Parameters
     ----------
@@ -290,7 +323,11 @@ def low_rank_stein_kernel_thinning(
         Rem. 2: when m^2 < n, standard-thin the input to m^2 points first.
     swap_passes : int
         KT-Swap sweeps over all n points (Alg. D.3 makes one; each costs O(n m) evaluations,
-        a sweep without a swap ends them).
+        a sweep without a swap ends them). Default 4, as SKT (docs/quality.md).
+    swap_order : {"sorted", "given"}
+        KT-Swap's sweep order (:func:`~stein_coreset.algorithms.kt_swap`).
+    delta_rule : {"total", "per_step"}
+        What ``delta`` means to KT-SPLIT (:func:`kt_compresspp`).
     progress : bool
         Progress bars.
 
@@ -301,8 +338,8 @@ def low_rank_stein_kernel_thinning(
 
     Notes
     -----
-    O(n r (d + r) + Q T n) for Low-rank Debiasing and O(4^g n log n) kernel evaluations for
-    KT-Compress++ (Thm. 3): sub-quadratic in n.
+    O(n r (d + r) + Q T n) for Low-rank Debiasing, O(4^g n log n) kernel evaluations for
+    KT-Compress++ and O(n m) for the Stein thinning baseline (Thm. 3): sub-quadratic in n.
     """
     val.check_kernel_matrix(K)
     size = val.check_int(size, "size", lo=1)
@@ -311,6 +348,8 @@ def low_rank_stein_kernel_thinning(
     delta = _check_delta(delta)
     standard_thin = val.check_bool(standard_thin, "standard_thin")
     swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
+    swap_order = _kt.check_swap_order(swap_order)
+    delta_rule = _kt.check_delta_rule(delta_rule)
     progress = val.check_bool(progress, "progress")
     m, sub, n_prime, g, info = compresspp_plan(K.n, size, g=g, standard_thin=standard_thin)
     if sub is not None:
@@ -322,7 +361,8 @@ def low_rank_stein_kernel_thinning(
                                 stop=stop, return_info=True)
     t1 = time.perf_counter()
     seq = resample(w, n_prime, rng, check_input=False)
-    idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, None, m, None, progress, swap_passes)
+    idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, "stein", m, None, progress, swap_passes,
+                                swap_order, delta_rule)
     t2 = time.perf_counter()
     if sub is not None:
         idx = sub[idx]

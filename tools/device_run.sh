@@ -44,7 +44,7 @@ stage_run() {  # name timeout command...: the whole output into the summary (onl
 
 # the persistent loops rely on every block being resident at once: if a small run does not
 # finish, the rest of this script uses the graph loops
-if ! timeout 60 python3 -c "
+if ! timeout 45 python3 -c "
 import cupy as cp, numpy as np, stein_coreset as sc
 from stein_coreset.algorithms import _native
 X = cp.asarray(np.random.default_rng(0).standard_normal((5000, 4)))
@@ -57,7 +57,7 @@ print('persistent loop smoke test: ok')" >> "$LOG" 2>&1; then
     export STEIN_CORESET_CUDA_LOOP=graph
 fi
 
-stage_run tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py \
+stage_run tests 100 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py \
     tests/test_gpu_path.py tests/test_engine.py tests/test_stein_thinning.py \
     tests/test_kernels.py tests/test_kernel_thinning.py -k "cupy or cuda" -x
 
@@ -67,16 +67,14 @@ if [ "$stage" = quick ]; then
     exit 0
 fi
 
-# full
-stage_run loops 60 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
-stage_run gpu_check 330 python3 tools/gpu_check.py --n 16384 65536 --goodpoints \
+# full: the stages in order of importance (the call's own limit may cut the last ones)
+stage_run loops 45 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
+stage_run gpu_check 200 python3 tools/gpu_check.py --n 16384 65536 --goodpoints --gp-n 65536 \
     --json "$OUT/gpu_check.json"
-stage_run large 150 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
-if [ -f asv_benchmarks/threads_check.py ]; then
-    stage_run threads 200 python3 asv_benchmarks/threads_check.py --table --budget-s 170 \
-        --json "$OUT/threads.json"
-fi
-stage_run profile 60 python3 tools/gpu_large.py --profile --method lskt --n 65536
-stage_run diagnose 90 python3 tools/gpu_large.py --diagnose-lskt --n 65536
-stage_run dask_gpu 90 python3 tools/gpu_large.py --dask --n 65536
+stage_run threads 170 python3 asv_benchmarks/threads_table.py --n 12,14,16 --threads 1,2,4,8,16 \
+    --st-frac 0.25 --budget-s 150 --json "$OUT/threads_table.json"
+stage_run large 60 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
+stage_run diagnose 60 python3 tools/gpu_large.py --diagnose-lskt --n 65536
+stage_run profile 40 python3 tools/gpu_large.py --profile --method lskt --n 65536
+stage_run dask_gpu 50 python3 tools/gpu_large.py --dask --n 65536
 echo "done $(date +%T)" >> "$LOG"

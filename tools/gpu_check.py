@@ -76,6 +76,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None, help="write the table as JSON to this path")
     p.add_argument("--goodpoints", action="store_true",
                    help="also time goodpoints.jax's st/skt/lskt on the same input")
+    p.add_argument("--gp-n", type=int, nargs="*", default=None,
+                   help="the n at which --goodpoints runs (default: every n)")
     p.add_argument("--gpu-only", action="store_true", help="skip the CPU runs")
     p.add_argument("--repeat", type=int, default=1,
                    help="device runs per method; the minimum is reported")
@@ -153,7 +155,9 @@ def main(argv=None) -> int:
                          "ksd_cpu": None if ref is None else ref.ksd,
                          "ksd_gpu": res.ksd, "rel_diff": rel, "agree": bool(ok),
                          "to_host_mb": mb_to, "from_host_mb": mb_from})
-            if args.goodpoints and method in ("st", "skt", "lskt"):
+            if args.goodpoints and method in ("st", "skt", "lskt") and (
+                args.gp_n is None or n in args.gp_n
+            ):
                 rows[-1].update(_goodpoints_row(method, Xh, Sh, size, args.seed, res, t_gpu))
     if args.json:
         import json

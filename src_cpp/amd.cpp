@@ -2,6 +2,7 @@
 
 #include "isa.hpp"
 
+#include "cancel.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -106,6 +107,7 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
             Ftv[k] += pacc2[c * r + k];
         }
     for (int64_t t = t0 + 1; t <= t0 + steps; ++t) {
+        poll_cancel();
         const double beta = 2.0 / static_cast<double>(t + 1);
         const double cst = 2.0 * static_cast<double>(t) * eta;
         // u = F^T z_t with z_t = (1 - beta) w_{t-1} + beta v_{t-1}

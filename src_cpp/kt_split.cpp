@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "cancel.hpp"
 #include "parallel.hpp"
 #include "soa_kernel.hpp"
 
@@ -55,6 +56,7 @@ void halve(Team* team, const KernelSpec& K, const int64_t* in, int64_t len, doub
     std::vector<double> partial;
     SoAPoints L(K, pairs), R(K, pairs);
     for (int64_t k = 0; k < pairs; ++k) {
+        poll_cancel();
         const int64_t x1 = in[2 * k], x2 = in[2 * k + 1];
         if (x1 == x2) {
             // a repeated point (multiplicity): b = 0, the walk and sigma are unchanged and both

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "cancel.hpp"
 #include "parallel.hpp"
 #include "soa_kernel.hpp"
 
@@ -15,6 +16,7 @@ void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, d
     std::vector<double> rows(static_cast<size_t>(m));
     SoAPoints P;
     for (int64_t l = 0; l < L; ++l) {
+        poll_cancel();
         const int64_t* I = C + l * m;
         P.gather(K, I, m);
         const SoAView v = P.view();
@@ -42,6 +44,7 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, i
         team.for_chunks(
             (n + kRows - 1) / kRows,
             [&](int64_t c) {
+                poll_cancel();
                 for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i)
                     g[static_cast<size_t>(i)] = soa_sum(K, i, v, 0, m);
             },
@@ -55,6 +58,7 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, i
     for (int p = 0; p < passes; ++p) {
         int64_t changed_pass = 0;
         for (int64_t a = 0; a < m; ++a) {
+            poll_cancel();
             const int64_t cur = I[a];
             // g <- g - k(x_cur, .), Delta = 2 g + diag; first argmin per block, blocks combined in
             // order (so the first argmin overall, whatever the number of threads)

@@ -1,5 +1,6 @@
 #include "rpcholesky.hpp"
 
+#include "cancel.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -21,6 +22,7 @@ int64_t weighted_rpcholesky(const KernelSpec& K, const double* sw, double* d, do
     std::vector<double> col(static_cast<size_t>(n)), Fs(static_cast<size_t>(rank));
     const int64_t nch = (n + kCols - 1) / kCols;
     for (int64_t i = i0; i < i1; ++i) {
+        poll_cancel();
         double total = 0.0;
         for (int64_t j = 0; j < n; ++j) total += d[j];
         if (!(total > tol)) return i;

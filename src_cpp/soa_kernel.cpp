@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "isa.hpp"
+#include "cancel.hpp"
 #include "parallel.hpp"
 #include "stein_thinning.hpp"
 
@@ -104,6 +105,7 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
     team.for_chunks(
         (n + kRows - 1) / kRows,
         [&](int64_t c) {
+            poll_cancel();
             alignas(64) double buf[kSoABlock];
             for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
                 double s = 0.0;
@@ -137,6 +139,7 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
     team.for_chunks(
         nr * nb,
         [&](int64_t c) {
+            poll_cancel();
             const int64_t a = c / nb, lo = (c - a * nb) * kSoABlock;
             kEval(K, rows[a], P, lo, std::min(nc, lo + kSoABlock), out + a * nc + lo);
         },
@@ -153,6 +156,7 @@ void diag(const KernelSpec& K, double* out, int n_threads) {
     team.for_chunks(
         (K.n + kPoints - 1) / kPoints,
         [&](int64_t c) {
+            poll_cancel();
             for (int64_t i = c * kPoints; i < std::min(K.n, (c + 1) * kPoints); ++i)
                 out[i] = soa_entry(K, i, i);
         },

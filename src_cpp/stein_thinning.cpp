@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "cancel.hpp"
 #include "parallel.hpp"
 #include "soa_kernel.hpp"
 
@@ -73,6 +74,7 @@ void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score,
     diag(K, score, n_threads);
     int64_t j = add_column_argmin(team, K, all.view(), -1, score, best).i;
     for (int64_t t = 0; t < m; ++t) {
+        poll_cancel();
         out[t] = j;
         if (t + 1 < m) j = add_column_argmin(team, K, all.view(), j, score, best).i;
     }

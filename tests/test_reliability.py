@@ -241,3 +241,115 @@ def test_a_factor_larger_than_memory_is_refused_before_allocation(sample, method
     size = 16 if method == "lskt" else 400  # sr / ct: rank < size
     with pytest.raises(ValueError, match=r"rank: .*factor.*GiB"):
         sc.compress(X, S, size=size, method=method, seed=0, rank=rank)
+
+
+# ---- issue 23: Ctrl-C within a second ---------------------------------------------------------
+
+def _interrupt_after(delay):
+    """Send SIGINT to this process after ``delay`` seconds; returns the dict the time lands in."""
+    import os
+    import signal
+    import threading
+    import time
+
+    sent = {}
+
+    def fire():
+        sent["t"] = time.perf_counter()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(delay, fire)
+    timer.start()
+    return sent, timer
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGINT") or
+                    __import__("sys").platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("method", ["skt", "sr", "sc", "lskt"])
+def test_compress_raises_keyboard_interrupt_within_a_second_of_sigint(method):
+    # before: Ctrl-C waited for the C++ loop to end (5-14 s at n = 2^15 .. 2^16)
+    import signal
+    import time
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT does not have Python's default handler here")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2**14, 2)) + 0.3
+    t0 = time.perf_counter()
+    sent, timer = _interrupt_after(0.4)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sc.compress(X, -X, size=2**13, method=method, seed=0)
+            time.sleep(2)  # finished before the signal: the sleep takes it (latency below fails)
+    finally:
+        timer.cancel()
+    t1 = time.perf_counter()
+    assert "t" in sent and sent["t"] - t0 < 5
+    assert t1 - sent["t"] < 1.0
+
+
+def test_every_cpp_loop_stops_when_the_cancel_flag_is_set_and_recovers_after():
+    # a set flag makes each loop unwind with KeyboardInterrupt; the next call, flag cleared by
+    # the wrapper, computes exactly what an uninterrupted call does
+    import signal
+
+    from stein_coreset import _core
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT does not have Python's default handler here")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 2))
+    K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X)
+    h = K.handle()
+    idx = np.arange(512, dtype=np.int64)
+    A = rng.standard_normal((5, 600))
+    G = X[:50] @ X[:50].T + np.eye(50)
+    calls = {
+        "gram": lambda: _core.gram(h, idx[:4]),
+        "diag": lambda: _core.diag(h),
+        "stein_thinning": lambda: _core.stein_thinning(h, 20),
+        "kt_split": lambda: _core.kt_split(h, idx, 2, 0.5, 1),
+        "coreset_sums": lambda: _core.coreset_sums(h, idx.reshape(4, 128).copy()),
+        "kt_swap_refine": lambda: _core.kt_swap_refine(h, idx[:16].copy()),
+        "kt_swap_ls": lambda: _core.kt_swap_ls(h, np.full(600, 1 / 600), idx[:10], 0),
+        "matvec_soa": lambda: _core.matvec_soa(h, np.ones(600)),
+        "kernel_row_means": lambda: _core.kernel_row_means(h, idx[:4]),
+        "recombination": lambda: _core.recombination(A, np.full(600, 1 / 600)),
+        "simplex_qp": lambda: _core.simplex_qp(G, np.full(50, 1 / 50), 100),
+        "affine_weights": lambda: _core.affine_weights(G),
+        "median_pairwise_distance": lambda: _core.median_pairwise_distance(X),
+        "pairwise_sq_distances": lambda: _core.pairwise_sq_distances(X),
+    }
+    for name, call in calls.items():
+        before = call()
+        _core._cancel_for_tests(True)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                call()
+        finally:
+            _core._cancel_for_tests(False)
+        after = call()
+        if isinstance(before, tuple):
+            before, after = before[0], after[0]
+        np.testing.assert_array_equal(np.asarray(after), np.asarray(before), err_msg=name)
+
+
+def test_a_program_with_its_own_sigint_handler_keeps_it():
+    # the hook is only put in front of Python's default handler: a custom handler's program
+    # is not cancelled behind its back
+    import signal
+
+    from stein_coreset import _core
+
+    seen = []
+    old = signal.signal(signal.SIGINT, lambda *a: seen.append(a[0]))
+    try:
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((2**12, 2))
+        sent, timer = _interrupt_after(0.05)
+        res = sc.compress(X, -X, size=2**11, method="st", seed=0)
+        timer.join()
+        assert len(res) > 0 and not _core._cancel_requested()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert seen == [signal.SIGINT]

@@ -28,6 +28,7 @@ import ast
 import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -133,8 +134,9 @@ def _compress_single(args) -> int:
     import stein_coreset as sc
 
     options = _parse_options(args.option)
-    X = load_array(args.points, "POINTS", POINT_KEYS)
     scores = args.scores or _scores_from_points_file(args.points)
+    out = _check_out(args.out, [args.points, scores, args.precond])  # before any work
+    X = load_array(args.points, "POINTS", POINT_KEYS)
     S = load_array(scores, "SCORES", SCORE_KEYS) if scores else None
     if S is not None and S.shape != X.shape:
         raise CLIError(
@@ -151,7 +153,6 @@ def _compress_single(args) -> int:
             f"{n_bad} of the {X.shape[0]} rows of {where} contain NaN or inf; "
             "pass --nan-policy omit to drop them"
         )
-    out = _check_out(args.out, [args.points, scores, args.precond])
     kernel = _kernel_from_args(args, X)
     res = sc.compress(
         X,
@@ -191,15 +192,31 @@ def _compress_single(args) -> int:
 
 
 def _check_out(out: str, inputs: list) -> str:
-    """The ``.npz`` path --out names (np.savez appends .npz: --out chain is chain.npz), refused
-    when it is one of the inputs or its directory does not exist."""
+    """The ``.npz`` path --out names (np.savez appends .npz: --out chain is chain.npz), checked
+    before any work: refused when it is empty, one of the inputs, a directory or another
+    non-regular file, or when its directory does not exist or cannot be written (a probe file is
+    created there and removed, so /proc, /sys or a read-only mount fail now, not after the
+    compression)."""
+    if not out or not os.path.basename(out.rstrip("/" + os.sep)) or out.endswith(("/", os.sep)):
+        raise CLIError(f"--out: {out!r} names no file; give a file name such as coreset.npz")
     try:
         out = _io.refuse_overwrite_input(out, inputs)
     except ValueError as e:
         raise CLIError(str(e)) from None
+    if os.path.isdir(out):
+        raise CLIError(f"--out: {out} is a directory; give a file name such as "
+                       f"{os.path.join(out, 'coreset.npz')}")
+    if os.path.exists(out) and not os.path.isfile(out):
+        raise CLIError(f"--out: {out} exists and is not a regular file; choose another path")
     out_dir = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out_dir):
         raise CLIError(f"--out: directory does not exist: {out_dir}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".stein-coreset-", suffix=".probe", dir=out_dir)
+    except OSError as e:
+        raise CLIError(f"--out: cannot write {out}: {e.strerror or e}") from None
+    os.close(fd)
+    os.unlink(probe)
     return out
 
 

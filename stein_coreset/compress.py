@@ -359,6 +359,63 @@ def _check_rank(rank, method: str, spec: Method, size: int, n: int, what: str = 
     return rank
 
 
+#: AMD steps beyond which its O(1/T^2) suboptimality bound is below double precision (2^-52).
+MAX_AMD_STEPS = 2**26
+
+
+def _check_counts(method: str, spec: Method, opts: dict, n: int, rank: int | None) -> None:
+    """Caps on the counts the Low-rank Debiasing methods can use, checked before any work."""
+    if spec.debias != "ld":
+        return
+    r = rank if rank is not None else max(1, round(math.sqrt(n)))
+    cap = max(3, math.ceil(n / r))
+    if opts["rounds"] > cap:
+        raise ValueError(
+            f"rounds = {opts['rounds']} is more than method {method!r} can use: max(3, "
+            f"ceil(n / rank)) = {cap} for n = {n} and rank = {r} (beyond it the rounds together "
+            "draw more RPCholesky pivots than there are points; pass rank = n for an exact "
+            "factor instead)"
+        )
+    steps = opts.get("steps")
+    if steps is not None and steps > MAX_AMD_STEPS:
+        raise ValueError(
+            f"steps = {steps} is more than AMD can use: beyond {MAX_AMD_STEPS} = 2^26 steps its "
+            "O(1/T^2) suboptimality bound is below double precision"
+        )
+
+
+def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None) -> None:
+    """Refuse, before any work, a run whose largest buffers exceed the machine's memory.
+
+    The estimate is an upper bound on the peak of the host buffers: Low-rank Debiasing's
+    (n, r) factor (float64, and its float32 copy for AMD); for RT / CT the (n', r) float64
+    RPCholesky factor (n' <= n the support of the debiasing weights) and RT's (n', r + 1) moment
+    matrix beside it, then for the final reweighting the (p, p) kernel block of the support
+    (p <= r + 1 for RT, p <= r for CT), its Cholesky factor and an eigendecomposition fallback
+    (four (p, p) arrays). The other steps need O(n + size) memory.
+    """
+    peak, what, arg = 0.0, [], "size"
+    if spec.debias == "ld":
+        r_ld = rank if rank is not None else max(1, round(math.sqrt(n)))
+        peak = 12.0 * n * r_ld
+        what.append(f"the ({n}, {r_ld}) Low-rank Debiasing factor")
+        arg = "rank" if rank is not None else "size"
+    if spec.thin in ("rt", "ct"):
+        if spec.debias == "ld" or rank is None:
+            r = size - 1 if spec.thin == "rt" else size
+        else:
+            r, arg = rank, "rank"
+        p = min(n, r + 1 if spec.thin == "rt" else r)
+        peak = max(peak, 8.0 * n * r * (2 if spec.thin == "rt" else 1), 32.0 * p * p)
+        what.append(f"the ({n}, {r}) RPCholesky factor and ({p}, {p}) kernel blocks")
+    if what:
+        val.check_buffer(
+            peak, arg,
+            f"method {method!r} with n = {n}, size = {size}"
+            + (f", rank = {rank}" if rank is not None else "") + f" ({' and '.join(what)})",
+        )
+
+
 def compress(
     X,
     S=None,
@@ -484,6 +541,8 @@ def compress(
         info["rank_from_tau"] = rank
     if weights is not None:
         weights = val.check_weights(weights, n, xp, simplex=True, device=dev)
+    _check_counts(method, spec, opts, n, rank)
+    _check_memory(method, spec, n, size, rank)
 
     # -- the kernel, resolved once: selection and res.ksd use the same one ----------------
     stein = _resolve_kernel(kernel, X, n_threads)

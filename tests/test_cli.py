@@ -465,3 +465,63 @@ def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd
         capsys,
     )
     assert "--precond must be a (2, 2) matrix" in _one_line_error(rc, err)
+
+
+# --- issue 23: --out checked before any work, Ctrl-C exits 130 ---------------------------------
+
+
+@pytest.mark.parametrize("out, needle", [
+    ("", "names no file"),
+    ("DIR/", "names no file"),
+    ("DIR/sub.npz", "is a directory"),
+    ("DIR/missing/c.npz", "directory does not exist"),
+    ("/proc/c.npz", "cannot write"),
+    ("/sys/c.npz", "cannot write"),
+])
+def test_a_bad_out_is_refused_before_compressing(sample, capsys, monkeypatch, out, needle):
+    # before: --out '' wrote ./.npz; a directory, /proc or /sys was refused only after the whole
+    # compression, naming the temporary file
+    d, X, S = sample
+    (d / "sub.npz").mkdir()
+    if out.startswith("/") and not os.path.isdir(os.path.dirname(out)):
+        pytest.skip(f"no {os.path.dirname(out)} here")
+    if out.startswith("/proc") and os.access("/proc", os.W_OK) and os.geteuid() != 0:
+        pytest.skip("/proc is writable here")
+
+    def never(*a, **k):
+        raise AssertionError("compress ran before --out was checked")
+
+    monkeypatch.setattr(compress_mod, "compress", never)
+    import stein_coreset
+
+    monkeypatch.setattr(stein_coreset, "compress", never)
+    rc, _, err = _run(["compress", d / "X.npy", d / "S.npy", "--method", "st", "--size", 5,
+                       "--out", out.replace("DIR", str(d))], capsys)
+    line = _one_line_error(rc, err)
+    assert "--out" in line and needle in line and ".probe" not in line and ".part" not in line
+
+
+def test_ctrl_c_exits_130_within_a_second_and_leaves_no_file(tmp_path):
+    # before: the CLI exited 14-38 s after SIGINT
+    import signal
+    import time
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2**15, 2)) + 0.3
+    np.savez(tmp_path / "chain.npz", X=X, S=-X)
+    out = tmp_path / "out" / "c.npz"
+    out.parent.mkdir()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "stein_coreset", "compress", str(tmp_path / "chain.npz"),
+         "--method", "skt", "--size", "128", "--seed", "0", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(3.0)  # imports, reading, then the C++ loops
+    if p.poll() is not None:
+        pytest.skip("the compression finished before the signal")
+    t0 = time.perf_counter()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert time.perf_counter() - t0 < 1.0
+    assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    assert os.listdir(out.parent) == []

@@ -353,3 +353,38 @@ def test_a_program_with_its_own_sigint_handler_keeps_it():
     finally:
         signal.signal(signal.SIGINT, old)
     assert seen == [signal.SIGINT]
+
+
+# ---- issue 23: refusals before the work -------------------------------------------------------
+
+@pytest.mark.parametrize("method, kw", [("ct", {"rank": 2**16 - 1}), ("sc", {"rank": 2**16})])
+def test_rank_near_n_is_refused_within_a_second_with_the_memory_estimate(method, kw,
+                                                                         monkeypatch):
+    # before: ct refused after 17 s of O(n^2) centring, sc reached an unchecked 9.9 GiB
+    # (m, m) allocation after 42 s; the machine is said to hold 16 GiB
+    import time
+
+    from stein_coreset import _validation
+
+    monkeypatch.setattr(_validation, "physical_memory", lambda: 16 * 2**30)
+    X = np.random.default_rng(0).standard_normal((2**16, 2))
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"rank: .*\(65536, 6553[56]\).* GiB, more than"):
+        sc.compress(X, -X, size=2**16, method=method, seed=0, **kw)
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("method", ["lskt", "lsr", "lsc"])
+def test_rounds_beyond_what_low_rank_debiasing_can_use_are_refused_at_once(method):
+    # before: rounds=10**6 on n = 64 ran for ~15 minutes
+    import time
+
+    X = np.random.default_rng(0).standard_normal((64, 2))
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"rounds = 1000000 .* ceil\(n / rank\)\) = 8"):
+        sc.compress(X, -X, size=8, method=method, seed=0, rounds=10**6)
+    with pytest.raises(ValueError, match=r"steps = .* 2\^26"):
+        sc.compress(X, -X, size=8, method=method, seed=0, steps=2**27)
+    assert time.perf_counter() - t0 < 1.0
+    res = sc.compress(X, -X, size=8, method=method, seed=0, rounds=8)  # the cap itself runs
+    assert len(res) <= 8

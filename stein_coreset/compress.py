@@ -505,6 +505,8 @@ def compress(
         raise ValueError(f"method {method!r} is debiased and needs the scores S = grad log p(X)")
 
     # -- arrays: one namespace lookup, one NaN/inf scan (the row mask only when it fails) --
+    X = val.masked_as_nan(X, "X", nan_policy)  # masked rows are NaN rows under "omit"
+    S = val.masked_as_nan(S, "S", nan_policy)
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
     X = val.check_points(X, xp, "X", allow_nonfinite=True)
     if S is not None:

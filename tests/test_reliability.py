@@ -388,3 +388,26 @@ def test_rounds_beyond_what_low_rank_debiasing_can_use_are_refused_at_once(metho
     assert time.perf_counter() - t0 < 1.0
     res = sc.compress(X, -X, size=8, method=method, seed=0, rounds=8)  # the cap itself runs
     assert len(res) <= 8
+
+
+# ---- issue 23: no silent answer ---------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["st", "skt", "sr", "kt"])
+def test_a_masked_array_is_refused_or_its_masked_rows_dropped_under_omit(sample, method):
+    # before: the mask was ignored by every method (same indices as the unmasked array)
+    X, S = sample
+    mask = np.zeros_like(X, dtype=bool)
+    mask[5:40, 1] = True
+    Xm = np.ma.masked_array(X, mask)
+    with pytest.raises(ValueError, match="X is a masked array with 35 masked rows"):
+        sc.compress(Xm, S, size=8, method=method, seed=0)
+    res = sc.compress(Xm, S, size=8, method=method, seed=0, nan_policy="omit")
+    keep = np.r_[0:5, 40:512]
+    ref = sc.compress(X[keep], S[keep], size=8, method=method, seed=0)
+    np.testing.assert_array_equal(res.indices, keep[ref.indices])
+    assert res.info["n_dropped"] == 35
+    for f in (sc.ksd, sc.median_bandwidth):
+        with pytest.raises(ValueError, match="X is a masked array"):
+            f(Xm, S) if f is sc.ksd else f(Xm)
+    with pytest.raises(ValueError, match="weights is a masked array"):
+        sc.compress(X, S, size=8, method="rt", weights=np.ma.masked_array(np.full(512, 1 / 512)))

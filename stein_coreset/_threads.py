@@ -83,4 +83,14 @@ def effective_n_threads(n_threads=None) -> int:
         return usable_cores()
     if n_threads < 1:
         raise ValueError(f"n_threads must be a positive integer, -1 or None, got {n_threads}")
+    cap = MAX_THREADS_PER_CPU * (os.cpu_count() or 1)
+    if n_threads > cap:  # before: a raw OverflowError from the C++ wrapper (2**40)
+        raise ValueError(
+            f"n_threads = {n_threads} is more than {MAX_THREADS_PER_CPU} per CPU of this "
+            f"machine ({cap}); each team member is an OS thread"
+        )
     return n_threads
+
+
+#: A team larger than this many threads per CPU only adds scheduling (and may fail to start).
+MAX_THREADS_PER_CPU = 64

@@ -61,12 +61,15 @@ def load_array(spec: str, what: str, keys=POINT_KEYS) -> np.ndarray:
 def _scores_from_points_file(points_spec: str):
     """When SCORES is omitted and POINTS is an .npz holding scores too, use those."""
     path, _ = _io.split_key(points_spec)
-    if not path.lower().endswith(".npz") or not os.path.exists(path):
+    if not path.lower().endswith(".npz") or not os.path.isfile(path):
         return None
-    with np.load(path, allow_pickle=False) as z:
-        for k in SCORE_KEYS:
-            if k in z.files:
-                return f"{path}:{k}"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            for k in SCORE_KEYS:
+                if k in z.files:
+                    return f"{path}:{k}"
+    except Exception:  # unreadable: reading POINTS reports it, naming the file
+        return None
     return None
 
 
@@ -234,7 +237,7 @@ def _holds_points_and_scores(spec: str) -> bool:
     try:
         with np.load(path, allow_pickle=False) as z:
             names = set(z.files)
-    except (OSError, ValueError):
+    except Exception:  # unreadable: reading it later reports it, naming the file
         return False
     return bool(names & set(POINT_KEYS)) and bool(names & set(SCORE_KEYS))
 

@@ -384,6 +384,25 @@ def _check_counts(method: str, spec: Method, opts: dict, n: int, rank: int | Non
         )
 
 
+def _check_cross_terms(xp, X, S) -> None:
+    """The Stein kernel's cross terms (x_i - x_j) . s_j must stay finite in float64: refuse, with
+    the argument named, points spread so far (or scores so large) that they overflow (before:
+    "w has NaN or inf entries" from deep inside Low-rank Debiasing for one row at 1e308)."""
+    spread = float(xp.max(xp.max(X, axis=0) - xp.min(X, axis=0)))
+    top = float(xp.max(xp.abs(S)))
+    d = int(X.shape[1])
+    if not math.isfinite(spread) or (
+        top > 0 and math.log(spread or 1.0) + math.log(top) + math.log(4 * d) > _LOG_MAX
+    ):
+        raise ValueError(
+            f"X: the points span {spread:.3g} and the scores S reach {top:.3g}; their products "
+            "in the Stein kernel overflow float64: rescale X (and S accordingly)"
+        )
+
+
+_LOG_MAX = math.log(np.finfo(np.float64).max)
+
+
 def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None) -> None:
     """Refuse, before any work, a run whose largest buffers exceed the machine's memory.
 
@@ -511,6 +530,9 @@ def compress(
     X = val.check_points(X, xp, "X", allow_nonfinite=True)
     if S is not None:
         S = val.check_scores(S, X, xp, "S", allow_nonfinite=True)
+    n_all = int(X.shape[0])
+    if weights is not None:  # on all n rows, as given; renormalised below if rows are dropped
+        weights = val.check_weights(weights, n_all, xp, simplex=True, device=dev)
     info: dict = {}
     keep = None
     n_bad = 0
@@ -531,7 +553,15 @@ def compress(
         keep = aa.as_index_array(xp, keep_host, dev)
         X = xp.take(X, keep, axis=0)
         S = None if S is None else xp.take(S, keep, axis=0)
-        weights = None if weights is None else xp.take(weights, keep, axis=0)
+        if weights is not None:
+            weights = xp.take(weights, keep, axis=0)
+            kept = float(xp.sum(weights))
+            if not kept > 0.0:
+                raise ValueError(
+                    "weights: every row with positive weight has NaN or inf in X or S"
+                )
+            weights = weights / kept
+            info["weight_dropped"] = 1.0 - kept
         info["n_dropped"] = n_bad
     n = int(X.shape[0])
     size = val.check_size(size, n)
@@ -541,8 +571,8 @@ def compress(
         rank = min(n, max(1, math.ceil(n**tau - 1e-9)))
         _check_rank(rank, method, spec, size, n, f"rank = ceil(n^tau) = {rank}")
         info["rank_from_tau"] = rank
-    if weights is not None:
-        weights = val.check_weights(weights, n, xp, simplex=True, device=dev)
+    if spec.target == "stein":
+        _check_cross_terms(xp, X, S)
     _check_counts(method, spec, opts, n, rank)
     _check_memory(method, spec, n, size, rank)
 

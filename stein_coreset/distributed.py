@@ -99,6 +99,7 @@ def _lazy_file(spec: str, keys, name: str):
     if not os.path.exists(path):
         raise ValueError(f"{name}: file not found: {path}")
     low = path.lower()
+    _io.check_array_file(path, name)
     if low.endswith(".npy"):
         # only the header is read here; the data is read on the worker that needs the block
         # (a memory map in the graph would be pickled, whole, through the scheduler)

@@ -525,3 +525,32 @@ def test_ctrl_c_exits_130_within_a_second_and_leaves_no_file(tmp_path):
     assert time.perf_counter() - t0 < 1.0
     assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err
     assert os.listdir(out.parent) == []
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("truncated.npy", "is truncated"),
+    ("garbage.npy", "not a valid .npy"),
+    ("garbage.npz", "not a valid .npz"),
+    ("truncated.npz", "not a valid .npz"),
+])
+def test_a_corrupt_input_file_is_a_one_line_error_naming_the_file(sample, capsys, kind, needle):
+    # before: "BadZipFile: File is not a zip file" (no file name), NumPy's "pickled data"
+    # message for a file that is no array, "mmap length is greater than file size"
+    d, X, S = sample
+    good = (d / "X.npy").read_bytes()
+    np.savez(d / "full.npz", X=X, S=S)
+    data = {"truncated.npy": good[: len(good) // 2], "garbage.npy": b"hello, world\n" * 10,
+            "garbage.npz": b"not a zip archive", "truncated.npz":
+            (d / "full.npz").read_bytes()[:300]}[kind]
+    bad = d / kind
+    bad.write_bytes(data)
+    for argv in (["compress", bad, d / "S.npy"], ["compress", bad]):
+        rc, _, err = _run([*argv, "--method", "st", "--size", 5, "--out", d / "o.npz"], capsys)
+        line = _one_line_error(rc, err)
+        assert kind in line and needle in line
+    if kind.endswith(".npy"):
+        pytest.importorskip("dask")
+        rc, _, err = _run(["compress", bad, d / "X.npy", "--scores", d / "S.npy", d / "S.npy",
+                           "--method", "st", "--size", 5, "--out", d / "o.npz"], capsys)
+        line = _one_line_error(rc, err)
+        assert kind in line and needle in line

@@ -411,3 +411,36 @@ def test_a_masked_array_is_refused_or_its_masked_rows_dropped_under_omit(sample,
             f(Xm, S) if f is sc.ksd else f(Xm)
     with pytest.raises(ValueError, match="weights is a masked array"):
         sc.compress(X, S, size=8, method="rt", weights=np.ma.masked_array(np.full(512, 1 / 512)))
+
+
+def test_a_thread_count_beyond_what_the_machine_can_run_names_n_threads(sample):
+    # before: a raw OverflowError from _core.median_pairwise_distance
+    X, S = sample
+    for n_threads in (2**40, 2**31):
+        with pytest.raises(ValueError, match="n_threads = .* per CPU"):
+            sc.compress(X, S, size=8, method="st", n_threads=n_threads)
+
+
+@pytest.mark.parametrize("method", ["lsr", "lsc", "st", "skt"])
+def test_one_row_at_1e308_is_refused_naming_x(sample, method):
+    # before (lsr, lsc): "w has NaN or inf entries" from inside Low-rank Debiasing
+    X, S = sample
+    Y = X.copy()
+    Y[0] = 1e308
+    with pytest.raises(ValueError, match=r"X: the points span 1e\+308.*rescale X"):
+        sc.compress(Y, S, size=8, method=method, seed=0)
+
+
+@pytest.mark.parametrize("method", ["rt", "ct"])
+def test_input_weights_are_renormalised_over_the_rows_kept_under_omit(sample, method):
+    # before: "weights must sum to 1, got 0.5" for weights that did sum to 1
+    X, S = sample
+    Y = X.copy()
+    Y[:256] = np.nan
+    w = np.full(512, 1 / 512)
+    res = sc.compress(Y, S, size=8, method=method, seed=0, weights=w, nan_policy="omit")
+    ref = sc.compress(X[256:], S[256:], size=8, method=method, seed=0, weights=w[256:] * 2)
+    np.testing.assert_array_equal(res.indices, ref.indices + 256)
+    assert res.info["weight_dropped"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="weights must sum to 1"):
+        sc.compress(Y, S, size=8, method=method, weights=w / 2, nan_policy="omit")

@@ -444,3 +444,63 @@ def test_input_weights_are_renormalised_over_the_rows_kept_under_omit(sample, me
     assert res.info["weight_dropped"] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="weights must sum to 1"):
         sc.compress(Y, S, size=8, method=method, weights=w / 2, nan_policy="omit")
+
+
+# ---- issue 23: Dask input validated like in-process input -------------------------------------
+
+@pytest.fixture
+def dask_input():
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 2))
+    return da, X, -X
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    ({"block_size": 2.5}, TypeError, "block_size must be an integer"),
+    ({"block_size": True}, TypeError, "block_size must be an integer"),
+    ({"block_size": 0}, ValueError, "block_size must be >= 1"),
+    ({"seed": -1}, ValueError, "seed must be >= 0"),
+    ({"seed": 1.5}, TypeError, "seed must be an integer"),
+    ({"size": 8.0}, TypeError, "size must be an integer"),
+    ({"n_threads": 0}, ValueError, "n_threads"),
+])
+def test_distributed_arguments_are_validated_like_compress(dask_input, kw, err, match):
+    # before: block_size 2.5 -> 2, True -> 1; seed=-1 -> "expected non-negative integer"
+    from stein_coreset import distributed as scd
+
+    da, X, S = dask_input
+    args = {"size": 8, "method": "skt", "seed": 0, **kw}
+    with pytest.raises(err, match=match):
+        scd.compress(da.from_array(X, chunks=(100, 2)), da.from_array(S, chunks=(100, 2)),
+                     **args)
+
+
+def test_distributed_complex_input_is_refused_not_truncated(dask_input, tmp_path):
+    # before: the imaginary part was dropped on the workers (the warning only in a worker log)
+    from stein_coreset import distributed as scd
+
+    da, X, S = dask_input
+    Xc = da.from_array(X.astype(complex), chunks=(100, 2))
+    with pytest.raises(TypeError, match="X must hold real numbers, got dtype complex128"):
+        scd.compress(Xc, da.from_array(S, chunks=(100, 2)), size=8, method="skt", seed=0)
+    np.save(tmp_path / "c.npy", X.astype(complex))
+    np.save(tmp_path / "s.npy", S)
+    with pytest.raises(TypeError, match=r"c\.npy must hold real numbers"):
+        scd.compress([str(tmp_path / "c.npy")], [str(tmp_path / "s.npy")], size=8,
+                     method="skt", seed=0)
+
+
+@pytest.mark.parametrize("method", ["skt", "sr"])
+def test_a_dask_block_smaller_than_size_after_omit_is_merged(dask_input, method):
+    # before: an error the single-process path does not give
+    from stein_coreset import distributed as scd
+
+    da, X, S = dask_input
+    Y = X.copy()
+    Y[5:97] = np.nan  # block 0 keeps 8 rows < size 16
+    res = scd.compress(da.from_array(Y, chunks=(100, 2)), da.from_array(S, chunks=(100, 2)),
+                       size=16, method=method, seed=0, nan_policy="omit")
+    assert 1 <= len(res) <= 16 and res.info["n_dropped"] == 92
+    assert np.all(np.isfinite(Y[np.asarray(res.indices)]))
+    assert res.info["blocks"][0].get("passed_through") is True

@@ -36,7 +36,15 @@ cdef class _Interruptible:
         self.hooked = False
         if (PyThread_get_thread_ident() == _main_ident
                 and _getsignal(_SIGINT) is _default_int_handler):
+            sc_cancel_clear()  # stale: left by cancel_running() for loops on other threads
             self.hooked = sc_sigint_hook_install()
+            if self.hooked:
+                try:  # a SIGINT that came just before the hook: raise it now, not after
+                    PyErr_CheckSignals()
+                except BaseException:
+                    sc_sigint_hook_remove()
+                    self.hooked = False
+                    raise
         return self
 
     def __exit__(self, et, ev, tb):
@@ -51,6 +59,14 @@ cdef class _Interruptible:
                 raise e from None
             raise KeyboardInterrupt from None
         return False
+
+
+def cancel_running():
+    """Stop every C++ loop running in this process, on any thread (each raises
+    KeyboardInterrupt). For a program that was interrupted while other threads (a Dask
+    threaded scheduler) still run the library's loops; the next call from the main thread
+    clears the request."""
+    sc_cancel_request()
 
 
 def _cancel_for_tests(bint on=True):

@@ -44,6 +44,18 @@ NEEDS_DASK = (
 )
 
 
+def _compute(dask, *args, **kw):
+    """``dask.compute`` whose Ctrl-C also stops the C++ loops still running on the threaded
+    scheduler's worker threads (they would otherwise run to the end, holding the exit)."""
+    try:
+        return dask.compute(*args, **kw)
+    except KeyboardInterrupt:
+        from . import _core
+
+        _core.cancel_running()
+        raise
+
+
 def _import_dask():
     try:
         import dask
@@ -405,7 +417,7 @@ def compress(
         # one kernel for every task: the median bandwidth of <= 1000 rows spread over the blocks
         per = max(1, -(-1000 // n_blocks))
         sample = dask.delayed(_sample_task, pure=True)
-        got = dask.compute(*[sample(Xblocks[b], Sblocks[b],
+        got = _compute(dask, *[sample(Xblocks[b], Sblocks[b],
                                     np.linspace(0, r - 1, min(per, r)).astype(np.int64))
                              for b, r in enumerate(rows)], scheduler=scheduler)
         sX = np.concatenate([g[0] for g in got])
@@ -447,7 +459,7 @@ def compress(
         level = nxt
         if final:
             break
-    (out,) = dask.compute(level[0], scheduler=scheduler)
+    (out,) = _compute(dask, level[0], scheduler=scheduler)
 
     blocks, reduce_info = list(out["blocks"]), list(out["reduce"])
     blocks.sort(key=lambda c: c["offset"])

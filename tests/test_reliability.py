@@ -289,8 +289,9 @@ def test_compress_raises_keyboard_interrupt_within_a_second_of_sigint(method):
 
 
 def test_every_cpp_loop_stops_when_the_cancel_flag_is_set_and_recovers_after():
-    # a set flag makes each loop unwind with KeyboardInterrupt; the next call, flag cleared by
-    # the wrapper, computes exactly what an uninterrupted call does
+    # a set flag makes each loop unwind with KeyboardInterrupt (cancel_running: the CLI's and
+    # distributed.compress's Ctrl-C for loops on Dask's threads); the next call computes
+    # exactly what an uninterrupted call does
     import signal
 
     from stein_coreset import _core
@@ -320,12 +321,15 @@ def test_every_cpp_loop_stops_when_the_cancel_flag_is_set_and_recovers_after():
         "median_pairwise_distance": lambda: _core.median_pairwise_distance(X),
         "pairwise_sq_distances": lambda: _core.pairwise_sq_distances(X),
     }
+    from concurrent.futures import ThreadPoolExecutor
+
     for name, call in calls.items():
         before = call()
-        _core._cancel_for_tests(True)
+        # on a worker thread: a main-thread call clears a stale request before it starts
+        _core.cancel_running()
         try:
-            with pytest.raises(KeyboardInterrupt):
-                call()
+            with ThreadPoolExecutor(1) as pool, pytest.raises(KeyboardInterrupt):
+                pool.submit(call).result()
         finally:
             _core._cancel_for_tests(False)
         after = call()
@@ -504,3 +508,14 @@ def test_a_dask_block_smaller_than_size_after_omit_is_merged(dask_input, method)
     assert 1 <= len(res) <= 16 and res.info["n_dropped"] == 92
     assert np.all(np.isfinite(Y[np.asarray(res.indices)]))
     assert res.info["blocks"][0].get("passed_through") is True
+
+
+def test_a_stale_cancel_request_does_not_cancel_the_next_main_thread_call(sample):
+    from stein_coreset import _core
+
+    X, S = sample
+    ref = sc.compress(X, S, size=8, method="skt", seed=0)
+    _core.cancel_running()  # as after a Ctrl-C of distributed.compress on the threaded scheduler
+    res = sc.compress(X, S, size=8, method="skt", seed=0)
+    np.testing.assert_array_equal(res.indices, ref.indices)
+    assert not _core._cancel_requested()

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-__all__ = ["effective_n_threads", "usable_cores"]
+__all__ = ["effective_n_threads", "usable_cores", "cancel_running"]
 
 
 def _cgroup_cpu_limit() -> int | None:
@@ -94,3 +94,12 @@ def effective_n_threads(n_threads=None) -> int:
 
 #: A team larger than this many threads per CPU only adds scheduling (and may fail to start).
 MAX_THREADS_PER_CPU = 64
+
+
+def cancel_running() -> None:
+    """Ask every C++ loop running in this process, on any thread, to stop (each raises
+    KeyboardInterrupt); the next call from the main thread clears the request. For Ctrl-C
+    while other threads (Dask's threaded scheduler) run the library's loops."""
+    from . import _core
+
+    _core.cancel_running()

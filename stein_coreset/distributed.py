@@ -26,7 +26,7 @@ import numpy as np
 from . import _io
 from . import _validation as val
 from ._array_api import to_host
-from ._threads import effective_n_threads
+from ._threads import cancel_running, effective_n_threads
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
 from .kernels import IMQ, SteinKernel, median_bandwidth
@@ -50,9 +50,7 @@ def _compute(dask, *args, **kw):
     try:
         return dask.compute(*args, **kw)
     except KeyboardInterrupt:
-        from . import _core
-
-        _core.cancel_running()
+        cancel_running()
         raise
 
 

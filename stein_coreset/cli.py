@@ -202,6 +202,9 @@ def _check_out(out: str, inputs: list) -> str:
     compression)."""
     if not out or not os.path.basename(out.rstrip("/" + os.sep)) or out.endswith(("/", os.sep)):
         raise CLIError(f"--out: {out!r} names no file; give a file name such as coreset.npz")
+    if os.path.isdir(out):  # np.savez would write OUT.npz beside it: not what was meant
+        raise CLIError(f"--out: {out} is a directory; give a file name such as "
+                       f"{os.path.join(out, 'coreset.npz')}")
     try:
         out = _io.refuse_overwrite_input(out, inputs)
     except ValueError as e:

@@ -474,6 +474,7 @@ def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd
     ("", "names no file"),
     ("DIR/", "names no file"),
     ("DIR/sub.npz", "is a directory"),
+    ("DIR", "is a directory"),
     ("DIR/missing/c.npz", "directory does not exist"),
     ("/proc/c.npz", "cannot write"),
     ("/sys/c.npz", "cannot write"),

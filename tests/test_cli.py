@@ -508,13 +508,15 @@ def test_ctrl_c_exits_130_within_a_second_and_leaves_no_file(tmp_path):
     import time
 
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((2**15, 2)) + 0.3
-    np.savez(tmp_path / "chain.npz", X=X, S=-X)
+    X = rng.standard_normal((2**17, 8)) + 0.3  # st to size n: ~10^11 flops, long anywhere
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "S.npy", -X)
     out = tmp_path / "out" / "c.npz"
     out.parent.mkdir()
     p = subprocess.Popen(
-        [sys.executable, "-m", "stein_coreset", "compress", str(tmp_path / "chain.npz"),
-         "--method", "skt", "--size", "128", "--seed", "0", "--out", str(out)],
+        [sys.executable, "-m", "stein_coreset", "compress", str(tmp_path / "X.npy"),
+         str(tmp_path / "S.npy"), "--method", "st", "--size", str(2**17), "--seed", "0",
+         "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     time.sleep(3.0)  # imports, reading, then the C++ loops

@@ -1,5 +1,6 @@
 #include "dksd.hpp"
 
+#include "cancel.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
@@ -116,6 +117,7 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
                          kLoopNsPerMember),
         nch,
         [&](int64_t ch) {
+            poll_cancel();
             std::vector<double> k0(nk), k1(nk), k2(nk), du(d);
             double* a = k0.data();
             double* b = k1.data();

@@ -110,6 +110,7 @@ struct Halving {
     void run() {
         std::vector<double> partial;
         for (int64_t k = 0; k < pairs; ++k) {
+            poll_cancel();  // Ctrl-C (cancel.hpp): a serial halving may take seconds
             double alpha = 0.0;
             if (!repeat(k)) {
                 const int64_t nc = walk_chunks(k);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "cancel.hpp"
 #include "parallel.hpp"
 #include "soa_kernel.hpp"
 
@@ -40,6 +41,7 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
     const int64_t ns = static_cast<int64_t>(supp.size());
     std::fill(g.begin(), g.end(), 0.0);
     for (int64_t a = 0; a < ns; ++a) {
+        poll_cancel();
         const double wa = w[supp[a]];
         column(supp[a], col_i.data());
         for (int64_t j = 0; j < n; ++j) g[j] += wa * col_i[j];
@@ -49,6 +51,7 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
 
     const bool splx = fmt == SPLX;
     for (int64_t step = 0; step < s; ++step) {
+        poll_cancel();
         const int64_t i = order[step];
         const double wi = w[i];
         // Nothing to swap out, or removing i would leave (numerically) no mass behind.

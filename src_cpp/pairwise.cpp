@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "cancel.hpp"
 #include "parallel.hpp"
 
 #if defined(__clang__)
@@ -59,6 +60,7 @@ void distances_on(Team& team, const double* us, int64_t m, int64_t d, double* q)
     team.for_chunks(
         nchunks_of(m),
         [&](int64_t ch) {
+            poll_cancel();
             const int64_t i1 = std::min(m - 1, (ch + 1) * kRowsPerChunk);
             for (int64_t i = ch * kRowsPerChunk; i < i1; ++i)
                 distance_row(us, m, d, i, q + row_offset(i, m));
@@ -114,6 +116,7 @@ bool select_bracket(Team& team, const double* us, int64_t m, int64_t d, int64_t 
     team.for_chunks(
         nchunks,
         [&](int64_t ch) {
+            poll_cancel();
             const int64_t i0 = ch * kRowsPerChunk, i1 = std::min(m - 1, i0 + kRowsPerChunk);
             const int64_t cap = row_offset(i1, m) - row_offset(i0, m);
             std::unique_ptr<double[]> row(new double[static_cast<size_t>(m)]);

@@ -53,6 +53,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "cancel.hpp"
+
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
 #include <immintrin.h>
 #define SC_CPU_RELAX() _mm_pause()
@@ -141,7 +143,10 @@ public:
     void for_chunks_on(int members, int64_t nchunks, F&& body) {
         if (nchunks <= 0) return;
         if (members <= 1 || nt_ == 1 || nchunks == 1) {
-            for (int64_t c = 0; c < nchunks; ++c) body(c);
+            for (int64_t c = 0; c < nchunks; ++c) {
+                poll_cancel();
+                body(c);
+            }
             return;
         }
         if (members > nchunks) members = static_cast<int>(nchunks);
@@ -162,6 +167,7 @@ public:
         if (members > nt_) members = nt_;
         if (members <= 1) {
             for (int64_t s = 0; s < nsteps; ++s) {
+                poll_cancel();  // Ctrl-C (cancel.hpp): once per dependent step
                 const int64_t C = std::max<int64_t>(1, nchunks(s));
                 for (int64_t c = 0; c < C; ++c) body(s, c, 0);
                 if (!combine(s)) break;
@@ -251,6 +257,7 @@ private:
         try {
             for (; s < x.nsteps; ++s) {
                 if (!t->wait_step(s)) break;
+                poll_cancel();  // Ctrl-C (cancel.hpp): once per step on every member
                 const int64_t C = std::max<int64_t>(1, (*x.nchunks)(s));
                 // own range first, reported at once (in a balanced step the last member to
                 // finish its range combines without looking further), then the others'

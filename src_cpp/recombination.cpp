@@ -1,5 +1,7 @@
 #include "recombination.hpp"
 
+#include "cancel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -35,6 +37,7 @@ int64_t null_basis(double* B, int64_t m, int64_t N, std::vector<double>& V) {
     double ref = 0.0;
     int64_t rank = 0;
     for (int64_t k = 0; k < kmax; ++k) {
+        poll_cancel();
         // Pivot: the remaining column with the largest norm below row k.
         int64_t p = k;
         double best = -1.0;
@@ -72,6 +75,7 @@ int64_t null_basis(double* B, int64_t m, int64_t N, std::vector<double>& V) {
     const int64_t q = N - rank;
     V.assign(static_cast<size_t>(q * N), 0.0);
     for (int64_t a = 0; a < q; ++a) {
+        poll_cancel();
         double* e = V.data() + a * N;
         e[rank + a] = 1.0;
         for (int64_t k = rank - 1; k >= 0; --k) {
@@ -92,6 +96,7 @@ int64_t find_bfs(double* B, int64_t m, int64_t N, double* x) {
     const int64_t q = null_basis(B, m, N, V);
     std::vector<double> u(static_cast<size_t>(q)), wrow(static_cast<size_t>(N));
     for (int64_t top = 0; top < q; ++top) {
+        poll_cancel();
         const double* v = V.data() + top * N;
         // Move along +v or -v, whichever has the larger positive entry (>= 1/sqrt(N), the rows
         // being orthonormal). Taking any positive entry would not do: a null vector living on
@@ -188,6 +193,7 @@ int64_t recombination_strided(const double* A, int64_t m, int64_t n, int64_t rs,
     std::vector<double> Ahat(static_cast<size_t>(m * nb)), xhat(static_cast<size_t>(nb));
     std::vector<int64_t> bounds(static_cast<size_t>(nb + 1)), Snew;
     while (static_cast<int64_t>(S.size()) > nb) {
+        poll_cancel();
         const int64_t s = static_cast<int64_t>(S.size());
         for (int64_t b = 0; b <= nb; ++b) bounds[b] = (b * s) / nb;
         // Collapse each block to one column: Ahat[:, b] = A[:, I_b] x[I_b], streaming A in its

@@ -1,6 +1,8 @@
 // Primal active-set QP on the simplex with an updated Cholesky factor (see simplex_qp.hpp).
 #include "simplex_qp.hpp"
 
+#include "cancel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -146,8 +148,10 @@ bool affine_weights(const double* K, int64_t p, double* out) {
     std::vector<double> d(static_cast<size_t>(p));
     unit_scaling(K, p, d.data());
     FreeFactor F(K, d.data(), p);
-    for (int64_t i = 0; i < p; ++i)
+    for (int64_t i = 0; i < p; ++i) {
+        poll_cancel();
         if (!F.add(i)) return false;
+    }
     std::fill(out, out + p, 0.0);
     return affine_step(F, d.data(), out);
 }
@@ -179,6 +183,7 @@ int64_t simplex_qp(const double* K, int64_t p, const double* w0, int64_t max_ite
         }
     int64_t it = 0;
     for (; it < max_iter; ++it) {
+        poll_cancel();
         const int64_t k = F.k();
         double f;  // w^T K w of this step's iterate
         std::fill(z.begin(), z.end(), 0.0);

@@ -45,6 +45,11 @@ def namespace(**arrays: Any):
     if not named:
         raise TypeError("no array given")
     for name, a in named.items():
+        if isinstance(a, np.ma.MaskedArray):  # the array API would silently drop its mask
+            raise ValueError(
+                f"{name} is a masked array; its mask would be ignored: drop the masked rows "
+                f"(or, in compress, pass nan_policy='omit', which drops them)"
+            )
         if not array_api_compat.is_array_api_obj(a):
             raise TypeError(
                 f"{name} must be an array (NumPy, CuPy or another array-API library), "

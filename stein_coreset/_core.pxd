@@ -123,3 +123,11 @@ cdef extern from "rpcholesky.hpp" nogil:
         const KernelSpec& K, const double* sw, double* d, double* Ft, int64_t rank,
         int64_t* pivots, int64_t i0, int64_t i1, const double* u, double tol,
         int n_threads) except +
+
+
+cdef extern from "cancel.hpp" nogil:
+    bint sc_cancel_requested "sc::cancel_requested"()
+    void sc_cancel_request "sc::cancel_request"()
+    void sc_cancel_clear "sc::cancel_clear"()
+    bint sc_sigint_hook_install "sc::sigint_hook_install"()
+    void sc_sigint_hook_remove "sc::sigint_hook_remove"()

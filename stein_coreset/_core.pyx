@@ -1,9 +1,85 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Thin wrapper of the C++ core: contiguous float64 / int64 memoryviews in, GIL released."""
 
+import signal as _signal
+import threading as _threading
+
 import numpy as np
 
+from cpython.exc cimport PyErr_CheckSignals
+from cpython.pythread cimport PyThread_get_thread_ident
 from libc.stdint cimport int64_t
+
+
+# ---- Ctrl-C (src_cpp/cancel.hpp) ----------------------------------------------------------------
+# While the main thread runs a C++ loop, a SIGINT hook in front of Python's handler sets the
+# loops' cancellation flag (and still lets Python record the signal); the loops poll it every few
+# milliseconds and unwind with sc::Cancelled, which Cython raises as RuntimeError(_CANCELLED);
+# _Interruptible turns that into the KeyboardInterrupt Python's handler raises. The hook is only
+# put in place when SIGINT has Python's default handler: a program with its own SIGINT handler
+# keeps its semantics (the loops then run to the end, as before).
+
+_CANCELLED = "stein_coreset: cancelled (SIGINT)"
+cdef object _getsignal = _signal.getsignal
+cdef object _default_int_handler = _signal.default_int_handler
+cdef object _SIGINT = _signal.SIGINT
+cdef unsigned long _main_ident = <unsigned long> _threading.main_thread().ident
+
+
+cdef class _Interruptible:
+    """``with _Interruptible(): with nogil: sc_...()`` -- the C++ call stops within a few ms of
+    SIGINT and raises KeyboardInterrupt; without a signal nothing changes."""
+
+    cdef bint hooked
+
+    def __enter__(self):
+        self.hooked = False
+        if (PyThread_get_thread_ident() == _main_ident
+                and _getsignal(_SIGINT) is _default_int_handler):
+            sc_cancel_clear()  # stale: left by cancel_running() for loops on other threads
+            self.hooked = sc_sigint_hook_install()
+            if self.hooked:
+                try:  # a SIGINT that came just before the hook: raise it now, not after
+                    PyErr_CheckSignals()
+                except BaseException:
+                    sc_sigint_hook_remove()
+                    self.hooked = False
+                    raise
+        return self
+
+    def __exit__(self, et, ev, tb):
+        if self.hooked:
+            sc_sigint_hook_remove()
+            # a signal after the last poll: Python's handler raises at the next bytecode
+            sc_cancel_clear()
+        if et is RuntimeError and str(ev) == _CANCELLED:
+            try:
+                PyErr_CheckSignals()  # Python's handler: KeyboardInterrupt
+            except BaseException as e:
+                raise e from None
+            raise KeyboardInterrupt from None
+        return False
+
+
+def cancel_running():
+    """Stop every C++ loop running in this process, on any thread (each raises
+    KeyboardInterrupt). For a program that was interrupted while other threads (a Dask
+    threaded scheduler) still run the library's loops; the next call from the main thread
+    clears the request."""
+    sc_cancel_request()
+
+
+def _cancel_for_tests(bint on=True):
+    """Set (or clear) the loops' cancellation flag as a SIGINT would; tests only."""
+    if on:
+        sc_cancel_request()
+    else:
+        sc_cancel_clear()
+
+
+def _cancel_requested():
+    """Whether the loops' cancellation flag is set; tests only."""
+    return bool(sc_cancel_requested())
 
 
 cdef class Kernel:
@@ -102,16 +178,18 @@ def gram(Kernel K, const int64_t[::1] rows, cols=None, int n_threads=1):
     cdef double[:, ::1] ov = out
     if nr == 0 or nc == 0:
         return out
-    with nogil:
-        sc_gram(K.spec, &rows[0], nr, cptr, nc, &ov[0, 0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_gram(K.spec, &rows[0], nr, cptr, nc, &ov[0, 0], n_threads)
     return out
 
 
 def diag(Kernel K, int n_threads=1):
     out = np.empty(K.spec.n, dtype=np.float64)
     cdef double[::1] ov = out
-    with nogil:
-        sc_diag(K.spec, &ov[0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_diag(K.spec, &ov[0], n_threads)
     return out
 
 
@@ -131,8 +209,9 @@ def recombination(const double[:, ::1] A, const double[::1] x0, bint points_majo
     if n == 0:
         return out
     cdef const double* aptr = &A[0, 0] if m > 0 else NULL
-    with nogil:
-        sc_recombination_strided(aptr, m, n, rs, cs, &x0[0], &ov[0])
+    with _Interruptible():
+        with nogil:
+            sc_recombination_strided(aptr, m, n, rs, cs, &x0[0], &ov[0])
     return out
 
 
@@ -145,8 +224,9 @@ def simplex_qp(const double[:, ::1] K, const double[::1] w0, int64_t max_iter):
                          f"{w0.shape[0]}")
     out = np.zeros(p, dtype=np.float64)
     cdef double[::1] ov = out
-    with nogil:
-        steps = sc_simplex_qp(&K[0, 0], p, &w0[0], max_iter, &ov[0])
+    with _Interruptible():
+        with nogil:
+            steps = sc_simplex_qp(&K[0, 0], p, &w0[0], max_iter, &ov[0])
     return (None, -1) if steps < 0 else (out, steps)
 
 
@@ -159,8 +239,9 @@ def affine_weights(const double[:, ::1] K):
         raise ValueError(f"K must be square and non-empty, got {K.shape[0]}x{K.shape[1]}")
     out = np.zeros(p, dtype=np.float64)
     cdef double[::1] ov = out
-    with nogil:
-        ok = sc_affine_weights(&K[0, 0], p, &ov[0])
+    with _Interruptible():
+        with nogil:
+            ok = sc_affine_weights(&K[0, 0], p, &ov[0])
     return out if ok else None
 
 
@@ -177,8 +258,9 @@ def kt_swap_ls(Kernel K, double[::1] w, const int64_t[::1] order, int fmt, int n
             raise IndexError(f"index {order[i]} out of range for n = {K.spec.n}")
     if s == 0:
         return float(np.dot(w, matvec_soa(K, w, n_threads)))
-    with nogil:
-        D = sc_kt_swap_ls(K.spec, &w[0], &order[0], s, fmt, n_threads)
+    with _Interruptible():
+        with nogil:
+            D = sc_kt_swap_ls(K.spec, &w[0], &order[0], s, fmt, n_threads)
     return D
 
 
@@ -198,8 +280,9 @@ def kernel_column(Kernel K, int64_t j, int n_threads=1):
         raise IndexError(f"column index {j} out of range for n = {K.spec.n}")
     out = np.empty(K.spec.n, dtype=np.float64)
     cdef double[::1] ov = out
-    with nogil:
-        sc_kernel_column(K.spec, j, &ov[0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_kernel_column(K.spec, j, &ov[0], n_threads)
     return out
 
 
@@ -209,8 +292,9 @@ def stein_thinning(Kernel K, int64_t m, int n_threads=1):
         raise ValueError("m must be >= 1")
     out = np.empty(m, dtype=np.int64)
     cdef int64_t[::1] ov = out
-    with nogil:
-        sc_stein_thinning(K.spec, m, &ov[0], NULL, n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_stein_thinning(K.spec, m, &ov[0], NULL, n_threads)
     return out
 
 
@@ -233,8 +317,9 @@ def kt_split(Kernel K, const int64_t[::1] idx, int t, double delta, uint64_t see
         uptr = &uv[0]
     out = np.empty(((<int64_t> 1) << t, size), dtype=np.int64)
     cdef int64_t[:, ::1] ov = out
-    with nogil:
-        sc_kt_split(K.spec, &idx[0], N, t, delta, seed, uptr, &ov[0, 0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_kt_split(K.spec, &idx[0], N, t, delta, seed, uptr, &ov[0, 0], n_threads)
     return out
 
 
@@ -261,8 +346,9 @@ def coreset_sums(Kernel K, const int64_t[:, ::1] C, int n_threads=1):
     cdef double[::1] ov = out
     if L == 0 or m == 0:
         return out
-    with nogil:
-        sc_coreset_sums(K.spec, &C[0, 0], L, m, &ov[0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_coreset_sums(K.spec, &C[0, 0], L, m, &ov[0], n_threads)
     return out
 
 
@@ -274,8 +360,9 @@ def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1, int n_threads=1,
     if m < 1:
         raise ValueError("the coreset is empty")
     _check_indices(K, I, "coreset")
-    with nogil:
-        changed = sc_kt_swap_refine(K.spec, &I[0], m, passes, n_threads, sorted_sweeps)
+    with _Interruptible():
+        with nogil:
+            changed = sc_kt_swap_refine(K.spec, &I[0], m, passes, n_threads, sorted_sweeps)
     return changed
 
 
@@ -285,8 +372,9 @@ def matvec_soa(Kernel K, const double[::1] w, int n_threads=1):
         raise ValueError(f"w must have length n = {K.spec.n}")
     out = np.empty(K.spec.n, dtype=np.float64)
     cdef double[::1] ov = out
-    with nogil:
-        sc_soa_matvec(K.spec, &w[0], &ov[0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_soa_matvec(K.spec, &w[0], &ov[0], n_threads)
     return out
 
 
@@ -307,8 +395,9 @@ def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, dou
     cdef const float* Fp = NULL
     if r > 0:
         Fp = &F[0, 0]
-    with nogil:
-        sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0], n_threads)
 
 
 def weighted_rpcholesky(Kernel K, const double[::1] sw, double[::1] d, double[:, ::1] Ft,
@@ -327,9 +416,10 @@ def weighted_rpcholesky(Kernel K, const double[::1] sw, double[::1] d, double[:,
     if n == 0 or i1 == i0:
         return i0
     cdef int64_t out
-    with nogil:
-        out = sc_weighted_rpcholesky(K.spec, &sw[0], &d[0], &Ft[0, 0], rank, &pivots[0], i0, i1,
-                                     &u[0], tol, n_threads)
+    with _Interruptible():
+        with nogil:
+            out = sc_weighted_rpcholesky(K.spec, &sw[0], &d[0], &Ft[0, 0], rank, &pivots[0], i0, i1,
+                                         &u[0], tol, n_threads)
     return out
 
 
@@ -343,8 +433,9 @@ def kernel_row_means(Kernel K, const int64_t[::1] rows, int n_threads=1):
     cdef double[::1] ov = out
     if nr == 0:
         return out
-    with nogil:
-        sc_kernel_row_means(K.spec, &rows[0], nr, &ov[0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_kernel_row_means(K.spec, &rows[0], nr, &ov[0], n_threads)
     return out
 
 
@@ -389,8 +480,9 @@ def dksd_pass(const double[:, ::1] U, const double[:, ::1] V, const double[::1] 
     S.sigma = &sigma[0]
     S.beta = &beta[0]
     S.lam = &lam[0]
-    with nogil:
-        total = sc_dksd_pass(S, gvp, gfp, n_threads)
+    with _Interruptible():
+        with nogil:
+            total = sc_dksd_pass(S, gvp, gfp, n_threads)
     if need_grad:
         Gf = Gf.reshape((int(n), int(d), int(d))) if full else Gf.reshape((int(n), int(d)))
     return total, Gv, Gf
@@ -406,8 +498,9 @@ def pairwise_sq_distances(const double[:, ::1] U, int n_threads=1):
     cdef double[::1] ov = out
     if m < 2:
         return out
-    with nogil:
-        sc_pairwise_sq_distances(&U[0, 0], m, d, &ov[0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_pairwise_sq_distances(&U[0, 0], m, d, &ov[0], n_threads)
     return out
 
 
@@ -421,6 +514,7 @@ def median_pairwise_distance(const double[:, ::1] U, int n_threads=1, int select
         raise ValueError("median_pairwise_distance needs at least two points")
     if select < 0 or select > 2:
         raise ValueError(f"unknown select {select}")
-    with nogil:
-        med = sc_median_pairwise_distance(&U[0, 0], m, d, n_threads, select)
+    with _Interruptible():
+        with nogil:
+            med = sc_median_pairwise_distance(&U[0, 0], m, d, n_threads, select)
     return med

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+import zipfile
 from collections.abc import Callable, Iterable
 from typing import IO
 
@@ -316,6 +317,36 @@ def load_table(
     return load_points(spec, what, keys), names
 
 
+def check_array_file(path: str, what: str) -> None:
+    """Refuse, naming ``what`` and the file, an ``.npy`` without a NumPy header or shorter than
+    its header says (before: "mmap length is greater than file size", or NumPy's "pickled
+    data" message for a file that is no array at all) and an ``.npz`` that is not a zip
+    archive (before: "BadZipFile: File is not a zip file", no file name)."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".npz":
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"{what}: {path} is not a valid .npz file (not a zip archive: "
+                             "truncated or corrupt?)")
+    elif ext == ".npy":
+        try:
+            with open(path, "rb") as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+                start = f.tell()
+        except (ValueError, EOFError) as e:
+            raise ValueError(f"{what}: {path} is not a valid .npy file ({e})") from None
+        need = start + int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        have = os.path.getsize(path)
+        if dtype.hasobject:
+            raise ValueError(f"{what}: {path} holds Python objects, not real numbers")
+        if have < need:
+            raise ValueError(f"{what}: {path} is truncated: its header describes a {shape} "
+                             f"{dtype} array ({need} bytes) but the file has {have} bytes")
+
+
 def load_points(
     spec: str | os.PathLike, what: str = "POINTS", keys: tuple[str, ...] = POINT_KEYS
 ) -> np.ndarray:
@@ -332,6 +363,7 @@ def load_points(
     if os.path.isdir(path):
         raise IsADirectoryError(f"{what}: {path} is a directory, not a file")
     ext = os.path.splitext(path)[1].lower()
+    check_array_file(path, what)
     try:
         if ext == ".npy":
             A = np.load(path, allow_pickle=False)
@@ -364,7 +396,7 @@ def load_points(
     except ValueError as e:
         msg = str(e)
         raise ValueError(msg if msg.startswith(what) else f"{what}: {msg}") from None
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zipfile.BadZipFile) as e:
         raise ValueError(f"{what}: cannot read {path}: {e}") from None
     A = np.asarray(A)
     if A.dtype.kind not in "fiub":

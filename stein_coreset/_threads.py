@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-__all__ = ["effective_n_threads", "usable_cores"]
+__all__ = ["effective_n_threads", "usable_cores", "cancel_running"]
 
 
 def _cgroup_cpu_limit() -> int | None:
@@ -83,4 +83,23 @@ def effective_n_threads(n_threads=None) -> int:
         return usable_cores()
     if n_threads < 1:
         raise ValueError(f"n_threads must be a positive integer, -1 or None, got {n_threads}")
+    cap = MAX_THREADS_PER_CPU * (os.cpu_count() or 1)
+    if n_threads > cap:  # before: a raw OverflowError from the C++ wrapper (2**40)
+        raise ValueError(
+            f"n_threads = {n_threads} is more than {MAX_THREADS_PER_CPU} per CPU of this "
+            f"machine ({cap}); each team member is an OS thread"
+        )
     return n_threads
+
+
+#: A team larger than this many threads per CPU only adds scheduling (and may fail to start).
+MAX_THREADS_PER_CPU = 64
+
+
+def cancel_running() -> None:
+    """Ask every C++ loop running in this process, on any thread, to stop (each raises
+    KeyboardInterrupt); the next call from the main thread clears the request. For Ctrl-C
+    while other threads (Dask's threaded scheduler) run the library's loops."""
+    from . import _core
+
+    _core.cancel_running()

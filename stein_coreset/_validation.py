@@ -170,6 +170,26 @@ def _float_dtype(xp, a, name):
     raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
 
 
+def masked_as_nan(A, name: str, nan_policy: str):
+    """A NumPy masked array's masked entries as NaN under ``nan_policy="omit"`` (so that
+    their rows are dropped like other non-finite rows); refused under "raise" when something
+    is masked. Anything else is returned as is."""
+    if not isinstance(A, np.ma.MaskedArray):
+        return A
+    mask = np.ma.getmaskarray(A)
+    if not mask.any():
+        return np.asarray(A.data)
+    if nan_policy != "omit":
+        rows = int(mask.reshape(mask.shape[0], -1).any(axis=1).sum()) if mask.ndim else 1
+        raise ValueError(
+            f"{name} is a masked array with {rows} masked rows; pass nan_policy='omit' to drop "
+            "them (its mask is otherwise not seen by the computation)"
+        )
+    if not np.issubdtype(A.dtype, np.floating):
+        A = A.astype(np.float64)
+    return np.ma.filled(A, np.nan)
+
+
 def nonfinite_rows(xp, A):
     """Boolean mask (n,) of rows of a 2-D array with a NaN or inf entry."""
     return xp.any(~xp.isfinite(A), axis=1)

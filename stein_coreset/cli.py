@@ -30,6 +30,7 @@ import ast
 import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -62,12 +63,15 @@ def load_array(spec: str, what: str, keys=POINT_KEYS) -> np.ndarray:
 def _scores_from_points_file(points_spec: str):
     """When SCORES is omitted and POINTS is an .npz holding scores too, use those."""
     path, _ = _io.split_key(points_spec)
-    if not path.lower().endswith(".npz") or not os.path.exists(path):
+    if not path.lower().endswith(".npz") or not os.path.isfile(path):
         return None
-    with np.load(path, allow_pickle=False) as z:
-        for k in SCORE_KEYS:
-            if k in z.files:
-                return f"{path}:{k}"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            for k in SCORE_KEYS:
+                if k in z.files:
+                    return f"{path}:{k}"
+    except Exception:  # unreadable: reading POINTS reports it, naming the file
+        return None
     return None
 
 
@@ -204,6 +208,8 @@ def _compress_single(args) -> int:
     import stein_coreset as sc
 
     options = _parse_options(args.option)
+    out = _check_out(args.out, [args.points, args.scores or _scores_from_points_file(
+        args.points), args.precond])  # before any work
     X, S, scores = _load_single_input(args)
     if S is not None and S.shape != X.shape:
         raise CLIError(
@@ -220,7 +226,6 @@ def _compress_single(args) -> int:
             f"{n_bad} of the {X.shape[0]} rows of {where} contain NaN or inf; "
             "pass --nan-policy omit to drop them"
         )
-    out = _check_out(args.out, [args.points, args.scores, args.precond])
     kernel = _kernel_from_args(args, X)
     res = sc.compress(
         X,
@@ -260,15 +265,34 @@ def _compress_single(args) -> int:
 
 
 def _check_out(out: str, inputs: list) -> str:
-    """The ``.npz`` path --out names (np.savez appends .npz: --out chain is chain.npz), refused
-    when it is one of the inputs or its directory does not exist."""
+    """The ``.npz`` path --out names (np.savez appends .npz: --out chain is chain.npz), checked
+    before any work: refused when it is empty, one of the inputs, a directory or another
+    non-regular file, or when its directory does not exist or cannot be written (a probe file is
+    created there and removed, so /proc, /sys or a read-only mount fail now, not after the
+    compression)."""
+    if not out or not os.path.basename(out.rstrip("/" + os.sep)) or out.endswith(("/", os.sep)):
+        raise CLIError(f"--out: {out!r} names no file; give a file name such as coreset.npz")
+    if os.path.isdir(out):  # np.savez would write OUT.npz beside it: not what was meant
+        raise CLIError(f"--out: {out} is a directory; give a file name such as "
+                       f"{os.path.join(out, 'coreset.npz')}")
     try:
         out = _io.refuse_overwrite_input(out, inputs)
     except ValueError as e:
         raise CLIError(str(e)) from None
+    if os.path.isdir(out):
+        raise CLIError(f"--out: {out} is a directory; give a file name such as "
+                       f"{os.path.join(out, 'coreset.npz')}")
+    if os.path.exists(out) and not os.path.isfile(out):
+        raise CLIError(f"--out: {out} exists and is not a regular file; choose another path")
     out_dir = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out_dir):
         raise CLIError(f"--out: directory does not exist: {out_dir}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".stein-coreset-", suffix=".probe", dir=out_dir)
+    except OSError as e:
+        raise CLIError(f"--out: cannot write {out}: {e.strerror or e}") from None
+    os.close(fd)
+    os.unlink(probe)
     return out
 
 
@@ -286,7 +310,7 @@ def _holds_points_and_scores(spec: str) -> bool:
     try:
         with np.load(path, allow_pickle=False) as z:
             names = set(z.files)
-    except (OSError, ValueError):
+    except Exception:  # unreadable: reading it later reports it, naming the file
         return False
     return bool(names & set(POINT_KEYS)) and bool(names & set(SCORE_KEYS))
 

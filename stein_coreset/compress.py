@@ -499,6 +499,82 @@ def _check_rank(rank, method: str, spec: Method, size: int, n: int, what: str = 
     return rank
 
 
+#: AMD steps beyond which its O(1/T^2) suboptimality bound is below double precision (2^-52).
+MAX_AMD_STEPS = 2**26
+
+
+def _check_counts(method: str, spec: Method, opts: dict, n: int, rank: int | None) -> None:
+    """Caps on the counts the Low-rank Debiasing methods can use, checked before any work."""
+    if spec.debias != "ld":
+        return
+    r = rank if rank is not None else max(1, round(math.sqrt(n)))
+    cap = max(3, math.ceil(n / r))
+    if opts["rounds"] > cap:
+        raise ValueError(
+            f"rounds = {opts['rounds']} is more than method {method!r} can use: max(3, "
+            f"ceil(n / rank)) = {cap} for n = {n} and rank = {r} (beyond it the rounds together "
+            "draw more RPCholesky pivots than there are points; pass rank = n for an exact "
+            "factor instead)"
+        )
+    steps = opts.get("steps")
+    if steps is not None and steps > MAX_AMD_STEPS:
+        raise ValueError(
+            f"steps = {steps} is more than AMD can use: beyond {MAX_AMD_STEPS} = 2^26 steps its "
+            "O(1/T^2) suboptimality bound is below double precision"
+        )
+
+
+def _check_cross_terms(xp, X, S) -> None:
+    """The Stein kernel's cross terms (x_i - x_j) . s_j must stay finite in float64: refuse, with
+    the argument named, points spread so far (or scores so large) that they overflow (before:
+    "w has NaN or inf entries" from deep inside Low-rank Debiasing for one row at 1e308)."""
+    spread = float(xp.max(xp.max(X, axis=0) - xp.min(X, axis=0)))
+    top = float(xp.max(xp.abs(S)))
+    d = int(X.shape[1])
+    if not math.isfinite(spread) or (
+        top > 0 and math.log(spread or 1.0) + math.log(top) + math.log(4 * d) > _LOG_MAX
+    ):
+        raise ValueError(
+            f"X: the points span {spread:.3g} and the scores S reach {top:.3g}; their products "
+            "in the Stein kernel overflow float64: rescale X (and S accordingly)"
+        )
+
+
+_LOG_MAX = math.log(np.finfo(np.float64).max)
+
+
+def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None) -> None:
+    """Refuse, before any work, a run whose largest buffers exceed the machine's memory.
+
+    The estimate is an upper bound on the peak of the host buffers: Low-rank Debiasing's
+    (n, r) factor (float64, and its float32 copy for AMD); for RT / CT the (n', r) float64
+    RPCholesky factor (n' <= n the support of the debiasing weights) and RT's (n', r + 1) moment
+    matrix beside it, then for the final reweighting the (p, p) kernel block of the support
+    (p <= r + 1 for RT, p <= r for CT), its Cholesky factor and an eigendecomposition fallback
+    (four (p, p) arrays). The other steps need O(n + size) memory.
+    """
+    peak, what, arg = 0.0, [], "size"
+    if spec.debias == "ld":
+        r_ld = rank if rank is not None else max(1, round(math.sqrt(n)))
+        peak = 12.0 * n * r_ld
+        what.append(f"the ({n}, {r_ld}) Low-rank Debiasing factor")
+        arg = "rank" if rank is not None else "size"
+    if spec.thin in ("rt", "ct"):
+        if spec.debias == "ld" or rank is None:
+            r = size - 1 if spec.thin == "rt" else size
+        else:
+            r, arg = rank, "rank"
+        p = min(n, r + 1 if spec.thin == "rt" else r)
+        peak = max(peak, 8.0 * n * r * (2 if spec.thin == "rt" else 1), 32.0 * p * p)
+        what.append(f"the ({n}, {r}) RPCholesky factor and ({p}, {p}) kernel blocks")
+    if what:
+        val.check_buffer(
+            peak, arg,
+            f"method {method!r} with n = {n}, size = {size}"
+            + (f", rank = {rank}" if rank is not None else "") + f" ({' and '.join(what)})",
+        )
+
+
 def compress(
     X,
     S=None,
@@ -596,12 +672,18 @@ def compress(
     if S is None and spec.debiased:
         raise ValueError(f"method {method!r} is debiased and needs the scores S = grad log p(X)")
 
-    # -- arrays: host array-likes converted once, one namespace lookup, one NaN/inf scan --
+    # -- arrays: host array-likes converted once (masked rows as NaN rows under "omit"), one
+    # namespace lookup, one NaN/inf scan (the row mask only when it fails) --
+    X = val.masked_as_nan(X, "X", nan_policy)
+    S = val.masked_as_nan(S, "S", nan_policy)
     X, S, weights = aa.as_arrays(X=X, S=S, weights=weights)
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
     X = val.check_points(X, xp, "X", allow_nonfinite=True)
     if S is not None:
         S = val.check_scores(S, X, xp, "S", allow_nonfinite=True)
+    n_all = int(X.shape[0])
+    if weights is not None:  # on all n rows, as given; renormalised below if rows are dropped
+        weights = val.check_weights(weights, n_all, xp, simplex=True, device=dev)
     info: dict = {}
     keep = None
     n_bad = 0
@@ -622,7 +704,15 @@ def compress(
         keep = aa.as_index_array(xp, keep_host, dev)
         X = xp.take(X, keep, axis=0)
         S = None if S is None else xp.take(S, keep, axis=0)
-        weights = None if weights is None else xp.take(weights, keep, axis=0)
+        if weights is not None:
+            weights = xp.take(weights, keep, axis=0)
+            kept = float(xp.sum(weights))
+            if not kept > 0.0:
+                raise ValueError(
+                    "weights: every row with positive weight has NaN or inf in X or S"
+                )
+            weights = weights / kept
+            info["weight_dropped"] = 1.0 - kept
         info["n_dropped"] = n_bad
     n = int(X.shape[0])
     size = val.check_size(size, n)
@@ -640,6 +730,10 @@ def compress(
         info["stop"] = opts["stop"]
     if weights is not None:
         weights = val.check_weights(weights, n, xp, simplex=True, device=dev)
+    if spec.target == "stein":
+        _check_cross_terms(xp, X, S)
+    _check_counts(method, spec, opts, n, rank)
+    _check_memory(method, spec, n, size, rank)
 
     # -- the kernel, resolved once: selection and res.ksd use the same one ----------------
     stein = _resolve_kernel(kernel, X, n_threads)

@@ -24,7 +24,9 @@ import array_api_compat
 import numpy as np
 
 from . import _io
+from . import _validation as val
 from ._array_api import to_host
+from ._threads import cancel_running, effective_n_threads
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
 from .compress import equal_draw_counts
@@ -41,6 +43,16 @@ NEEDS_DASK = (
     "--scheduler or --block-size on the command line) needs the optional extra 'dask': "
     "pip install 'stein_coreset[dask]'"
 )
+
+
+def _compute(dask, *args, **kw):
+    """``dask.compute`` whose Ctrl-C also stops the C++ loops still running on the threaded
+    scheduler's worker threads (they would otherwise run to the end, holding the exit)."""
+    try:
+        return dask.compute(*args, **kw)
+    except KeyboardInterrupt:
+        cancel_running()
+        raise
 
 
 def _import_dask():
@@ -100,12 +112,14 @@ def _lazy_file(spec: str, keys, name: str):
     if not os.path.exists(path):
         raise ValueError(f"{name}: file not found: {path}")
     low = path.lower()
+    _io.check_array_file(path, name)
     if low.endswith(".npy"):
         # only the header is read here; the data is read on the worker that needs the block
         # (a memory map in the graph would be pickled, whole, through the scheduler)
         A = np.load(path, mmap_mode="r", allow_pickle=False)
-        shape = _shape_2d(A.shape)
+        shape, dtype = _shape_2d(A.shape), A.dtype
         del A
+        _check_real_dtype(dtype, f"{name}: {path}")
         return da.from_delayed(dask.delayed(_load_npy)(path), shape, dtype=np.float64)
     if low.endswith(".npz"):
         with zipfile.ZipFile(path) as z:
@@ -120,9 +134,17 @@ def _lazy_file(spec: str, keys, name: str):
         elif key not in members:
             raise ValueError(f"{name}: {path} has no array {key!r} (it has {', '.join(members)})")
         shape, dtype = _npz_member_shape(path, key)
+        _check_real_dtype(dtype, f"{name}: {path}:{key}")
         return da.from_delayed(dask.delayed(_load_npz)(path, key), _shape_2d(shape),
                                dtype=np.float64)
     raise ValueError(f"{name}: unsupported file type {spec!r}; use .npy or .npz")
+
+
+def _check_real_dtype(dtype, what: str) -> None:
+    """Real numbers only: a complex input used to lose its imaginary part on the workers (the
+    warning only in a worker log)."""
+    if np.dtype(dtype).kind not in "fiub":
+        raise TypeError(f"{what} must hold real numbers, got dtype {np.dtype(dtype)}")
 
 
 def _as_dask(A, name: str, keys):
@@ -163,6 +185,7 @@ def _as_dask(A, name: str, keys):
         )
     if out.ndim != 2:
         raise ValueError(f"{name}: expected a 2-D (n, d) array, got shape {out.shape}")
+    _check_real_dtype(out.dtype, name)
     if any(math.isnan(c) for c in out.chunks[0]):
         raise ValueError(f"{name}: unknown chunk sizes; call compute_chunk_sizes() first")
     if len(out.chunks[1]) != 1:
@@ -203,9 +226,28 @@ def _block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options,
         # a block of NaN rows only: it carries no mass, like its rows in the single-process path
         return _empty_part(Xb.shape[1], {"n": n, "offset": offset, "size": 0, "ksd": None,
                                          "n_dropped": n, "time_s": 0.0})
-    opts = _fit_options(options, n)
+    n_ok = n
+    if nan_policy == "omit":
+        ok = to_host(xp.all(xp.isfinite(Xb), axis=1) & xp.all(xp.isfinite(Sb), axis=1),
+                     dtype=np.bool_)
+        n_ok = int(ok.sum())
+        if n_ok < min(size, n):
+            # fewer rows left than the block coreset holds (compress would refuse the size):
+            # they go to the reduce as they are, equally weighted, merged with the others
+            loc = np.flatnonzero(ok).astype(np.int64)
+            idx = xp.asarray(loc, device=array_api_compat.device(Xb))
+            return {
+                "indices": loc + offset,
+                "weights": np.full(loc.size, 1.0 / loc.size),
+                "points": to_host(xp.take(Xb, idx, axis=0)),
+                "scores": to_host(xp.take(Sb, idx, axis=0)),
+                "mass": float(n_ok),
+                "info": {"n": n, "offset": offset, "size": int(loc.size), "ksd": None,
+                         "n_dropped": n - n_ok, "time_s": 0.0, "passed_through": True},
+            }
+    opts = _fit_options(options, n_ok)
     res = _sc_compress(
-        Xb, Sb, size=min(size, n), method=method, kernel=kernel,
+        Xb, Sb, size=min(size, n_ok), method=method, kernel=kernel,
         seed=np.random.default_rng(seed), nan_policy=nan_policy, **opts,
     )
     loc = to_host(res.indices, dtype=np.int64)
@@ -334,12 +376,13 @@ def compress(
                          f"{', '.join(DEBIASED)}")
     if nan_policy not in ("raise", "omit"):
         raise ValueError(f"nan_policy must be 'raise' or 'omit', got {nan_policy!r}")
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-        raise TypeError(f"size must be an integer, got {type(size).__name__}")
-    if isinstance(fan_in, bool) or not isinstance(fan_in, (int, np.integer)) or fan_in < 2:
-        raise ValueError(f"fan_in must be an integer >= 2, got {fan_in!r}")
-    if seed is not None and not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
+    size = val.check_int(size, "size")
+    fan_in = val.check_int(fan_in, "fan_in", lo=2)
+    if seed is not None:  # the root of SeedSequence: a non-negative integer, as compress takes
+        seed = val.check_int(seed, "seed", lo=0)
+    if block_size is not None:
+        block_size = val.check_int(block_size, "block_size", lo=1)  # 2.5 and True used to pass
+    n_threads = effective_n_threads(n_threads)
     Xd = _as_dask(X, "X", POINT_KEYS)
     Sd = _as_dask(S, "S", SCORE_KEYS)
     if Xd.shape != Sd.shape:
@@ -355,10 +398,7 @@ def compress(
     n = int(Xd.shape[0])
     if not 1 <= int(size) <= n:
         raise ValueError(f"size must lie in [1, n = {n}], got {size}")
-    size = int(size)
-    block_size = size if block_size is None else int(block_size)
-    if block_size < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    block_size = size if block_size is None else block_size
     n_blocks = len(rows)
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
 
@@ -377,7 +417,7 @@ def compress(
         # variances) of <= 1000 rows spread over the blocks
         per = max(1, -(-1000 // n_blocks))
         sample = dask.delayed(_sample_task, pure=True)
-        got = dask.compute(*[sample(Xblocks[b], Sblocks[b],
+        got = _compute(dask, *[sample(Xblocks[b], Sblocks[b],
                                     np.linspace(0, r - 1, min(per, r)).astype(np.int64))
                              for b, r in enumerate(rows)], scheduler=scheduler)
         sX = np.concatenate([g[0] for g in got])
@@ -419,7 +459,7 @@ def compress(
         level = nxt
         if final:
             break
-    (out,) = dask.compute(level[0], scheduler=scheduler)
+    (out,) = _compute(dask, level[0], scheduler=scheduler)
 
     blocks, reduce_info = list(out["blocks"]), list(out["reduce"])
     blocks.sort(key=lambda c: c["offset"])

@@ -546,3 +546,95 @@ def test_precond_scale_is_the_default_and_identity_is_available(sample, capsys):
     a, b, c = (json.loads(str(_load(d / f"{k}.npz")["info"])) for k in "abc")
     assert a["preconditioner"] == b["preconditioner"] == "scale"
     assert c["preconditioner"] == "identity"
+
+
+# --- issue 23: --out checked before any work, Ctrl-C exits 130 ---------------------------------
+
+
+@pytest.mark.parametrize("out, needle", [
+    ("", "names no file"),
+    ("DIR/", "names no file"),
+    ("DIR/sub.npz", "is a directory"),
+    ("DIR", "is a directory"),
+    ("DIR/missing/c.npz", "directory does not exist"),
+    ("/proc/c.npz", "cannot write"),
+    ("/sys/c.npz", "cannot write"),
+])
+def test_a_bad_out_is_refused_before_compressing(sample, capsys, monkeypatch, out, needle):
+    # before: --out '' wrote ./.npz; a directory, /proc or /sys was refused only after the whole
+    # compression, naming the temporary file
+    d, X, S = sample
+    (d / "sub.npz").mkdir()
+    if out.startswith("/") and not os.path.isdir(os.path.dirname(out)):
+        pytest.skip(f"no {os.path.dirname(out)} here")
+    if out.startswith("/proc") and os.access("/proc", os.W_OK) and os.geteuid() != 0:
+        pytest.skip("/proc is writable here")
+
+    def never(*a, **k):
+        raise AssertionError("compress ran before --out was checked")
+
+    monkeypatch.setattr(compress_mod, "compress", never)
+    import stein_coreset
+
+    monkeypatch.setattr(stein_coreset, "compress", never)
+    rc, _, err = _run(["compress", d / "X.npy", d / "S.npy", "--method", "st", "--size", 5,
+                       "--out", out.replace("DIR", str(d))], capsys)
+    line = _one_line_error(rc, err)
+    assert "--out" in line and needle in line and ".probe" not in line and ".part" not in line
+
+
+def test_ctrl_c_exits_130_within_a_second_and_leaves_no_file(tmp_path):
+    # before: the CLI exited 14-38 s after SIGINT
+    import signal
+    import time
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2**17, 8)) + 0.3  # st to size n: ~10^11 flops, long anywhere
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "S.npy", -X)
+    out = tmp_path / "out" / "c.npz"
+    out.parent.mkdir()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "stein_coreset", "compress", str(tmp_path / "X.npy"),
+         str(tmp_path / "S.npy"), "--method", "st", "--size", str(2**17), "--seed", "0",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(3.0)  # imports, reading, then the C++ loops
+    if p.poll() is not None:
+        pytest.skip("the compression finished before the signal")
+    t0 = time.perf_counter()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert time.perf_counter() - t0 < 1.0
+    assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    assert os.listdir(out.parent) == []
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("truncated.npy", "is truncated"),
+    ("garbage.npy", "not a valid .npy"),
+    ("garbage.npz", "not a valid .npz"),
+    ("truncated.npz", "not a valid .npz"),
+])
+def test_a_corrupt_input_file_is_a_one_line_error_naming_the_file(sample, capsys, kind, needle):
+    # before: "BadZipFile: File is not a zip file" (no file name), NumPy's "pickled data"
+    # message for a file that is no array, "mmap length is greater than file size"
+    d, X, S = sample
+    good = (d / "X.npy").read_bytes()
+    np.savez(d / "full.npz", X=X, S=S)
+    data = {"truncated.npy": good[: len(good) // 2], "garbage.npy": b"hello, world\n" * 10,
+            "garbage.npz": b"not a zip archive", "truncated.npz":
+            (d / "full.npz").read_bytes()[:300]}[kind]
+    bad = d / kind
+    bad.write_bytes(data)
+    for argv in (["compress", bad, d / "S.npy"], ["compress", bad]):
+        rc, _, err = _run([*argv, "--method", "st", "--size", 5, "--out", d / "o.npz"], capsys)
+        line = _one_line_error(rc, err)
+        assert kind in line and needle in line
+    if kind.endswith(".npy"):
+        pytest.importorskip("dask")
+        rc, _, err = _run(["compress", bad, d / "X.npy", "--scores", d / "S.npy", d / "S.npy",
+                           "--method", "st", "--size", 5, "--out", d / "o.npz"], capsys)
+        line = _one_line_error(rc, err)
+        assert kind in line and needle in line

@@ -221,3 +221,52 @@ def test_information_is_half_the_hessian_of_the_ksd_loss_for_exponential_familie
     J = fam.score_dtheta(X, t0)[:, 0, :]
     gV = est.information(fam, t0, X, kernel=k)
     np.testing.assert_allclose(H / 2, (n * n * gV - J.T @ J) / (n * (n - 1)), rtol=1e-9)
+
+
+# ---- issue 23: converged means converged; documented ranges --------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("optimizer", ["riemannian_sgd", "sgd", "lbfgs"])
+def test_a_fit_of_two_or_three_points_is_not_reported_as_converged(n, optimizer):
+    # the DKSD loss of 2-3 points is unbounded below as the scale goes to 0 (before:
+    # converged=True at scale 1e-13)
+    X = np.random.default_rng(0).standard_normal((n, 1))
+    with np.errstate(all="ignore"):
+        res = est.fit(est.Gaussian(), X, discrepancy="dksd", optimizer=optimizer, steps=50,
+                      seed=0)
+    assert not res.converged and res.message
+
+
+def test_a_fit_whose_steps_are_all_rejected_is_not_converged():
+    # every step leaves the domain (scale <= 0 however often it is halved): theta never moves
+    class Stuck(est.Gaussian):
+        def in_domain(self, theta):
+            return bool(np.all(theta == self.start))
+
+    X = 1.0 + np.random.default_rng(0).standard_normal((100, 1))
+    model = Stuck()
+    model.start = np.array([0.0, 3.0])
+    res = est.fit(model, X, discrepancy="ksd", optimizer="sgd", steps=20, theta0=model.start,
+                  seed=0)
+    assert not res.converged and "never moved" in res.message
+
+
+@pytest.mark.parametrize("reg", [2.0, 1e6, 0.0, -1.0])
+def test_reg_outside_its_documented_range_is_refused(reg):
+    X = np.random.default_rng(0).standard_normal((50, 1))
+    with pytest.raises(ValueError, match=r"reg must lie in \(0, 1\]"):
+        est.fit(est.Gaussian(), X, discrepancy="ksd", steps=3, reg=reg)
+
+
+def test_a_sample_with_the_wrong_number_of_columns_names_x_before_the_start_is_computed():
+    # before: a NumPy broadcast error from default_theta0
+    X = np.random.default_rng(0).standard_normal((50, 2))
+    with pytest.raises(ValueError, match="X must have 1 columns"):
+        est.fit(est.StudentT(), X, steps=3)
+
+
+def test_a_masked_sample_is_refused_not_fitted_with_its_mask_ignored():
+    X = np.random.default_rng(0).standard_normal((50, 1))
+    with pytest.raises(ValueError, match="X is a masked array"):
+        est.fit(est.Gaussian(), np.ma.masked_array(X, mask=X > 1), steps=3)

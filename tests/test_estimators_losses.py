@@ -367,3 +367,31 @@ def test_backends_agree_through_the_public_functions():
         np.testing.assert_allclose(a[1], b[1], rtol=1e-9)
     with pytest.raises(ValueError, match="backend"):
         est.loss(model, th, X, backend="gpu")
+
+
+# ---- issue 23: no silent answer from loss / loss_and_grad / information -----------------------
+
+
+@pytest.mark.parametrize("block_size, err", [(-1, ValueError), (0, ValueError),
+                                             (2.5, TypeError), (True, TypeError)])
+@pytest.mark.parametrize("backend", ["auto", "array_api"])
+def test_a_bad_block_size_is_refused(block_size, err, backend):
+    # before: block_size=-1 with the array-API backend returned 0.0
+    X = np.random.default_rng(0).standard_normal((40, 1))
+    theta = np.array([0.0, 1.0])
+    for f in (est.loss, est.loss_and_grad):
+        with pytest.raises(err, match="block_size"):
+            f(est.Gaussian(), theta, X, discrepancy="ksd", block_size=block_size,
+              backend=backend)
+    with pytest.raises(err, match="block_size"):
+        est.information(est.Gaussian(), theta, X, discrepancy="ksd", block_size=block_size)
+
+
+@pytest.mark.parametrize("theta", [[1e300, 1.0], [0.0, 1e-200]])
+@pytest.mark.parametrize("discrepancy", ["ksd", "dksd", "sm"])
+def test_a_theta_where_the_loss_overflows_gives_an_error_naming_theta(theta, discrepancy):
+    # before: a NaN / inf gradient returned as an answer, or a raw ZeroDivisionError
+    X = np.random.default_rng(0).standard_normal((40, 1))
+    for f in (est.loss, est.loss_and_grad, est.information):
+        with pytest.raises(ValueError, match="theta"):
+            f(est.Gaussian(), np.array(theta), X, discrepancy=discrepancy)

@@ -123,3 +123,12 @@ def test_model_constructors_validate():
         est.Gaussian(loc=0.0, scale=1.0)
     with pytest.raises(ValueError, match="scale"):
         est.Gaussian(scale=-1.0)
+
+
+@pytest.mark.parametrize("model", [est.Gaussian, est.StudentT, est.SymmetricBessel])
+@pytest.mark.parametrize("d, err", [(1.5, TypeError), (True, TypeError), (0, ValueError),
+                                    ("2", TypeError)])
+def test_the_dimension_d_must_be_an_integer(model, d, err):
+    # before: StudentT(d=1.5) silently became d = 1
+    with pytest.raises(err, match="d must"):
+        model(d=d)

@@ -49,7 +49,7 @@ ARGUMENTS = ("X", "S", "Y", "T", "size", "method", "rank", "tau", "seed", "kerne
              "options?", "option", "delta", "g", "swap_target", "standard_thin", "progress",
              "max_points", "points", "scores", "model", "theta0", "theta", "discrepancy",
              "optimizer", "steps", "batch_size", "lr", "reg", "gradient", "diffusion", "rounds",
-             "swap_passes")
+             "swap_passes", "block_size", "backend", "d", "s", "fan_in")
 
 #: Counts over the module (calls, distinct inputs, clear errors, valid results, by test).
 STATS: Counter = Counter()
@@ -512,6 +512,203 @@ def test_fit_gives_clear_error_or_valid_result(data):
         return
     _record("fit", tag, "valid")
     assert np.all(np.isfinite(fit.theta))
-    if fit.converged:
-        assert math.isfinite(fit.loss)
     assert isinstance(fit.message, str) and fit.message
+    if fit.converged:
+        _check_converged_means_converged(model_obj, X, fit, kw)
+
+
+def _check_converged_means_converged(model, X, fit, kw):
+    """Issue 23: ``converged`` only for a finite, bounded, moving fit: a finite loss at a theta
+    inside the domain (not on a bound), reached by moving (SGD), not above the loss at theta0
+    (SGD), and not one the loss keeps improving on towards a domain bound."""
+    STATS["fit:converged"] += 1
+    theta = np.asarray(fit.theta)
+    assert math.isfinite(fit.loss)
+    assert model.in_domain(theta)
+    for lo, _hi in model.bounds:
+        if lo is not None:
+            assert np.all(theta[[j for j, b in enumerate(model.bounds) if b[0] == lo]] > lo)
+    opts = {k: kw[k] for k in ("discrepancy", "kernel") if k in kw}
+    if opts.get("kernel") is None and opts.get("discrepancy") in ("ksd", "dksd"):
+        opts.pop("kernel", None)  # fit fixed a median bandwidth; loss() resolves the same one
+    if kw["optimizer"] in ("sgd", "riemannian_sgd"):
+        assert not np.all(fit.history == fit.history[0]), "converged without moving"
+    with np.errstate(all="ignore"):
+        for j, (lo, _hi) in enumerate(model.bounds):
+            if lo is None:
+                continue
+            t = theta.copy()
+            t[j] = lo + (theta[j] - lo) * 1e-3
+            try:
+                v = est.loss(model, t, X, **opts)
+            except ValueError:
+                continue
+            assert not v < fit.loss - 1e-8 * (1 + abs(fit.loss)), "loss unbounded below"
+
+
+# ---- estimators: loss, loss_and_grad, information, models (issue 23) --------------------------
+
+@given(data=st.data())
+def test_estimator_losses_give_clear_error_or_finite_value(data):
+    X0 = data.draw(points(d=data.draw(st.sampled_from([1, 1, 2])), max_n=60))
+    tag = [X0.shape]
+    X = layout(data.draw, X0, tag)
+    d_model = pick(data.draw, [X0.shape[1]], [X0.shape[1] + 1])
+    model = pick(data.draw, ["gauss", "t"], ["bad"])
+    model_obj = {"gauss": lambda: est.Gaussian(d=d_model),
+                 "t": lambda: est.StudentT(nu=5.0, d=d_model), "bad": object}[model]()
+    loc = pick(data.draw, [0.0, 1.0, -3.0], [1e300, np.nan])
+    scale = pick(data.draw, [1.0, 0.3, 5.0], [1e-200, 0.0, -1.0, 1e200])
+    theta = pick(data.draw, [[loc] * d_model + [scale]], [[loc], "abc", None])
+    fn = data.draw(st.sampled_from(["loss", "loss_and_grad", "information"]))
+    kw = dict(
+        discrepancy=pick(data.draw, ["ksd", "dksd", "sm", "dsm"], ["bogus"]),
+        block_size=pick(data.draw, [None, 1, 7, 1000], [-1, 0, 2.5, True]),
+    )
+    if fn != "information":
+        kw["backend"] = pick(data.draw, ["auto", "array_api"], ["cuda-ish"])
+    if kw["discrepancy"] in ("ksd", "dksd"):
+        kw["kernel"] = data.draw(st.sampled_from([None, sc.IMQ(1.0), sc.Gaussian(0.5)]))
+    tag += [model, d_model, repr(theta), fn, sorted(kw.items(), key=str)]
+    try:
+        with np.errstate(all="ignore"):
+            out = getattr(est, fn)(model_obj, theta, X, **kw)
+    except Exception as exc:  # noqa: BLE001
+        _record("estimator_losses", tag, "clear_error")
+        _check_clear_error(exc, "estimator_losses")
+        return
+    _record("estimator_losses", tag, "valid")
+    parts = out if isinstance(out, tuple) else (out,)
+    for v in parts:
+        assert np.all(np.isfinite(np.asarray(v, dtype=float)))
+    if fn == "information":
+        G = np.asarray(out)
+        assert G.shape == (d_model + 1, d_model + 1) and np.allclose(G, G.T)
+
+
+@given(data=st.data())
+def test_model_constructors_give_clear_error_or_a_model(data):
+    kind = data.draw(st.sampled_from(["gauss", "t", "bessel"]))
+    d = pick(data.draw, [1, 2, 3, np.int64(2)], [1.5, True, 0, -1, "2", None], p_bad=0.4)
+    extra = {}
+    if kind == "t":
+        extra["nu"] = pick(data.draw, [5.0, 1.0, 30], [0.0, -1.0, float("inf")])
+    if kind == "bessel":
+        extra["s"] = pick(data.draw, [1.0, 2.5], [0.1, float("nan")])
+    tag = [kind, repr(d), sorted(extra.items())]
+    cls = {"gauss": est.Gaussian, "t": est.StudentT, "bessel": est.SymmetricBessel}[kind]
+    try:
+        m = cls(d=d, **extra)
+    except Exception as exc:  # noqa: BLE001
+        _record("models", tag, "clear_error")
+        _check_clear_error(exc, "models")
+        return
+    _record("models", tag, "valid")
+    assert isinstance(m.d, int) and m.d == int(d) and m.n_params == m.d + 1
+
+
+# ---- the CLI's file inputs (issue 23) ---------------------------------------------------------
+
+FILE_KINDS = ("npy", "npy", "npz", "npz:key", "csv", "csv_header")
+BAD_FILE_KINDS = ("truncated_npy", "garbage_npy", "garbage_npz", "truncated_npz", "empty",
+                  "missing", "txt", "dir", "3d_npy", "complex_npy", "object_npz", "wrong_key",
+                  "csv_text", "csv_ragged", "csv_semicolon")
+
+
+def _write_input(path, kind, A):
+    """Write A as ``kind`` under ``path`` (a stem); returns the spec to pass on the command
+    line."""
+    import zipfile as _zipfile
+
+    if kind in ("npy", "truncated_npy", "3d_npy", "complex_npy"):
+        B = {"3d_npy": A[:, :, None], "complex_npy": A.astype(complex)}.get(kind, A)
+        np.save(path + ".npy", B)
+        if kind == "truncated_npy":
+            raw = open(path + ".npy", "rb").read()
+            open(path + ".npy", "wb").write(raw[: max(1, len(raw) * 2 // 3)])
+        return path + ".npy"
+    if kind in ("npz", "npz:key", "wrong_key", "truncated_npz", "object_npz"):
+        if kind == "object_npz":
+            with _zipfile.ZipFile(path + ".npz", "w") as z:
+                with z.open("X.npy", "w") as f:
+                    np.lib.format.write_array(f, A.astype(object), allow_pickle=True)
+            return path + ".npz"
+        np.savez(path + ".npz", X=A, data=A)
+        if kind == "truncated_npz":
+            raw = open(path + ".npz", "rb").read()
+            open(path + ".npz", "wb").write(raw[: len(raw) // 2])
+        return path + ".npz" + {"npz:key": ":data", "wrong_key": ":nope"}.get(kind, "")
+    if kind.startswith("csv"):
+        lines = [",".join(repr(float(v)) for v in row) for row in A]
+        if kind == "csv_header":
+            lines.insert(0, ",".join(f"x{j}" for j in range(A.shape[1])))
+        elif kind == "csv_text" and lines:
+            lines[len(lines) // 2] = "hello," * (A.shape[1] - 1) + "world"
+        elif kind == "csv_ragged" and lines:
+            lines[-1] += ",1.0"
+        elif kind == "csv_semicolon":
+            lines = [ln.replace(",", ";") for ln in lines]
+        open(path + ".csv", "w").write("\n".join(lines) + "\n")
+        return path + ".csv"
+    if kind == "garbage_npy":
+        open(path + ".npy", "wb").write(b"\x00garbage" * 7)
+        return path + ".npy"
+    if kind == "garbage_npz":
+        open(path + ".npz", "wb").write(b"PK not really a zip")
+        return path + ".npz"
+    if kind == "empty":
+        open(path + ".npy", "wb").close()
+        return path + ".npy"
+    if kind == "missing":
+        return path + "_missing.npy"
+    if kind == "txt":
+        np.savetxt(path + ".txt", A)
+        return path + ".txt"
+    if kind == "dir":
+        os.mkdir(path + ".npy")
+        return path + ".npy"
+    raise AssertionError(kind)
+
+
+@settings(deadline=None)
+@given(data=st.data())
+def test_cli_file_inputs_give_a_one_line_error_naming_the_file_or_a_coreset(data):
+    from stein_coreset import cli
+
+    X0 = data.draw(points(max_n=60, d=data.draw(st.integers(1, 3))))
+    xkind = pick(data.draw, FILE_KINDS, BAD_FILE_KINDS, p_bad=0.3)
+    skind = pick(data.draw, FILE_KINDS + ("none",), BAD_FILE_KINDS, p_bad=0.15)
+    method = data.draw(st.sampled_from(["st", "skt", "standard", "rt"]))
+    size = pick(data.draw, [1, 4, 8], [0, 10**6])
+    tag = [X0.shape, xkind, skind, method, size]
+    with tempfile.TemporaryDirectory() as d:
+        xs = _write_input(os.path.join(d, "pts"), xkind, X0)
+        argv = ["compress", xs]
+        if skind != "none":
+            argv.append(_write_input(os.path.join(d, "sc"), skind, -X0))
+        out = os.path.join(d, "out.npz")
+        argv += ["--method", method, "--size", str(size), "--out", out, "--seed", "0"]
+        import contextlib
+        import io
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
+                np.errstate(all="ignore"):
+            rc = cli.main(argv)
+        msg = err.getvalue().strip()
+        if rc == 0:
+            _record("cli_files", tag, "valid")
+            with np.load(out, allow_pickle=False) as z:
+                idx, w = z["indices"], z["weights"]
+            assert 1 <= idx.size <= size and np.isclose(w.sum(), 1.0)
+            assert np.all((idx >= 0) & (idx < X0.shape[0]))
+            return
+        _record("cli_files", tag, "clear_error")
+        STATS["cli_files:error:" + re.sub(r"/\S+", "FILE", msg)[:70]] += 1
+        assert rc == 2, msg
+        lines = msg.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("stein-coreset: error: "), msg
+        assert "Traceback" not in msg and "--debug" not in msg, msg
+        names = ("pts", "sc", "POINTS", "SCORES", "--size", "size", "method", "--out", "X", "S")
+        assert _names_an_argument(msg) or any(n in msg for n in names), msg
+        assert not os.path.exists(out)

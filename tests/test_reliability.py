@@ -244,3 +244,285 @@ def test_a_factor_larger_than_memory_is_refused_before_allocation(sample, method
     size = 16 if method == "lskt" else 400  # sr / ct: rank < size
     with pytest.raises(ValueError, match=r"rank: .*factor.*GiB"):
         sc.compress(X, S, size=size, method=method, seed=0, rank=rank)
+
+
+# ---- issue 23: Ctrl-C within a second ---------------------------------------------------------
+
+def _interrupt_after(delay):
+    """Send SIGINT to this process after ``delay`` seconds; returns the dict the time lands in."""
+    import os
+    import signal
+    import threading
+    import time
+
+    sent = {}
+
+    def fire():
+        sent["t"] = time.perf_counter()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(delay, fire)
+    timer.start()
+    return sent, timer
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGINT") or
+                    __import__("sys").platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("method", ["skt", "sr", "sc", "lskt"])
+def test_compress_raises_keyboard_interrupt_within_a_second_of_sigint(method):
+    # before: Ctrl-C waited for the C++ loop to end (5-14 s at n = 2^15 .. 2^16)
+    import signal
+    import time
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT does not have Python's default handler here")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2**16, 4)) + 0.3  # the call lasts until the signal: n is free
+    t0 = time.perf_counter()
+    sent, timer = _interrupt_after(0.5)
+    finished = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sc.compress(X, -X, size=2**14, method=method, seed=0)
+            finished.append(True)
+            time.sleep(5)  # the signal lands here
+    finally:
+        timer.cancel()
+    t1 = time.perf_counter()
+    if finished:
+        pytest.skip("the compression finished before the signal")
+    assert "t" in sent and sent["t"] - t0 < 5
+    assert t1 - sent["t"] < 1.0
+
+
+def test_every_cpp_loop_stops_when_the_cancel_flag_is_set_and_recovers_after():
+    # a set flag makes each loop unwind with KeyboardInterrupt (cancel_running: the CLI's and
+    # distributed.compress's Ctrl-C for loops on Dask's threads); the next call computes
+    # exactly what an uninterrupted call does
+    import signal
+
+    from stein_coreset import _core
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT does not have Python's default handler here")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 2))
+    K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X)
+    h = K.handle()
+    idx = np.arange(512, dtype=np.int64)
+    A = rng.standard_normal((5, 600))
+    G = X[:50] @ X[:50].T + np.eye(50)
+    calls = {
+        "gram": lambda: _core.gram(h, idx[:4]),
+        "diag": lambda: _core.diag(h),
+        "stein_thinning": lambda: _core.stein_thinning(h, 20),
+        "kt_split": lambda: _core.kt_split(h, idx, 2, 0.5, 1),
+        "coreset_sums": lambda: _core.coreset_sums(h, idx.reshape(4, 128).copy()),
+        "kt_swap_refine": lambda: _core.kt_swap_refine(h, idx[:16].copy()),
+        "kt_swap_ls": lambda: _core.kt_swap_ls(h, np.full(600, 1 / 600), idx[:10], 0),
+        "matvec_soa": lambda: _core.matvec_soa(h, np.ones(600)),
+        "kernel_row_means": lambda: _core.kernel_row_means(h, idx[:4]),
+        "recombination": lambda: _core.recombination(A, np.full(600, 1 / 600)),
+        "simplex_qp": lambda: _core.simplex_qp(G, np.full(50, 1 / 50), 100),
+        "affine_weights": lambda: _core.affine_weights(G),
+        "median_pairwise_distance": lambda: _core.median_pairwise_distance(X),
+        "pairwise_sq_distances": lambda: _core.pairwise_sq_distances(X),
+    }
+    from concurrent.futures import ThreadPoolExecutor
+
+    for name, call in calls.items():
+        before = call()
+        # on a worker thread: a main-thread call clears a stale request before it starts
+        _core.cancel_running()
+        try:
+            with ThreadPoolExecutor(1) as pool, pytest.raises(KeyboardInterrupt):
+                pool.submit(call).result()
+        finally:
+            _core._cancel_for_tests(False)
+        after = call()
+        if isinstance(before, tuple):
+            before, after = before[0], after[0]
+        np.testing.assert_array_equal(np.asarray(after), np.asarray(before), err_msg=name)
+
+
+def test_a_program_with_its_own_sigint_handler_keeps_it():
+    # the hook is only put in front of Python's default handler: a custom handler's program
+    # is not cancelled behind its back
+    import signal
+
+    from stein_coreset import _core
+
+    seen = []
+    old = signal.signal(signal.SIGINT, lambda *a: seen.append(a[0]))
+    try:
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((2**12, 2))
+        sent, timer = _interrupt_after(0.05)
+        res = sc.compress(X, -X, size=2**11, method="st", seed=0)
+        timer.join()
+        assert len(res) > 0 and not _core._cancel_requested()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert seen == [signal.SIGINT]
+
+
+# ---- issue 23: refusals before the work -------------------------------------------------------
+
+@pytest.mark.parametrize("method, kw", [("ct", {"rank": 2**16 - 1}), ("sc", {"rank": 2**16})])
+def test_rank_near_n_is_refused_within_a_second_with_the_memory_estimate(method, kw,
+                                                                         monkeypatch):
+    # before: ct refused after 17 s of O(n^2) centring, sc reached an unchecked 9.9 GiB
+    # (m, m) allocation after 42 s; the machine is said to hold 16 GiB
+    import time
+
+    from stein_coreset import _validation
+
+    monkeypatch.setattr(_validation, "physical_memory", lambda: 16 * 2**30)
+    X = np.random.default_rng(0).standard_normal((2**16, 2))
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"rank: .*\(65536, 6553[56]\).* GiB, more than"):
+        sc.compress(X, -X, size=2**16, method=method, seed=0, **kw)
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("method", ["lskt", "lsr", "lsc"])
+def test_rounds_beyond_what_low_rank_debiasing_can_use_are_refused_at_once(method):
+    # before: rounds=10**6 on n = 64 ran for ~15 minutes
+    import time
+
+    X = np.random.default_rng(0).standard_normal((64, 2))
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"rounds = 1000000 .* ceil\(n / rank\)\) = 8"):
+        sc.compress(X, -X, size=8, method=method, seed=0, rounds=10**6)
+    with pytest.raises(ValueError, match=r"steps = .* 2\^26"):
+        sc.compress(X, -X, size=8, method=method, seed=0, steps=2**27)
+    assert time.perf_counter() - t0 < 1.0
+    res = sc.compress(X, -X, size=8, method=method, seed=0, rounds=8)  # the cap itself runs
+    assert len(res) <= 8
+
+
+# ---- issue 23: no silent answer ---------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["st", "skt", "sr", "kt"])
+def test_a_masked_array_is_refused_or_its_masked_rows_dropped_under_omit(sample, method):
+    # before: the mask was ignored by every method (same indices as the unmasked array)
+    X, S = sample
+    mask = np.zeros_like(X, dtype=bool)
+    mask[5:40, 1] = True
+    Xm = np.ma.masked_array(X, mask)
+    with pytest.raises(ValueError, match="X is a masked array with 35 masked rows"):
+        sc.compress(Xm, S, size=8, method=method, seed=0)
+    res = sc.compress(Xm, S, size=8, method=method, seed=0, nan_policy="omit")
+    keep = np.r_[0:5, 40:512]
+    ref = sc.compress(X[keep], S[keep], size=8, method=method, seed=0)
+    np.testing.assert_array_equal(res.indices, keep[ref.indices])
+    assert res.info["n_dropped"] == 35
+    for f in (sc.ksd, sc.median_bandwidth):
+        with pytest.raises(ValueError, match="X is a masked array"):
+            f(Xm, S) if f is sc.ksd else f(Xm)
+    with pytest.raises(ValueError, match="weights is a masked array"):
+        sc.compress(X, S, size=8, method="rt", weights=np.ma.masked_array(np.full(512, 1 / 512)))
+
+
+def test_a_thread_count_beyond_what_the_machine_can_run_names_n_threads(sample):
+    # before: a raw OverflowError from _core.median_pairwise_distance
+    X, S = sample
+    for n_threads in (2**40, 2**31):
+        with pytest.raises(ValueError, match="n_threads = .* per CPU"):
+            sc.compress(X, S, size=8, method="st", n_threads=n_threads)
+
+
+@pytest.mark.parametrize("method", ["lsr", "lsc", "st", "skt"])
+def test_one_row_at_1e308_is_refused_naming_x(sample, method):
+    # before (lsr, lsc): "w has NaN or inf entries" from inside Low-rank Debiasing
+    X, S = sample
+    Y = X.copy()
+    Y[0] = 1e308
+    with pytest.raises(ValueError, match=r"X: the points span 1e\+308.*rescale X"):
+        sc.compress(Y, S, size=8, method=method, seed=0)
+
+
+@pytest.mark.parametrize("method", ["rt", "ct"])
+def test_input_weights_are_renormalised_over_the_rows_kept_under_omit(sample, method):
+    # before: "weights must sum to 1, got 0.5" for weights that did sum to 1
+    X, S = sample
+    Y = X.copy()
+    Y[:256] = np.nan
+    w = np.full(512, 1 / 512)
+    res = sc.compress(Y, S, size=8, method=method, seed=0, weights=w, nan_policy="omit")
+    ref = sc.compress(X[256:], S[256:], size=8, method=method, seed=0, weights=w[256:] * 2)
+    np.testing.assert_array_equal(res.indices, ref.indices + 256)
+    assert res.info["weight_dropped"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="weights must sum to 1"):
+        sc.compress(Y, S, size=8, method=method, weights=w / 2, nan_policy="omit")
+
+
+# ---- issue 23: Dask input validated like in-process input -------------------------------------
+
+@pytest.fixture
+def dask_input():
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 2))
+    return da, X, -X
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    ({"block_size": 2.5}, TypeError, "block_size must be an integer"),
+    ({"block_size": True}, TypeError, "block_size must be an integer"),
+    ({"block_size": 0}, ValueError, "block_size must be >= 1"),
+    ({"seed": -1}, ValueError, "seed must be >= 0"),
+    ({"seed": 1.5}, TypeError, "seed must be an integer"),
+    ({"size": 8.0}, TypeError, "size must be an integer"),
+    ({"n_threads": 0}, ValueError, "n_threads"),
+])
+def test_distributed_arguments_are_validated_like_compress(dask_input, kw, err, match):
+    # before: block_size 2.5 -> 2, True -> 1; seed=-1 -> "expected non-negative integer"
+    from stein_coreset import distributed as scd
+
+    da, X, S = dask_input
+    args = {"size": 8, "method": "skt", "seed": 0, **kw}
+    with pytest.raises(err, match=match):
+        scd.compress(da.from_array(X, chunks=(100, 2)), da.from_array(S, chunks=(100, 2)),
+                     **args)
+
+
+def test_distributed_complex_input_is_refused_not_truncated(dask_input, tmp_path):
+    # before: the imaginary part was dropped on the workers (the warning only in a worker log)
+    from stein_coreset import distributed as scd
+
+    da, X, S = dask_input
+    Xc = da.from_array(X.astype(complex), chunks=(100, 2))
+    with pytest.raises(TypeError, match="X must hold real numbers, got dtype complex128"):
+        scd.compress(Xc, da.from_array(S, chunks=(100, 2)), size=8, method="skt", seed=0)
+    np.save(tmp_path / "c.npy", X.astype(complex))
+    np.save(tmp_path / "s.npy", S)
+    with pytest.raises(TypeError, match=r"c\.npy must hold real numbers"):
+        scd.compress([str(tmp_path / "c.npy")], [str(tmp_path / "s.npy")], size=8,
+                     method="skt", seed=0)
+
+
+@pytest.mark.parametrize("method", ["skt", "sr"])
+def test_a_dask_block_smaller_than_size_after_omit_is_merged(dask_input, method):
+    # before: an error the single-process path does not give
+    from stein_coreset import distributed as scd
+
+    da, X, S = dask_input
+    Y = X.copy()
+    Y[5:97] = np.nan  # block 0 keeps 8 rows < size 16
+    res = scd.compress(da.from_array(Y, chunks=(100, 2)), da.from_array(S, chunks=(100, 2)),
+                       size=16, method=method, seed=0, nan_policy="omit")
+    assert 1 <= len(res) <= 16 and res.info["n_dropped"] == 92
+    assert np.all(np.isfinite(Y[np.asarray(res.indices)]))
+    assert res.info["blocks"][0].get("passed_through") is True
+
+
+def test_a_stale_cancel_request_does_not_cancel_the_next_main_thread_call(sample):
+    from stein_coreset import _core
+
+    X, S = sample
+    ref = sc.compress(X, S, size=8, method="skt", seed=0)
+    _core.cancel_running()  # as after a Ctrl-C of distributed.compress on the threaded scheduler
+    res = sc.compress(X, S, size=8, method="skt", seed=0)
+    np.testing.assert_array_equal(res.indices, ref.indices)
+    assert not _core._cancel_requested()

@@ -126,6 +126,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     X = val.check_points(X, xp, "X")
     n = int(X.shape[0])
     steps = val.check_int(steps, "steps", lo=1)
+    _losses.check_model_dimension(model, X)  # before default_theta0 reads X's columns
     if theta0 is None:
         init = getattr(model, "default_theta0", None)
         if init is None:
@@ -142,7 +143,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     if lr is None:
         lr = 0.2 if optimizer == "riemannian_sgd" else 0.1
     lr = val.check_positive(lr, "lr")
-    reg = val.check_positive(reg, "reg")
+    reg = val.check_real(reg, "reg", lo=0.0, hi=1.0, lo_open=True)  # documented (0, 1]
     val.check_choice(gradient, "gradient", ("analytic", "fd"))
     rng = val.check_random_state(seed)
     in_domain = getattr(model, "in_domain", None)
@@ -198,5 +199,44 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
             converged = False
             message = (f"stalled where the loss ({final:.6g}) is above its value at theta0 "
                        f"({start:.6g}): the steps overshot; lower lr")
+    if converged and optimizer in ("riemannian_sgd", "sgd") and np.all(res.history == theta0):
+        converged = False
+        message = ("theta never moved from theta0: every step was rejected (it left the "
+                   "parameter domain); lower lr")
+    if converged:
+        j = _unbounded_towards_boundary(model, theta, final,
+                                        lambda t: _losses._value(model, X, t, discrepancy,
+                                                                 kernel, diff))
+        if j is not None:
+            names = getattr(model, "param_names", None)
+            name = names[j] if names else f"theta[{j}]"
+            converged = False
+            message = (f"the loss keeps decreasing as {name} approaches the boundary of its "
+                       f"domain ({name} = {theta[j]:.3g}): it is unbounded below on these "
+                       f"{n} points and theta is not a minimiser (more data needed?)")
     return FitResult(theta, final, res.history, info, res.losses, optimizer, discrepancy,
                      res.n_iter, converged, message)
+
+
+def _unbounded_towards_boundary(model, theta, final, value):
+    """The index of a lower-bounded parameter along which the loss still decreases when moved
+    1000 times closer to its bound (the fit of 2 or 3 points, whose loss tends to -inf as the
+    scale tends to 0), or None. Two probes of the full loss per such parameter."""
+    bounds = getattr(model, "bounds", None)
+    if not bounds:
+        return None
+    for j, (lo, _hi) in enumerate(bounds):
+        if lo is None:
+            continue
+        if not theta[j] > lo:  # on L-BFGS-B's bound, nudged inside the open domain
+            return j
+        t = np.array(theta, dtype=np.float64)
+        t[j] = lo + (theta[j] - lo) * 1e-3
+        try:
+            with np.errstate(all="ignore"):
+                v = value(t)
+        except (ValueError, ArithmeticError):
+            continue
+        if v < final - 1e-8 * (1.0 + abs(final)):
+            return j
+    return None

@@ -714,6 +714,39 @@ def _fd_grad(f, theta):
 # ---------------------------------------------------------------------------------------------
 # Public entry points
 # ---------------------------------------------------------------------------------------------
+def check_model_dimension(model, X) -> None:
+    """X must have the model's ``d`` columns (when the model says how many)."""
+    md = getattr(model, "d", None)
+    if md is not None and X.shape[1] != md:
+        raise ValueError(f"X must have {md} columns for {model!r}, got shape {tuple(X.shape)}")
+
+
+def _check_block_size(block_size):
+    return None if block_size is None else val.check_int(block_size, "block_size", lo=1)
+
+
+def _finite_result(discrepancy, theta, what, call):
+    """``call()``, with overflow in a model's Python-float arithmetic and a non-finite result
+    turned into a ValueError naming theta (before: a raw ZeroDivisionError, or a NaN gradient
+    returned as if it were one)."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            out = call()
+    except (OverflowError, ZeroDivisionError, FloatingPointError) as e:
+        raise ValueError(
+            f"theta: the {discrepancy} {what} overflowed at theta = {theta} "
+            f"({type(e).__name__}: {e}); theta is far from the scale of X"
+        ) from None
+    parts = out if isinstance(out, tuple) else (out,)
+    if not all(np.all(np.isfinite(np.asarray(aa.to_host(v) if not isinstance(v, float) else v)))
+               for v in parts):
+        raise ValueError(
+            f"theta: the {discrepancy} {what} is not finite at theta = {theta}; theta is far "
+            "from the scale of X (or the model's score overflows there)"
+        )
+    return out
+
+
 def _validate(model, theta, X, discrepancy, kernel, diffusion, theta_name="theta"):
     if not callable(getattr(model, "score", None)):
         raise TypeError(f"model must have a score(x, theta) method, got {type(model).__name__}")
@@ -723,9 +756,7 @@ def _validate(model, theta, X, discrepancy, kernel, diffusion, theta_name="theta
         )
     xp, _ = aa.namespace(X=X)
     X = val.check_points(X, xp, "X")
-    md = getattr(model, "d", None)
-    if md is not None and X.shape[1] != md:
-        raise ValueError(f"X must have {md} columns for {model!r}, got shape {tuple(X.shape)}")
+    check_model_dimension(model, X)
     if discrepancy in _KERNEL_BASED and X.shape[0] < 2:
         raise ValueError("the U-statistic losses need at least 2 points in X")
     theta = _models.check_theta(model, theta, theta_name)
@@ -781,7 +812,9 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
     """
     X, theta, diff = _validate(model, theta, X, discrepancy, kernel, diffusion)
     _check_backend(backend)
-    return _value(model, X, theta, discrepancy, kernel, diff, block_size, backend)
+    block_size = _check_block_size(block_size)
+    return _finite_result(discrepancy, theta, "loss", lambda: _value(
+        model, X, theta, discrepancy, kernel, diff, block_size, backend))
 
 
 def _check_backend(backend):
@@ -802,10 +835,13 @@ def loss_and_grad(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=
     if gradient not in ("analytic", "fd"):
         raise ValueError(f"gradient must be 'analytic' or 'fd', got {gradient!r}")
     _check_backend(backend)
+    block_size = _check_block_size(block_size)
     if gradient == "analytic" and discrepancy in _KERNEL_BASED:
-        return _dksd(model, X, theta, kernel, diff, True, block_size, backend)
+        return _finite_result(discrepancy, theta, "loss or its gradient", lambda: _dksd(
+            model, X, theta, kernel, diff, True, block_size, backend))
     f = lambda t: _value(model, X, t, discrepancy, kernel, diff, block_size, backend)  # noqa: E731
-    return f(theta), _fd_grad(f, theta)
+    return _finite_result(discrepancy, theta, "loss or its gradient",
+                          lambda: (f(theta), _fd_grad(f, theta)))
 
 
 def information(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
@@ -818,7 +854,9 @@ def information(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=No
     stands in for P_theta (at the minimiser they agree). Cost O(n^2 d p) resp. O(n d p^2).
     """
     X, theta, diff = _validate(model, theta, X, discrepancy, kernel, diffusion)
-    return _information(model, X, theta, discrepancy, kernel, diff, block_size)
+    block_size = _check_block_size(block_size)
+    return _finite_result(discrepancy, theta, "information tensor", lambda: _information(
+        model, X, theta, discrepancy, kernel, diff, block_size))
 
 
 def _information(model, X, theta, discrepancy, kernel, diff, block_size=None):

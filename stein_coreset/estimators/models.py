@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from .. import _array_api as aa
+from .. import _validation as _val
 
 __all__ = [
     "Gaussian",
@@ -94,6 +95,11 @@ def n_params(model, theta=None) -> int:
     if theta is None:
         raise ValueError("the model does not say how many parameters it has; give theta0")
     return int(np.asarray(theta).size)
+
+
+def _check_d(d) -> int:
+    """The dimension of a model: an integer >= 1 (``d=1.5`` used to become 1 silently)."""
+    return _val.check_int(d, "d", lo=1)
 
 
 def check_theta(model, theta, name: str = "theta") -> np.ndarray:
@@ -247,7 +253,7 @@ class Gaussian(_Parametric):
     """Isotropic Gaussian p(x) ∝ exp(-||x - mu||^2 / (2 sigma^2)); theta = (mu (d), sigma > 0)."""
 
     def __init__(self, d: int = 1, loc=None, scale=None):
-        self.d = int(d)
+        self.d = _check_d(d)
         self._setup([("loc", self.d, None, loc), ("scale", 1, 0.0, scale)])
 
     def _score(self, xp, x, full):
@@ -287,7 +293,7 @@ class StudentT(_Parametric):
         if not (nu > 0 and math.isfinite(nu)):
             raise ValueError(f"nu must be positive and finite, got {nu}")
         self.nu = nu
-        self.d = int(d)
+        self.d = _check_d(d)
         self._setup([("loc", self.d, None, loc), ("scale", 1, 0.0, scale)])
 
     def _parts(self, xp, x, full):
@@ -379,7 +385,7 @@ class SymmetricBessel(_Parametric):
     """
 
     def __init__(self, s: float = 1.0, d: int = 1, loc=None, scale=None):
-        self.d = int(d)
+        self.d = _check_d(d)
         s = float(s)
         if not (s >= self.d / 2.0 and math.isfinite(s)):
             raise ValueError(f"s must be >= d/2 = {self.d / 2}, got {s}")
@@ -481,7 +487,7 @@ class ExponentialFamily:
         self.T, self.b = T, b
         self._grad_T, self._grad_b = grad_T, grad_b
         self._hess_T, self._hess_b = hess_T, hess_b
-        self._p = None if n_params is None else int(n_params)
+        self._p = None if n_params is None else _val.check_int(n_params, "n_params", lo=1)
         self.linear_in_theta = True
 
     @property

@@ -577,8 +577,8 @@ def test_a_bad_out_is_refused_before_compressing(sample, capsys, monkeypatch, ou
     import stein_coreset
 
     monkeypatch.setattr(stein_coreset, "compress", never)
-    rc, _, err = _run(["compress", d / "X.npy", d / "S.npy", "--method", "st", "--size", 5,
-                       "--out", out.replace("DIR", str(d))], capsys)
+    rc, _, err = _run(["compress", d / "X.npy", "--scores", d / "S.npy", "--method", "st",
+                       "--size", 5, "--out", out.replace("DIR", str(d))], capsys)
     line = _one_line_error(rc, err)
     assert "--out" in line and needle in line and ".probe" not in line and ".part" not in line
 
@@ -628,7 +628,7 @@ def test_a_corrupt_input_file_is_a_one_line_error_naming_the_file(sample, capsys
             (d / "full.npz").read_bytes()[:300]}[kind]
     bad = d / kind
     bad.write_bytes(data)
-    for argv in (["compress", bad, d / "S.npy"], ["compress", bad]):
+    for argv in (["compress", bad, "--scores", d / "S.npy"], ["compress", bad]):
         rc, _, err = _run([*argv, "--method", "st", "--size", 5, "--out", d / "o.npz"], capsys)
         line = _one_line_error(rc, err)
         assert kind in line and needle in line

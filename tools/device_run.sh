@@ -44,7 +44,7 @@ stage_run() {  # name timeout command...: the whole output into the summary (onl
 
 # the persistent loops rely on every block being resident at once: if a small run does not
 # finish, the rest of this script uses the graph loops
-if ! timeout 45 python3 -c "
+if ! (cd /tmp && timeout 45 python3 -c "
 import cupy as cp, numpy as np, stein_coreset as sc
 from stein_coreset.algorithms import _native
 X = cp.asarray(np.random.default_rng(0).standard_normal((5000, 4)))
@@ -52,7 +52,7 @@ K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X)
 a = _native.stein_thinning(K, 3000)
 b = _native.stein_thinning(sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(cp.asnumpy(X), -cp.asnumpy(X)), 3000)
 assert (a == b).all(), 'persistent picks differ'
-print('persistent loop smoke test: ok')" >> "$LOG" 2>&1; then
+print('persistent loop smoke test: ok')") >> "$LOG" 2>&1; then
     echo "persistent loop smoke test FAILED: using STEIN_CORESET_CUDA_LOOP=graph" | tee -a "$LOG"
     export STEIN_CORESET_CUDA_LOOP=graph
 fi
@@ -60,6 +60,17 @@ fi
 stage_run tests 100 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py \
     tests/test_gpu_path.py tests/test_engine.py tests/test_stein_thinning.py \
     tests/test_kernels.py tests/test_kernel_thinning.py -k "cupy or cuda" -x
+
+if [ "$stage" = second ]; then  # after the full run: loop modes on whole methods, memory
+    for mode in persistent graph; do
+        STEIN_CORESET_CUDA_LOOP=$mode stage_run "gpu_$mode" 60 python3 tools/gpu_check.py \
+            --n 65536 --gpu-only --repeat 2 --methods st skt kt sr sc lskt \
+            --json "$OUT/gpu_$mode.json"
+    done
+    stage_run large 60 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
+    stage_run dask_gpu 50 python3 tools/gpu_large.py --dask --n 65536
+    exit 0
+fi
 
 if [ "$stage" = quick ]; then
     stage_run gpu_check 150 python3 tools/gpu_check.py --n 16384 65536 \

@@ -69,8 +69,9 @@ def dask_gpu(args) -> list[dict]:
     X, S = _input(cp, n, args.d)
     Xh, Sh = cp.asnumpy(X), cp.asnumpy(S)
     rows = []
+    # one worker in this process (in-process transport): it shares this process's GPU
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                      host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster):
+                      dashboard_address=None) as cluster, Client(cluster):
         for method in ("st", "skt"):
             out = {}
             for name, A, B in (("cupy", X, S), ("numpy", Xh, Sh)):

@@ -102,7 +102,10 @@ def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bo
     d = K.diag() * w
     d = xp.where(d > 0.0, d, 0.0)
     scale = float(xp.sum(d))
-    F = xp.zeros((n, rank), dtype=xp.float64, device=dev)
+    # F^T, (rank, n) C-ordered: the first i columns of F are the contiguous rows Ft[:i], so the
+    # product below reads them in place (F[:, :i] of an (n, rank) array is a strided view that
+    # CuPy copies at every step, an (n, i) temporary per pivot)
+    Ft = xp.zeros((rank, n), dtype=xp.float64, device=dev)
     ar = xp.arange(n, dtype=xp.int64, device=dev)
     pivots = []
     it = range(rank)
@@ -119,12 +122,16 @@ def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bo
         s = xp.clip(s, 0, n - 1)
         col = K.column(int(s[0]))
         col = col * sw * xp.take(sw, s)
-        g = col - F[:, :i] @ xp.reshape(xp.take(F, s, axis=0)[:, :i], (i,)) if i else col
+        if i:
+            fs = xp.reshape(xp.take(Ft[:i, ...], s, axis=1), (i,))
+            g = col - xp.matmul(fs, Ft[:i, ...])
+        else:
+            g = col
         gs = xp.take(g, s)
         if not float(gs[0]) > 0.0:
             break
         f = g / xp.sqrt(gs)
-        F[:, i] = f
+        Ft[i, ...] = f
         d = d - f * f
         # max(d, 0) fix; the pivot's own residual is exactly zero (rounding could leave a
         # 1e-17 there and let the pivot be drawn again)
@@ -132,4 +139,4 @@ def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bo
         pivots.append(s)
     r = len(pivots)
     piv = aa.to_host(xp.concat(pivots), np.int64) if r else np.zeros(0, dtype=np.int64)
-    return piv, F[:, :r], scale, sw
+    return piv, xp.permute_dims(Ft[:r, ...], (1, 0)), scale, sw

@@ -59,7 +59,7 @@ def test_a_masked_array_is_refused_when_masked_and_never_ignored(sample):
         sc.compress(X, S, size=8, method="st").indices,
     )
     m[3, 0] = np.ma.masked
-    with pytest.raises(ValueError, match="masked array with 1 masked entries.*nan_policy='omit'"):
+    with pytest.raises(ValueError, match="masked array with 1 masked rows.*nan_policy='omit'"):
         sc.compress(m, S, size=8, method="st")
     out = sc.compress(m.filled(np.nan), S, size=8, method="st", nan_policy="omit")
     assert out.info["n_dropped"] == 1

@@ -392,7 +392,7 @@ def test_rounds_beyond_what_low_rank_debiasing_can_use_are_refused_at_once(metho
 
     X = np.random.default_rng(0).standard_normal((64, 2))
     t0 = time.perf_counter()
-    with pytest.raises(ValueError, match=r"rounds = 1000000 .* ceil\(n / rank\)\) = 8"):
+    with pytest.raises(ValueError, match=r"rounds = 1000000 .* ceil\(n / rank\)\) = \d+ for n"):
         sc.compress(X, -X, size=8, method=method, seed=0, rounds=10**6)
     with pytest.raises(ValueError, match=r"steps = .* 2\^26"):
         sc.compress(X, -X, size=8, method=method, seed=0, steps=2**27)
@@ -420,8 +420,9 @@ def test_a_masked_array_is_refused_or_its_masked_rows_dropped_under_omit(sample,
     for f in (sc.ksd, sc.median_bandwidth):
         with pytest.raises(ValueError, match="X is a masked array"):
             f(Xm, S) if f is sc.ksd else f(Xm)
-    with pytest.raises(ValueError, match="weights is a masked array"):
-        sc.compress(X, S, size=8, method="rt", weights=np.ma.masked_array(np.full(512, 1 / 512)))
+    wm = np.ma.masked_array(np.full(512, 1 / 512), mask=np.arange(512) == 0)
+    with pytest.raises(ValueError, match="weights is a masked array with 1 masked entries"):
+        sc.compress(X, S, size=8, method="rt", weights=wm)
 
 
 def test_a_thread_count_beyond_what_the_machine_can_run_names_n_threads(sample):

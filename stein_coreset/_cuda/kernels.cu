@@ -253,6 +253,35 @@ extern "C" __global__ void st_step(KP_PARAMS, double* score, double* pval, long 
 }
 
 // ---- KT-SPLIT (Alg. 1a of Dwivedi & Mackey, as in src_cpp/kt_split.cpp) --------------------
+// Pair s of a halving (in[2s], in[2s+1]): the walk's threshold and sigma^2 update (*sig2) and
+// the swap decision with inner product alpha and uniform u (kt_split.cpp's Halving::decide).
+// *lo goes to the left child, *hi to the right; a repeated point goes to both.
+__device__ void kts_decide(const KP& K, const long long* in, long long s, double* sig2,
+                           double alpha, double u, double log_mult, long long* lo,
+                           long long* hi) {
+    const long long x1 = in[2 * s], x2 = in[2 * s + 1];
+    *lo = x1;
+    *hi = x2;
+    if (x1 == x2) return;
+    const double b2 = kp_entry(K, x1, x1) + kp_entry(K, x2, x2) - 2.0 * kp_entry(K, x1, x2);
+    double sg = *sig2;
+    const double prod = sg * b2 * log_mult;
+    double thresh = sqrt(prod > 0.0 ? prod : 0.0);
+    if (b2 > thresh) thresh = b2;
+    if (sg == 0.0) {
+        sg = b2 > 0.0 ? b2 : 0.0;
+    } else if (thresh != 0.0) {
+        const double upd = 1.0 + (b2 / thresh - 2.0) * sg / thresh;
+        if (upd > 0.0) sg += b2 * upd;
+    }
+    *sig2 = sg;
+    if (!(thresh > 0.0)) thresh = 1.0;
+    if (u <= 0.5 * (1.0 - alpha / thresh)) {
+        *lo = x2;
+        *hi = x1;
+    }
+}
+
 // One round halves `ncore` coresets of `size` points (cur[l * size ..]) into next (left child
 // of l at (2 l) * half, right at (2 l + 1) * half, half = size / 2). Pair k of coreset l is
 // (cur[2k], cur[2k+1]); its walk inner product alpha_k = sum_{p<k} [k(x1, R_p) - k(x1, L_p)
@@ -291,29 +320,9 @@ extern "C" __global__ void kts_step(KP_PARAMS, const long long* cur, long long s
     if (!last || threadIdx.x != 0) return;
     __threadfence();
     {
-        const long long x1 = in[2 * s], x2 = in[2 * s + 1];
-        long long lo = x1, hi = x2;
-        if (x1 != x2) {
-            const double b2 = kp_entry(K, x1, x1) + kp_entry(K, x2, x2) - 2.0 * kp_entry(K, x1, x2);
-            double sg = sig2[l];
-            double prod = sg * b2 * log_mult;
-            double thresh = sqrt(prod > 0.0 ? prod : 0.0);
-            if (b2 > thresh) thresh = b2;
-            if (sg == 0.0) {
-                sg = b2 > 0.0 ? b2 : 0.0;
-            } else if (thresh != 0.0) {
-                const double upd = 1.0 + (b2 / thresh - 2.0) * sg / thresh;
-                if (upd > 0.0) sg += b2 * upd;
-            }
-            sig2[l] = sg;
-            if (!(thresh > 0.0)) thresh = 1.0;
-            const double alpha = ((volatile double*)acc)[l * half + s];
-            const double prob_x2_left = 0.5 * (1.0 - alpha / thresh);
-            if (unif[l * half + s] <= prob_x2_left) {
-                lo = x2;
-                hi = x1;
-            }
-        }
+        long long lo, hi;
+        kts_decide(K, in, s, sig2 + l, ((volatile double*)acc)[l * half + s],
+                   unif[l * half + s], log_mult, &lo, &hi);
         left[s] = lo;
         right[s] = hi;
     }
@@ -492,30 +501,9 @@ extern "C" __global__ void kts_persistent(KP_PARAMS, const long long* cur, long 
         grid_barrier(bar, nb, &gen);
         for (long long l = threadIdx.x; l < ncore; l += blockDim.x) {
             const long long* in = cur + l * size;
-            const long long x1 = in[2 * s], x2 = in[2 * s + 1];
-            long long lo = x1, hi = x2;
-            if (x1 != x2) {
-                const double b2 =
-                    kp_entry(K, x1, x1) + kp_entry(K, x2, x2) - 2.0 * kp_entry(K, x1, x2);
-                double sg = sig2[l];
-                const double prod = sg * b2 * log_mult;
-                double thresh = sqrt(prod > 0.0 ? prod : 0.0);
-                if (b2 > thresh) thresh = b2;
-                if (sg == 0.0) {
-                    sg = b2 > 0.0 ? b2 : 0.0;
-                } else if (thresh != 0.0) {
-                    const double upd = 1.0 + (b2 / thresh - 2.0) * sg / thresh;
-                    if (upd > 0.0) sg += b2 * upd;
-                }
-                sig2[l] = sg;
-                if (!(thresh > 0.0)) thresh = 1.0;
-                const double alpha = ((volatile double*)acc)[l * half + s];
-                const double prob_x2_left = 0.5 * (1.0 - alpha / thresh);
-                if (unif[l * half + s] <= prob_x2_left) {
-                    lo = x2;
-                    hi = x1;
-                }
-            }
+            long long lo, hi;
+            kts_decide(K, in, s, sig2 + l, ((volatile double*)acc)[l * half + s],
+                       unif[l * half + s], log_mult, &lo, &hi);
             decL[l] = lo;
             decR[l] = hi;
             if (blockIdx.x == 0) {

@@ -40,6 +40,16 @@ def block_rows(n: int, block_size: int | None, xp=None) -> int:
     return max(1, entries // max(n, 1))
 
 
+def _slab(xp, U, a0, a1, cols, c):
+    """Rows a0:a1 of the pair pass: their points, squared distances to all n, the U-statistic
+    weights c [i != j] and the mask q > 0."""
+    Ua = U[a0:a1, ...]
+    q = pair_sqdist(xp, Ua, U)
+    rows = xp.arange(a0, a1, device=aa.device_of(U))
+    W = c * xp.astype(rows[:, None] != cols[None, :], xp.float64)
+    return Ua, q, W, q > 0.0
+
+
 def _pair_pass_shared_diag(U, V, F, base, lam, need_grad, block_size=None):
     """:func:`pair_pass` for one shared base kernel and a diagonal F, as matrix products.
 
@@ -67,11 +77,7 @@ def _pair_pass_shared_diag(U, V, F, base, lam, need_grad, block_size=None):
     gv_parts, gf_parts = [], []
     for a0 in range(0, n, b):
         a1 = min(n, a0 + b)
-        Ua = U[a0:a1, ...]
-        q = pair_sqdist(xp, Ua, U)
-        rows = xp.arange(a0, a1, device=dev)
-        W = c * xp.astype(rows[:, None] != cols[None, :], xp.float64)
-        qpos = q > 0.0
+        Ua, q, W, qpos = _slab(xp, U, a0, a1, cols, c)
         k0, k1, qk2 = base.radial(xp, q)
         k2 = xp.where(qpos, qk2 / xp.where(qpos, q, 1.0), 0.0)
         T = (k0 * (LV[a0:a1, ...] @ V.T) - 2.0 * k1 * (L1[a0:a1, ...] @ R1.T)
@@ -118,11 +124,7 @@ def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, vectorise=True):
         zs = [xp.sum(Mr * U, axis=1) for Mr in Mcols]
     for a0 in range(0, n, b):
         a1 = min(n, a0 + b)
-        Ua = U[a0:a1, ...]
-        q = pair_sqdist(xp, Ua, U)
-        rows = xp.arange(a0, a1, device=dev)
-        W = c * xp.astype(rows[:, None] != cols[None, :], xp.float64)
-        qpos = q > 0.0
+        Ua, q, W, qpos = _slab(xp, U, a0, a1, cols, c)
         qsafe = xp.where(qpos, q, 1.0)
         cache = {}
         gv_cols, gf_cols = [], []

@@ -38,6 +38,9 @@ __all__ = [
     "refuse_overwrite_input",
     "read_csv",
     "load_points",
+    "npz_member",
+    "array_file_header",
+    "read_array_2d",
 ]
 
 POINT_KEYS = ("X", "points", "samples", "x", "theta")
@@ -317,6 +320,60 @@ def load_table(
     return load_points(spec, what, keys), names
 
 
+def _npy_header(f):
+    """(shape, dtype) of the NumPy array whose file ``f`` is positioned at its magic string."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    return tuple(shape), dtype
+
+
+def npz_member(path: str, names, key: str | None, keys: tuple[str, ...], what: str, *,
+               only_array: bool = True) -> str:
+    """The array of an ``.npz`` holding ``names`` that ``path[:key]`` means (the rules of
+    :func:`load_points`): ``key`` when given (it must be there), else the first of ``keys``
+    present, else the only array (unless ``only_array`` is False: scores read from the points'
+    own file must be named), else a ValueError naming ``what`` and the file."""
+    names = list(names)
+    if key is not None:
+        if key not in names:
+            raise ValueError(f"{what}: {path} has no array {key!r}; it holds {', '.join(names)}")
+        return key
+    found = [k for k in keys if k in names]
+    if found:
+        return found[0]
+    if only_array and len(names) == 1:
+        return names[0]
+    raise ValueError(
+        f"{what}: {path} holds arrays {', '.join(names) or '(none)'}, none named "
+        f"{', '.join(keys)}; pick one with {path}:NAME"
+    )
+
+
+def array_file_header(path: str, key: str | None = None):
+    """(shape, dtype) of an ``.npy`` file, or of the member ``key`` of an ``.npz``, from its
+    header alone (the data is not read)."""
+    if key is None:
+        with open(path, "rb") as f:
+            return _npy_header(f)
+    with zipfile.ZipFile(path) as z, z.open(key + ".npy") as f:
+        return _npy_header(f)
+
+
+def read_array_2d(path: str, key: str | None = None) -> np.ndarray:
+    """The float64 array of an ``.npy`` file or of the member ``key`` of an ``.npz``; a 1-D
+    array is one column (as :func:`load_points` reads it)."""
+    if key is None:
+        A = np.load(path, allow_pickle=False)
+    else:
+        with np.load(path, allow_pickle=False) as z:
+            A = z[key]
+    A = np.asarray(A, dtype=np.float64)
+    return A[:, None] if A.ndim == 1 else A
+
+
 def check_array_file(path: str, what: str) -> None:
     """Refuse, naming ``what`` and the file, an ``.npy`` without a NumPy header or shorter than
     its header says (before: "mmap length is greater than file size", or NumPy's "pickled
@@ -330,11 +387,7 @@ def check_array_file(path: str, what: str) -> None:
     elif ext == ".npy":
         try:
             with open(path, "rb") as f:
-                version = np.lib.format.read_magic(f)
-                if version == (1, 0):
-                    shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-                else:
-                    shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+                shape, dtype = _npy_header(f)
                 start = f.tell()
         except (ValueError, EOFError) as e:
             raise ValueError(f"{what}: {path} is not a valid .npy file ({e})") from None
@@ -369,23 +422,7 @@ def load_points(
             A = np.load(path, allow_pickle=False)
         elif ext == ".npz":
             with np.load(path, allow_pickle=False) as z:
-                names = list(z.files)
-                if key is None:
-                    found = [k for k in keys if k in names]
-                    if found:
-                        key = found[0]
-                    elif len(names) == 1:
-                        key = names[0]
-                    else:
-                        raise ValueError(
-                            f"{what}: {path} holds arrays {', '.join(names) or '(none)'}; "
-                            f"pick one with {path}:NAME"
-                        )
-                elif key not in names:
-                    raise ValueError(
-                        f"{what}: {path} has no array {key!r}; it holds {', '.join(names)}"
-                    )
-                A = z[key]
+                A = z[npz_member(path, z.files, key, keys, what)]
         elif ext == ".csv":
             A = read_csv(path)
         else:

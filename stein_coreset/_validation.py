@@ -301,3 +301,34 @@ def check_kernel_matrix(K, name: str = "K"):
     if not isinstance(K, KernelMatrix):
         raise TypeError(f"{name} must be a KernelMatrix, got {type(K).__name__}")
     return K
+
+
+def with_threads(K, n_threads, name: str = "K"):
+    """``K`` with the team size ``n_threads`` of its C++ evaluations, or ``K`` itself when
+    ``n_threads`` is None; a wrong ``K`` is a TypeError naming it (checked before n_threads)."""
+    if n_threads is None:
+        return K
+    return check_kernel_matrix(K, name).with_threads(n_threads)
+
+
+def check_delta(delta, name: str = "delta") -> float:
+    """A failure probability of kernel thinning, in the open interval (0, 1)."""
+    return check_real(delta, name, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+
+
+def host_vector(a, name: str, dtype=np.float64) -> np.ndarray:
+    """A 1-D host copy of a NumPy / array-API vector or a sequence (one explicit transfer)."""
+    if isinstance(a, (list, tuple, range)):
+        a = np.asarray(a)
+    elif not isinstance(a, np.ndarray):
+        a = aa.to_host(a, dtype)
+    a = np.ascontiguousarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if dtype is np.int64:
+        if a.size and not np.issubdtype(a.dtype, np.integer):
+            raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
+        return a.astype(np.int64, copy=False)
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    return a.astype(np.float64, copy=False)

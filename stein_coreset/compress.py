@@ -25,11 +25,7 @@ from . import _array_api as aa
 from . import _validation as val
 from ._progress import stage
 from ._threads import effective_n_threads
-from .algorithms.compresspp import (
-    SWAP_TARGETS,
-    compresspp_coreset,
-    low_rank_stein_kernel_thinning,
-)
+from .algorithms.compresspp import SWAP_TARGETS, compresspp_coreset
 from .algorithms.debias import STOP_RULES
 from .algorithms.kernel_thinning import (
     DELTA_RULES,
@@ -37,6 +33,7 @@ from .algorithms.kernel_thinning import (
     kernel_thinning_coreset,
     stein_kernel_thinning,
 )
+from .algorithms.lskt import low_rank_stein_kernel_thinning
 from .algorithms.resample import iid_thinning, standard_thinning
 from .algorithms.stein_thinning import stein_thinning_coreset
 from .algorithms.weighted import weighted_compression

@@ -25,7 +25,7 @@ def _stein(kernel) -> SteinKernel:
     raise TypeError(f"kernel must be a SteinKernel or a base kernel, got {type(kernel).__name__}")
 
 
-def ksd(X, S, weights=None, kernel=None) -> float:
+def ksd(X, S, weights=None, kernel=None, n_threads: int | None = None) -> float:
     """Kernel Stein discrepancy MMD_{k_p}(sum_i w_i delta_{x_i}, P) = sqrt(w^T K_p w) >= 0.
 
     Parameters
@@ -36,12 +36,15 @@ def ksd(X, S, weights=None, kernel=None) -> float:
         Weights (default uniform); signed weights (constant-preserving coresets) are allowed.
     kernel : SteinKernel or base kernel, optional
         Default: Stein kernel of IMQ(beta=-1/2) with median bandwidth.
+    n_threads : int, optional
+        Team size of the C++ evaluation (NumPy input); default the usable cores
+        (:func:`stein_coreset._threads.effective_n_threads`). The value does not depend on it.
 
     Cost: O(n^2 d) kernel evaluations, O(n) memory beyond one slab.
     """
     X, S, weights = aa.as_arrays(X=X, S=S, weights=weights)
     xp, dev = aa.namespace(X=X, S=S, weights=weights)
-    K = _stein(kernel).bind(X, S)
+    K = _stein(kernel).bind(X, S, n_threads=n_threads)
     w = val.check_weights(weights, K.n, xp, device=dev, sum_to_one=True)
     return finite_discrepancy(K.quad(w), "ksd")
 

@@ -75,69 +75,46 @@ def _import_distributed():
 # ---------------------------------------------------------------------------------------------
 # Lazy inputs
 # ---------------------------------------------------------------------------------------------
-def _npz_member_shape(path: str, key: str):
-    """Shape and dtype of ``key`` in an .npz without reading its data."""
-    with zipfile.ZipFile(path) as z, z.open(key + ".npy") as f:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
-    return tuple(shape), dtype
-
-
-def _load_npz(path: str, key: str):
-    with np.load(path, allow_pickle=False) as z:
-        return _as_2d(np.asarray(z[key], dtype=np.float64))
-
-
-def _load_npy(path: str):
-    return _as_2d(np.asarray(np.load(path, allow_pickle=False), dtype=np.float64))
-
-
-def _as_2d(a):
-    """1-D input is one column, as in the single-process CLI (``_io.load_points``)."""
-    return a[:, None] if a.ndim == 1 else a
-
-
 def _shape_2d(shape):
     return (shape[0], 1) if len(shape) == 1 else tuple(shape)
 
 
-def _lazy_file(spec: str, keys, name: str):
-    """A dask array (one chunk) reading ``spec`` (``.npy`` or ``file.npz[:key]``) on a worker."""
+def _lazy_file(spec: str, keys, name: str, only_array: bool = True):
+    """A dask array (one chunk) reading ``spec`` (``.npy`` or ``file.npz[:key]``, the array
+    chosen by :func:`stein_coreset._io.npz_member`) on a worker; only the header is read here
+    (a memory map in the graph would be pickled, whole, through the scheduler)."""
     dask, da = _import_dask()
     path, key = _io.split_key(spec)
-    key = key or ""
     if not os.path.exists(path):
         raise ValueError(f"{name}: file not found: {path}")
     low = path.lower()
     _io.check_array_file(path, name)
-    if low.endswith(".npy"):
-        # only the header is read here; the data is read on the worker that needs the block
-        # (a memory map in the graph would be pickled, whole, through the scheduler)
-        A = np.load(path, mmap_mode="r", allow_pickle=False)
-        shape, dtype = _shape_2d(A.shape), A.dtype
-        del A
-        _check_real_dtype(dtype, f"{name}: {path}")
-        return da.from_delayed(dask.delayed(_load_npy)(path), shape, dtype=np.float64)
     if low.endswith(".npz"):
         with zipfile.ZipFile(path) as z:
             members = [m[:-4] for m in z.namelist() if m.endswith(".npy")]
-        if not key:
-            key = next((k for k in keys if k in members), "")
-            if not key:
-                raise ValueError(
-                    f"{name}: {path} holds none of the arrays {', '.join(keys)} "
-                    f"(it has {', '.join(members)}); use FILE.npz:NAME"
-                )
-        elif key not in members:
-            raise ValueError(f"{name}: {path} has no array {key!r} (it has {', '.join(members)})")
-        shape, dtype = _npz_member_shape(path, key)
-        _check_real_dtype(dtype, f"{name}: {path}:{key}")
-        return da.from_delayed(dask.delayed(_load_npz)(path, key), _shape_2d(shape),
-                               dtype=np.float64)
-    raise ValueError(f"{name}: unsupported file type {spec!r}; use .npy or .npz")
+        key = _io.npz_member(path, members, key, keys, name, only_array=only_array)
+        what = f"{name}: {path}:{key}"
+    elif low.endswith(".npy"):
+        key, what = None, f"{name}: {path}"
+    else:
+        raise ValueError(f"{name}: unsupported file type {spec!r}; use .npy or .npz")
+    shape, dtype = _io.array_file_header(path, key)
+    _check_real_dtype(dtype, what)
+    return da.from_delayed(dask.delayed(_io.read_array_2d)(path, key), _shape_2d(shape),
+                           dtype=np.float64)
+
+
+def _same_files(X, S) -> bool:
+    """Whether X and S name the same files (the points-and-scores ``.npz`` of each chain)."""
+    def names(A):
+        if isinstance(A, (str, os.PathLike)):
+            return [os.fspath(A)]
+        if isinstance(A, (list, tuple)) and all(isinstance(a, (str, os.PathLike)) for a in A):
+            return [os.fspath(a) for a in A]
+        return None
+
+    nx = names(X)
+    return nx is not None and nx == names(S)
 
 
 def _check_real_dtype(dtype, what: str) -> None:
@@ -147,20 +124,20 @@ def _check_real_dtype(dtype, what: str) -> None:
         raise TypeError(f"{what} must hold real numbers, got dtype {np.dtype(dtype)}")
 
 
-def _as_dask(A, name: str, keys):
-    """X or S as a dask array chunked along rows only."""
+def _as_dask(A, name: str, keys, only_array: bool = True):
+    """X or S as a dask array chunked along rows only (``only_array``: see :func:`_lazy_file`)."""
     dask, da = _import_dask()
     if isinstance(A, da.Array):
         out = A
     elif isinstance(A, (str, os.PathLike)):
-        out = _lazy_file(os.fspath(A), keys, name)
+        out = _lazy_file(os.fspath(A), keys, name, only_array)
     elif isinstance(A, (list, tuple)):
         if len(A) == 0:
             raise ValueError(f"{name}: the list of chains is empty")
         parts = []
         for i, a in enumerate(A):
             if isinstance(a, (str, os.PathLike)):
-                p = _lazy_file(os.fspath(a), keys, f"{name}[{i}]")
+                p = _lazy_file(os.fspath(a), keys, f"{name}[{i}]", only_array)
             elif isinstance(a, da.Array):
                 p = a
             elif hasattr(a, "shape"):
@@ -384,7 +361,8 @@ def compress(
         block_size = val.check_int(block_size, "block_size", lo=1)  # 2.5 and True used to pass
     n_threads = effective_n_threads(n_threads)
     Xd = _as_dask(X, "X", POINT_KEYS)
-    Sd = _as_dask(S, "S", SCORE_KEYS)
+    # scores read from the points' own files must be named: the only array is the points
+    Sd = _as_dask(S, "S", SCORE_KEYS, only_array=not _same_files(X, S))
     if Xd.shape != Sd.shape:
         raise ValueError(f"X and S must have the same shape, got {Xd.shape} and {Sd.shape}")
     if Xd.chunks[0] != Sd.chunks[0]:

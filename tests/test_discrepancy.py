@@ -70,3 +70,15 @@ def test_energy_distance_matches_direct_formula(xp):
     got = sc.energy_distance(xp.asarray(X), xp.asarray(Y))
     assert got == pytest.approx(expect, rel=1e-9)
     assert sc.energy_distance(X, X) == pytest.approx(0.0, abs=1e-7)
+
+
+def test_ksd_does_not_depend_on_n_threads():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 3))
+    S = -X
+    w = rng.random(300)
+    ref = sc.ksd(X, S, w / w.sum(), n_threads=1)
+    for n_threads in (None, 2, 3):
+        assert sc.ksd(X, S, w / w.sum(), n_threads=n_threads) == ref
+    with pytest.raises(ValueError, match="n_threads"):
+        sc.ksd(X, S, n_threads=0)

@@ -258,6 +258,29 @@ def test_npy_points_without_score_files_are_refused(tmp_path):
         scd.run_cli([str(tmp_path / "x.npy")], size=8, method="skt")
 
 
+def test_npz_arrays_are_chosen_by_the_rules_of_load_points(tmp_path):
+    """One set of rules (_io.npz_member) for the lazy reader and _io.load_points: the named
+    array, else the first known name, else the only array; scores read from the points' own
+    file must be named."""
+    from stein_coreset import _io
+
+    X, S = biased(2**8)
+    np.savez(tmp_path / "named.npz", theta=X, grad=S)
+    np.savez(tmp_path / "px.npz", draws=X)
+    np.savez(tmp_path / "ps.npz", g=S)
+    ref = scd.compress(da.from_array(X, chunks=X.shape), da.from_array(S, chunks=S.shape),
+                       size=8, method="skt", seed=0, scheduler="sync")
+    for xs, ss in ([str(tmp_path / "named.npz")] * 2,
+                   (str(tmp_path / "px.npz"), str(tmp_path / "ps.npz"))):
+        res = scd.compress([xs], [ss], size=8, method="skt", seed=0, scheduler="sync")
+        np.testing.assert_array_equal(res.indices, ref.indices)
+        np.testing.assert_array_equal(_io.load_points(xs, "POINTS", _io.POINT_KEYS), X)
+        np.testing.assert_array_equal(_io.load_points(ss, "SCORES", _io.SCORE_KEYS), S)
+    one = [str(tmp_path / "px.npz")]
+    with pytest.raises(ValueError, match="none named S"):
+        scd.compress(one, one, size=8, method="skt", scheduler="sync")
+
+
 # --- the command line (stein-coreset compress FILE... --workers N | --scheduler ADDRESS) -------
 
 

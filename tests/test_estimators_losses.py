@@ -329,7 +329,8 @@ def test_matrix_kernel_arguments_are_validated():
 def test_cpp_pass_and_array_api_passes_agree(kind, kernels):
     """The C++ pass (NumPy default), the vectorised array-API pass (shared kernel, diagonal m)
     and the per-component loop give the same loss and adjoints, duplicates included."""
-    from stein_coreset.estimators import losses as L
+    from stein_coreset.estimators import dksd as D
+    from stein_coreset.estimators import dksd_array_api as A
 
     rng = np.random.default_rng(4)
     n, d = 37, 3
@@ -342,16 +343,50 @@ def test_cpp_pass_and_array_api_passes_agree(kind, kernels):
         "shared_lam": [(m15, lam) for lam in (1.0, 0.5, 2.0)],
         "distinct": [(sc.IMQ(0.8, beta=-0.3), 1.0), (sc.Gaussian(1.2), 0.7), (m15, 2.0)],
     }[kernels]
-    ref = L._pair_pass(U, V, kind, F, comps, True, block_size=5, vectorise=False,
-                       backend="array_api")
-    others = [L._pair_pass(U, V, kind, F, comps, True, backend="cpp"),
-              L._pair_pass(U, V, kind, F, comps, True, block_size=8, backend="array_api")]
+    ref = A.pair_pass(U, V, kind, F, comps, True, block_size=5, vectorise=False)
+    others = [D.pair_pass(U, V, kind, F, comps, True, backend="cpp"),
+              D.pair_pass(U, V, kind, F, comps, True, block_size=8, backend="array_api")]
     for out in others:
         assert out[0] == pytest.approx(ref[0], rel=1e-11)
         np.testing.assert_allclose(out[1], ref[1], rtol=1e-10, atol=1e-13)
         np.testing.assert_allclose(out[2], ref[2], rtol=1e-10, atol=1e-13)
-    val, gv, gf = L._pair_pass(U, V, kind, F, comps, False, backend="cpp")
+    val, gv, gf = D.pair_pass(U, V, kind, F, comps, False, backend="cpp")
     assert val == pytest.approx(ref[0], rel=1e-11) and gv is None and gf is None
+    for n_threads in (2, 3):  # rows in fixed chunks, summed in order: bit for bit
+        out = D.pair_pass(U, V, kind, F, comps, True, backend="cpp", n_threads=n_threads)
+        one = D.pair_pass(U, V, kind, F, comps, True, backend="cpp", n_threads=1)
+        assert out[0] == one[0]
+        np.testing.assert_array_equal(out[1], one[1])
+        np.testing.assert_array_equal(out[2], one[2])
+
+
+@pytest.mark.parametrize("discrepancy", ["ksd", "dksd"])
+def test_loss_grad_and_fit_do_not_depend_on_n_threads(discrepancy):
+    X = _data(n=150, d=2, seed=8)
+    model = est.StudentT(nu=4.0, d=2)
+    th = np.array([0.1, -0.2, 1.1])
+    diff = (lambda x, t: 1.0 + 0.1 * x * x) if discrepancy == "dksd" else None
+    kw = dict(discrepancy=discrepancy, diffusion=diff)
+    ref = est.loss(model, th, X, n_threads=1, **kw)
+    ref_g = est.loss_and_grad(model, th, X, n_threads=1, **kw)
+    ref_fit = est.fit(model, X, steps=5, seed=0, n_threads=1, **kw)
+    for n_threads in (None, 2, 4):
+        assert est.loss(model, th, X, n_threads=n_threads, **kw) == ref
+        v, g = est.loss_and_grad(model, th, X, n_threads=n_threads, **kw)
+        assert v == ref_g[0]
+        np.testing.assert_array_equal(g, ref_g[1])
+        res = est.fit(model, X, steps=5, seed=0, n_threads=n_threads, **kw)
+        np.testing.assert_array_equal(res.theta, ref_fit.theta)
+        assert res.loss == ref_fit.loss
+
+
+def test_n_threads_is_checked_at_the_door():
+    X = _data(n=20, d=2, seed=8)
+    model = est.StudentT(nu=4.0, d=2)
+    with pytest.raises(ValueError, match="n_threads"):
+        est.loss(model, [0.0, 0.0, 1.0], X, n_threads=0)
+    with pytest.raises(TypeError, match="n_threads"):
+        est.loss_and_grad(model, [0.0, 0.0, 1.0], X, n_threads=1.5)
 
 
 def test_backends_agree_through_the_public_functions():

@@ -24,7 +24,7 @@ def _mmd2(Kd, idx, w):
 def _swap_one(K, idx, w, fmt):
     """One KT-Swap-LS step: the C++ routine visiting only idx[0] (kt_swap_ls visits them all)."""
     from stein_coreset import _core
-    from stein_coreset.algorithms.weights import SWAP_LS_FORMATS
+    from stein_coreset.algorithms.swap_ls import SWAP_LS_FORMATS
 
     dense = np.zeros(K.n)
     dense[idx] = w

@@ -1,5 +1,5 @@
-"""The architecture of issue 11 stays put: docs from the method table, no import cycle, no
-private names across modules."""
+"""The architecture stays put: docs from the method table, no import cycle, no private names
+across modules (neither imported nor reached as ``module._name``)."""
 
 import ast
 import pathlib
@@ -52,3 +52,33 @@ def test_no_private_name_is_imported_from_a_sibling_module():
                 if alias.name.startswith("_") and alias.name not in allowed:
                     # the engine keeps its two private aliases inside kernels.py only
                     pytest.fail(f"{path.relative_to(ROOT)} imports {alias.name} from {node.module}")
+
+
+def _module_aliases(tree):
+    """Names bound to imported modules: ``import x.y as z``, ``from . import m as _m``."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                names.add(alias.asname or alias.name)
+    return names
+
+
+def test_no_private_attribute_of_another_module_is_used():
+    """``module._private`` across modules is the same coupling as ``from module import
+    _private``: what two modules share gets a public name. (Tests may reach inside.)"""
+    bad = []
+    for path in PKG.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        modules = _module_aliases(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+                continue
+            owner, attr = node.value.id, node.attr
+            if owner not in modules or not attr.startswith("_") or attr.startswith("__"):
+                continue
+            bad.append(f"{path.relative_to(ROOT)}:{node.lineno} {owner}.{attr}")
+    assert not bad, "\n".join(bad)

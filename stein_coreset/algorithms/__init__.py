@@ -2,7 +2,7 @@
 
 from .amd import LowRankPlusDiagonal, amd
 from .cholesky_thinning import cholesky_thinning
-from .compresspp import compresspp_coreset, kt_compresspp, low_rank_stein_kernel_thinning
+from .compresspp import compresspp_coreset, kt_compresspp
 from .debias import low_rank_debias
 from .kernel_thinning import (
     kernel_thinning,
@@ -11,10 +11,12 @@ from .kernel_thinning import (
     kt_swap,
     stein_kernel_thinning,
 )
-from .recombination import kt_swap_ls, recombination, recombination_thinning
+from .lskt import low_rank_stein_kernel_thinning
+from .recombination import recombination, recombination_thinning
 from .resample import iid_thinning, resample, standard_thinning
 from .rpcholesky import weighted_rpcholesky
 from .stein_thinning import stein_thinning, stein_thinning_coreset, stein_thinning_weights
+from .swap_ls import kt_swap_ls
 from .weighted import weighted_compression
 
 __all__ = [

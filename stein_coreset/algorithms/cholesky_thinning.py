@@ -8,12 +8,12 @@ from .. import _array_api as aa
 from .. import _validation as val
 from ..kernels import KernelMatrix
 from .rpcholesky import weighted_rpcholesky
+from .swap_ls import swap_ls_support
 from .weights import (
     affine_weights,
     check_thinning_input,
     input_weights,
     quadratic_form,
-    swap_ls_support,
 )
 
 __all__ = ["cholesky_thinning"]
@@ -76,8 +76,7 @@ def cholesky_thinning(
     (Prop. H.1). The weights are solved by a diagonally scaled bordered KKT system (SVD), so an
     ill-conditioned K_I does not blow them up.
     """
-    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
-        K = val.check_kernel_matrix(K).with_threads(n_threads)
+    K = val.with_threads(K, n_threads)
     if not check_input:
         return _cholesky_thinning(K, w, m, m if rank is None else rank, rng)
     w, m, rank, rng = check_thinning_input(K, w, m, rank, rng, lambda m: (1, m, "m"))

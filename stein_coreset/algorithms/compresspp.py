@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -12,15 +11,14 @@ from .. import _array_api as aa
 from .. import _validation as val
 from ..kernels import KernelMatrix, RadialKernel, centred_kernel_matrix
 from . import kernel_thinning as _kt  # called through the module: tests patch kt_split
-from .debias import ld_summary, low_rank_debias
 from .resample import resample, standard_thinning
 from .stein_thinning import stein_thinning
 from .weights import equal_weights
 
 __all__ = [
     "kt_compresspp",
+    "run_kt_compresspp",
     "compresspp_plan",
-    "low_rank_stein_kernel_thinning",
     "compresspp_coreset",
     "swap_target",
     "SWAP_TARGETS",
@@ -132,14 +130,13 @@ def kt_compresspp(
     (Thm. 5), and O(n m) for the ``"stein"`` baseline; memory O(n' + n) plus the kernel rows of
     one halving — never an n x n matrix.
     """
-    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
-        K = val.check_kernel_matrix(K).with_threads(n_threads)
+    K = val.with_threads(K, n_threads)
     if not check_input:
         S = np.arange(K.n, dtype=np.int64) if indices is None else indices
     else:
         val.check_kernel_matrix(K)
         g = val.check_int(g, "g", lo=0)
-        delta = _check_delta(delta)
+        delta = val.check_delta(delta)
         rng = val.check_random_state(rng, "rng")
         if indices is None:
             S = np.arange(K.n, dtype=np.int64)
@@ -157,13 +154,13 @@ def kt_compresspp(
         swap_order = _kt.check_swap_order(swap_order)
         delta_rule = _kt.check_delta_rule(delta_rule)
         progress = val.check_bool(progress, "progress")
-    out, info = _kt_compresspp(K, S, g, delta, rng, baseline, m, thin_kernel, progress,
-                               swap_passes, swap_order, delta_rule)
+    out, info = run_kt_compresspp(K, S, g, delta, rng, baseline, m, thin_kernel, progress,
+                                  swap_passes, swap_order, delta_rule)
     return (out, info) if return_info else out
 
 
-def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None, progress=False,
-                   swap_passes=1, swap_order="sorted", delta_rule="total"):
+def run_kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
+                      progress=False, swap_passes=1, swap_order="sorted", delta_rule="total"):
     """:func:`kt_compresspp` on validated arguments; returns ``(indices, info)``."""
     n_in = int(S.size)
     j = _log4(n_in)
@@ -245,12 +242,8 @@ def _kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=None,
     return out, info
 
 
-def _check_delta(delta) -> float:
-    return val.check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-
-
 def compresspp_plan(n: int, size: int, *, g: int = 4, standard_thin: bool = True):
-    """Sizes shared by LSKT and the Compress++ baseline.
+    """Sizes shared by LSKT (:mod:`~stein_coreset.algorithms.lskt`) and the Compress++ baseline.
 
     The output size is m = the largest power of two <= ``size`` (KT halves, so m must be
     sqrt(n') / 2^j); when m^2 < n and ``standard_thin``, the input is standard-thinned to m^2
@@ -279,105 +272,6 @@ def compresspp_plan(n: int, size: int, *, g: int = 4, standard_thin: bool = True
         "g": int(g_used),
     }
     return m, sub, n_prime, g_used, info
-
-
-def low_rank_stein_kernel_thinning(
-    K: KernelMatrix,
-    size: int,
-    rng=None,
-    *,
-    rank: int | None = None,
-    rounds: int = 3,
-    steps: int | None = None,
-    stop: str = "ksd",
-    g: int = 4,
-    delta: float = 0.5,
-    standard_thin: bool = True,
-    swap_passes: int = 4,
-    swap_order: str = "sorted",
-    delta_rule: str = "total",
-    progress: bool = False,
-):
-    """Low-rank Stein Kernel Thinning (LSKT, Alg. 3): Low-rank Debiasing (Alg. 2) of the input,
-    Resample (Alg. E.3) to n' = 4^ceil(log4 n) points, then KT-Compress++ (Alg. F.3) targeting P,
-    whose final KT-Swap (Alg. D.3) shortlists the Stein thinning coreset of m points too.
-
-    Parameters
-    ----------
-    K : KernelMatrix
-        The Stein kernel matrix k_P on the n input points, in sequence order.
-    size : int
-        Output size bound; rounded down to a power of two m (``info["size_used"]``).
-    rng : numpy.random.Generator or seed, optional
-    rank : int, optional
-        Rank r of Low-rank Debiasing (default ceil(sqrt(n)) of the thinned input; capped at n).
-    rounds, steps : int
-        Adaptive rounds Q (3) and AMD steps per round (default ceil(7 sqrt(n))), App. I.2.
-    stop : {"ksd", "fixed"}
-        AMD stopping rule of :func:`~stein_coreset.algorithms.debias.low_rank_debias`.
-    g : int
-        Compress++ oversampling (4).
-    delta : float in (0, 1)
-        KT failure probability (1/2).
-    standard_thin : bool
-        Rem. 2: when m^2 < n, standard-thin the input to m^2 points first.
-    swap_passes : int
-        KT-Swap sweeps over all n points (Alg. D.3 makes one; each costs O(n m) evaluations,
-        a sweep without a swap ends them). Default 4, as SKT (docs/quality.md).
-    swap_order : {"sorted", "given"}
-        KT-Swap's sweep order (:func:`~stein_coreset.algorithms.kt_swap`).
-    delta_rule : {"total", "per_step"}
-        What ``delta`` means to KT-SPLIT (:func:`kt_compresspp`).
-    progress : bool
-        Progress bars.
-
-    Returns
-    -------
-    indices, weights, info
-        Distinct increasing host indices, equal host weights (count / m) and run details.
-
-    Notes
-    -----
-    O(n r (d + r) + Q T n) for Low-rank Debiasing, O(4^g n log n) kernel evaluations for
-    KT-Compress++ and O(n m) for the Stein thinning baseline (Thm. 3): sub-quadratic in n.
-    """
-    val.check_kernel_matrix(K)
-    size = val.check_int(size, "size", lo=1)
-    rng = val.check_random_state(rng, "rng")
-    g = val.check_int(g, "g", lo=0)
-    delta = _check_delta(delta)
-    standard_thin = val.check_bool(standard_thin, "standard_thin")
-    swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
-    swap_order = _kt.check_swap_order(swap_order)
-    delta_rule = _kt.check_delta_rule(delta_rule)
-    progress = val.check_bool(progress, "progress")
-    m, sub, n_prime, g, info = compresspp_plan(K.n, size, g=g, standard_thin=standard_thin)
-    if sub is not None:
-        K = K.take(sub)
-    rank = math.ceil(math.sqrt(K.n)) if rank is None else val.check_int(rank, "rank", lo=1)
-    rank = min(int(rank), K.n)
-    t0 = time.perf_counter()
-    w, ldinfo = low_rank_debias(K, rank, rounds=rounds, steps=steps, rng=rng, progress=progress,
-                                stop=stop, return_info=True)
-    t1 = time.perf_counter()
-    seq = resample(w, n_prime, rng, check_input=False)
-    idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, "stein", m, None, progress, swap_passes,
-                                swap_order, delta_rule)
-    t2 = time.perf_counter()
-    if sub is not None:
-        idx = sub[idx]
-    uniq, wts = equal_weights(idx, m)
-    info.update(
-        rank=rank,
-        rounds=int(rounds),
-        steps=int(steps) if steps is not None else math.ceil(7.0 * math.sqrt(K.n)),
-        compress_levels=cinfo["compress_levels"],
-        thin_rounds=cinfo["thin_rounds"],
-        time_ld_s=t1 - t0,
-        time_compresspp_s=t2 - t1,
-        **ld_summary(ldinfo),
-    )
-    return uniq, wts, info
 
 
 def swap_target(base: RadialKernel, K: KernelMatrix, target: str = "input") -> Callable:
@@ -440,7 +334,7 @@ def compresspp_coreset(
     X : (n, d) array
         Validated float64 input points, in sequence order.
     size, rng, g, delta, standard_thin, progress
-        As for :func:`low_rank_stein_kernel_thinning`.
+        As for :func:`~stein_coreset.algorithms.lskt.low_rank_stein_kernel_thinning`.
     swap_target : {"input", "compress", "input_all"}
     n_threads : int, optional
         Team size of the C++ loops.
@@ -459,7 +353,7 @@ def compresspp_coreset(
     size = val.check_int(size, "size", lo=1)
     rng = val.check_random_state(rng, "rng")
     g = val.check_int(g, "g", lo=0)
-    delta = _check_delta(delta)
+    delta = val.check_delta(delta)
     standard_thin = val.check_bool(standard_thin, "standard_thin")
     val.check_choice(swap_target, "swap_target", SWAP_TARGETS)
     progress = val.check_bool(progress, "progress")
@@ -480,7 +374,7 @@ def compresspp_coreset(
         if n_prime == nk
         else resample(np.full(nk, 1.0 / nk), n_prime, rng, check_input=False)
     )
-    idx, cinfo = _kt_compresspp(K, seq, g, delta, rng, None, m, thin_kernel, progress)
+    idx, cinfo = run_kt_compresspp(K, seq, g, delta, rng, None, m, thin_kernel, progress)
     if sub is not None:
         idx = sub[idx]
     uniq, wts = equal_weights(idx, m)
@@ -494,3 +388,7 @@ def compresspp_coreset(
 
 
 _swap_target = swap_target  # the function, under a name the parameter above does not shadow
+
+
+# tools/gpu_large.py still calls the old name
+_kt_compresspp = run_kt_compresspp

@@ -32,10 +32,6 @@ SWAP_ORDERS = ("sorted", "given")
 DELTA_RULES = ("total", "per_step")
 
 
-def _check_delta(delta) -> float:
-    return val.check_real(delta, "delta", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-
-
 def check_swap_order(order) -> str:
     """Validate a KT-Swap sweep order (one of :data:`SWAP_ORDERS`)."""
     return val.check_choice(order, "swap_order", SWAP_ORDERS)
@@ -106,8 +102,7 @@ def kt_split(
     -----
     O(N^2) kernel evaluations (O(N^2 d) for the Stein kernel), O(N) memory.
     """
-    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
-        K = val.check_kernel_matrix(K).with_threads(n_threads)
+    K = val.with_threads(K, n_threads)
     if not check_input:
         return _kt_split(K, indices, t, delta, rng, uniforms, delta_rule)
     val.check_kernel_matrix(K)
@@ -117,7 +112,7 @@ def kt_split(
         raise ValueError(
             f"indices has {idx.size} entries, too few to halve t = {t} times (needs {1 << t})"
         )
-    delta = _check_delta(delta)
+    delta = val.check_delta(delta)
     delta_rule = check_delta_rule(delta_rule)
     if uniforms is not None:
         uniforms = np.ascontiguousarray(uniforms, dtype=np.float64).ravel()
@@ -205,8 +200,7 @@ def kt_swap(
     -----
     O(L m^2 + passes m n) kernel evaluations for L candidates, O(n + L m) memory.
     """
-    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
-        K = val.check_kernel_matrix(K).with_threads(n_threads)
+    K = val.with_threads(K, n_threads)
     if not check_input:
         return _kt_swap(K, candidates, baseline, passes, order)
     val.check_kernel_matrix(K)
@@ -296,8 +290,7 @@ def kernel_thinning(
     -----
     O(n'^2 + n' m + n m) kernel evaluations, O(n + n') memory.
     """
-    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
-        K = val.check_kernel_matrix(K).with_threads(n_threads)
+    K = val.with_threads(K, n_threads)
     if not check_input:
         idx = np.arange(K.n, dtype=np.int64) if indices is None else indices
         return _kernel_thinning(K, m, idx, delta, rng, baseline, passes, swap_order, delta_rule)
@@ -307,7 +300,7 @@ def kernel_thinning(
         idx = np.arange(K.n, dtype=np.int64)
     else:
         idx = val.check_index_array(indices, K.n, "indices")
-    delta = _check_delta(delta)
+    delta = val.check_delta(delta)
     rng = val.check_random_state(rng, "rng")
     b = None
     if baseline is not None:
@@ -384,7 +377,7 @@ def stein_kernel_thinning(
     val.check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)
     rng = val.check_random_state(rng, "rng")
-    delta = _check_delta(delta)
+    delta = val.check_delta(delta)
     standard_thin = val.check_bool(standard_thin, "standard_thin")
     swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
     swap_order = check_swap_order(swap_order)
@@ -445,7 +438,7 @@ def kernel_thinning_coreset(
     val.check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1, hi=K.n)
     rng = val.check_random_state(rng, "rng")
-    delta = _check_delta(delta)
+    delta = val.check_delta(delta)
     swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
     swap_order = check_swap_order(swap_order)
     delta_rule = check_delta_rule(delta_rule)

@@ -7,8 +7,6 @@ on the array API in K's namespace, and only its (support x rank) slab crosses to
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import _array_api as aa
@@ -17,34 +15,15 @@ from ..kernels import KernelMatrix
 from . import _native
 from .resample import resample
 from .rpcholesky import weighted_rpcholesky
+from .swap_ls import swap_ls_support
 from .weights import (
-    SWAP_LS_FORMATS,
     check_thinning_input,
     input_weights,
     quadratic_form,
     simplex_weights,
-    swap_ls_support,
 )
 
-__all__ = ["recombination", "kt_swap_ls", "recombination_thinning"]
-
-
-def _host_vector(a, name, dtype=np.float64):
-    """A 1-D host copy of a NumPy / array-API vector or a sequence (one explicit transfer)."""
-    if isinstance(a, (list, tuple, range)):
-        a = np.asarray(a)
-    elif not isinstance(a, np.ndarray):
-        a = aa.to_host(a, dtype)
-    a = np.ascontiguousarray(a)
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
-    if dtype is np.int64:
-        if a.size and not np.issubdtype(a.dtype, np.integer):
-            raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
-        return a.astype(np.int64, copy=False)
-    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
-        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
-    return a.astype(np.float64, copy=False)
+__all__ = ["recombination", "recombination_thinning"]
 
 
 def recombination(A, x0):
@@ -99,74 +78,6 @@ def recombination(A, x0):
     return aa.from_host(x, xp=xp, device=dev)
 
 
-def kt_swap_ls(
-    K: KernelMatrix,
-    indices,
-    weights,
-    fmt: str = "splx",
-    *,
-    n_threads: int | None = None,
-):
-    """Greedy support swaps with exact line search: KT-Swap-LS (Alg. G.2).
-
-    Visits the given support points in order; each is removed (the rest renormalised) and the
-    single point ``k`` of all n with the best line-searched weight ``t`` is added back,
-    ``w <- (1 - t) w + t e_k``. Putting the removed point back is one of the candidates, so
-    ``MMD_{k_P}`` never increases and the support never grows.
-
-    Parameters
-    ----------
-    K : KernelMatrix
-        The n x n kernel matrix of k_P.
-    indices : (s,) int sequence or array
-        Distinct support indices into the n points (visited in this order).
-    weights : (s,) array
-        Their weights, summing to 1; non-negative for ``fmt="splx"``.
-    fmt : {"splx", "cp"}
-        "splx": the line search is clipped to t in [0, 1], so weights stay in the simplex.
-        "cp": unconstrained t (constant-preserving weights, any sign, sum 1).
-    n_threads : int or None
-        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
-
-    Returns
-    -------
-    indices : (k,) int64 NumPy array of the new support (k <= s), increasing.
-    weights : (k,) array in K's namespace, summing to 1.
-
-    Notes
-    -----
-    O(n s) kernel evaluations and O(n s) arithmetic with the sufficient statistics
-    g = K w and D = w^T K w (C++, on host copies of the points).
-    """
-    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
-        K = val.check_kernel_matrix(K).with_threads(n_threads)
-    val.check_kernel_matrix(K)
-    if not isinstance(fmt, str) or fmt.lower() not in SWAP_LS_FORMATS:
-        raise ValueError(f"fmt must be 'splx' or 'cp', got {fmt!r}")
-    fmt = fmt.lower()
-    code = SWAP_LS_FORMATS[fmt]
-    idx = _host_vector(indices, "indices", np.int64)
-    w = _host_vector(weights, "weights")
-    if idx.shape != w.shape:
-        raise ValueError(
-            f"indices and weights must have the same length, got {idx.size} and {w.size}"
-        )
-    if idx.size == 0:
-        raise ValueError("indices must not be empty")
-    if idx.min() < 0 or idx.max() >= K.n:
-        raise ValueError(f"indices must lie in [0, {K.n}), got range [{idx.min()}, {idx.max()}]")
-    if np.unique(idx).size != idx.size:
-        raise ValueError("indices must be distinct")
-    if not np.all(np.isfinite(w)):
-        raise ValueError("weights has NaN or inf entries")
-    if code == 0 and np.any(w < 0):
-        raise ValueError("weights must be non-negative for fmt='splx'")
-    if not math.isclose(float(w.sum()), 1.0, rel_tol=1e-6):
-        raise ValueError(f"weights must sum to 1, got sum {w.sum():.6g}")
-    idx, w = swap_ls_support(K, idx, w, fmt)
-    return idx, aa.from_host(w, xp=K.xp, device=K.device)
-
-
 def recombination_thinning(
     K: KernelMatrix,
     w,
@@ -211,8 +122,7 @@ def recombination_thinning(
     O((d + m) n m) for RPCholesky and KT-Swap-LS, O(m^3 log n) for Recombination and O(m^3)
     per active-set step of the final QP (Prop. G.1).
     """
-    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
-        K = val.check_kernel_matrix(K).with_threads(n_threads)
+    K = val.with_threads(K, n_threads)
     if not check_input:
         return _recombination_thinning(K, w, m, m - 1 if rank is None else rank, rng)
     w, m, rank, rng = check_thinning_input(K, w, m, rank, rng, lambda m: (0, m - 1, "m - 1"))

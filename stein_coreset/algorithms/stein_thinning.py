@@ -57,8 +57,7 @@ def stein_thinning(
     -----
     O(n m) kernel evaluations (O(n m d) time for the Stein kernel), O(n) memory.
     """
-    if n_threads is not None:  # validated first: a wrong K is a TypeError naming K
-        K = val.check_kernel_matrix(K).with_threads(n_threads)
+    K = val.with_threads(K, n_threads)
     if check_input:
         val.check_kernel_matrix(K)
         m = val.check_int(m, "m", lo=1)

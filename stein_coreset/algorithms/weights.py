@@ -1,5 +1,5 @@
 """Weight helpers shared by the weighted methods (RT, CT, SR, SC, LSR, LSC): equal weights of an
-index multiset, the input weights and their centring, KT-Swap-LS on host arrays, and the small
+index multiset, the input weights and their centring, and the small
 dense quadratic programs solved on a coreset's support (O(|J|^3)).
 
 Internal building blocks: arguments are trusted (the public functions of
@@ -17,12 +17,10 @@ from ..kernels import KernelMatrix
 from . import _native
 
 __all__ = [
-    "SWAP_LS_FORMATS",
     "equal_weights",
     "input_weights",
     "check_thinning_input",
     "centre_at_weights",
-    "swap_ls_support",
     "affine_weights",
     "affine_weights_reference",
     "simplex_weights",
@@ -31,7 +29,6 @@ __all__ = [
 ]
 
 #: Weight formats of KT-Swap-LS (Alg. G.2): simplex ("splx") or constant-preserving ("cp").
-SWAP_LS_FORMATS = {"splx": 0, "cp": 1}
 
 
 def equal_weights(idx, m: int):
@@ -90,18 +87,6 @@ def centre_at_weights(K: KernelMatrix, w) -> KernelMatrix:
         backend=K.backend,
         n_threads=K.n_threads,
     )
-
-
-def swap_ls_support(K: KernelMatrix, idx: np.ndarray, w: np.ndarray, fmt: str):
-    """KT-Swap-LS (Alg. G.2) of the host support ``idx`` with host weights ``w``.
-
-    Returns the new support (increasing int64) and its host weights. O(n |idx|) evaluations.
-    """
-    dense = np.zeros(K.n)
-    dense[idx] = w
-    _native.kt_swap_ls(K, dense, idx, SWAP_LS_FORMATS[fmt])
-    out = np.flatnonzero(dense)
-    return out.astype(np.int64), dense[out]
 
 
 def affine_weights(KJ: np.ndarray) -> np.ndarray:

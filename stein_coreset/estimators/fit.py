@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
+from .._threads import effective_n_threads
 from ..kernels import IMQ, SteinKernel, median_bandwidth
 from . import losses as _losses
 from . import optimize as _opt
@@ -47,7 +48,7 @@ class FitResult:
 
 def _fix_kernel(kernel, X, discrepancy):
     """Resolve data-dependent bandwidths once on the full sample (not per minibatch)."""
-    if discrepancy not in _losses._KERNEL_BASED:
+    if discrepancy not in _losses.KERNEL_BASED:
         return kernel
     if kernel is None:
         return IMQ(sigma=median_bandwidth(X))
@@ -81,7 +82,8 @@ def _run(optimizer, grad, metric, theta0, n, steps, lr, batch_size, rng, in_doma
 def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         optimizer: str = "riemannian_sgd", theta0=None, steps: int = 500,
         batch_size: int | None = None, lr: float | None = None, seed=None,
-        gradient: str = "analytic", reg: float = 1e-8) -> FitResult:
+        gradient: str = "analytic", reg: float = 1e-8,
+        n_threads: int | None = None) -> FitResult:
     """Minimum Stein discrepancy estimate argmin_theta SD_hat(X || P_theta) (Eq. 4).
 
     Parameters
@@ -115,6 +117,9 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         theta-gradients of ksd / dksd (see :func:`loss_and_grad`).
     reg : float
         Relative eigenvalue floor of the information tensor before inversion.
+    n_threads : int, optional
+        Team size of the C++ DKSD pass (NumPy input); default the usable cores
+        (:func:`stein_coreset._threads.effective_n_threads`). The result does not depend on it.
 
     Returns
     -------
@@ -133,8 +138,8 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
             raise ValueError("theta0 is required for a model without default_theta0")
         theta0 = init(X)
     kernel = _fix_kernel(kernel, X, discrepancy)
-    X, theta0, diff = _losses._validate(model, theta0, X, discrepancy, kernel, diffusion,
-                                        "theta0")
+    X, theta0, diff = _losses.validate(model, theta0, X, discrepancy, kernel, diffusion,
+                                       "theta0")
     if batch_size is None:
         batch_size = min(n, 200)
     batch_size = val.check_int(batch_size, "batch_size", lo=2)
@@ -146,6 +151,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     reg = val.check_real(reg, "reg", lo=0.0, hi=1.0, lo_open=True)  # documented (0, 1]
     val.check_choice(gradient, "gradient", ("analytic", "fd"))
     rng = val.check_random_state(seed)
+    n_threads = effective_n_threads(n_threads)
     in_domain = getattr(model, "in_domain", None)
 
     def take(batch):
@@ -154,14 +160,14 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         return xp.take(X, aa.as_index_array(xp, batch, dev), axis=0)
 
     def grad(theta, batch):
-        Xb = take(batch)
-        if gradient == "analytic" and discrepancy in _losses._KERNEL_BASED:
-            return _losses._dksd(model, Xb, theta, kernel, diff, True)
-        f = lambda t: _losses._value(model, Xb, t, discrepancy, kernel, diff)  # noqa: E731
-        return f(theta), _losses._fd_grad(f, theta)
+        return _losses.evaluate_with_grad(model, take(batch), theta, discrepancy, kernel, diff,
+                                          gradient, n_threads=n_threads)
+
+    def value(theta):
+        return _losses.evaluate(model, X, theta, discrepancy, kernel, diff, n_threads=n_threads)
 
     def metric(theta, batch):
-        return _losses._information(model, take(batch), theta, discrepancy, kernel, diff)
+        return _losses.information_tensor(model, take(batch), theta, discrepancy, kernel, diff)
 
     try:
         res = _run(optimizer, grad, metric, theta0, n, steps, lr, batch_size, rng, in_domain,
@@ -175,8 +181,8 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     if in_domain is not None and not in_domain(theta):  # pragma: no cover - guarded above
         raise ValueError(f"the optimiser left the parameter domain: theta = {theta}")
     try:
-        final = _losses._value(model, X, theta, discrepancy, kernel, diff)
-        info = _losses._information(model, X, theta, discrepancy, kernel, diff)
+        final = value(theta)
+        info = _losses.information_tensor(model, X, theta, discrepancy, kernel, diff)
     except (OverflowError, ZeroDivisionError) as e:
         raise ValueError(
             f"the {discrepancy} loss overflowed at the final theta for this X "
@@ -194,7 +200,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
                    "there and theta is not identified (a kernel bandwidth far from the scale "
                    "of X?)")
     if converged and optimizer in ("riemannian_sgd", "sgd"):
-        start = _losses._value(model, X, theta0, discrepancy, kernel, diff)
+        start = value(theta0)
         if not final <= start + 1e-8 * (1.0 + abs(start)):
             converged = False
             message = (f"stalled where the loss ({final:.6g}) is above its value at theta0 "
@@ -204,9 +210,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         message = ("theta never moved from theta0: every step was rejected (it left the "
                    "parameter domain); lower lr")
     if converged:
-        j = _unbounded_towards_boundary(model, theta, final,
-                                        lambda t: _losses._value(model, X, t, discrepancy,
-                                                                 kernel, diff))
+        j = _unbounded_towards_boundary(model, theta, final, value)
         if j is not None:
             names = getattr(model, "param_names", None)
             name = names[j] if names else f"theta[{j}]"

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 _FD_THETA = 1e-5  # relative central-difference step in theta
-_FD_X = 6e-6  # relative central-difference step in x (about eps^(1/3))
+FD_X = 6e-6  # relative central-difference step in x (about eps^(1/3))
 
 
 def _xp(x):
@@ -78,7 +78,7 @@ def _fd_jacobian_x(f, x):
     n, d = x.shape
     cols = []
     for j in range(d):
-        h = _FD_X * (1.0 + xp.abs(x[:, j]))
+        h = FD_X * (1.0 + xp.abs(x[:, j]))
         e = xp.zeros((1, d), dtype=xp.float64, device=dev)
         e = xp.where(xp.arange(d, device=dev)[None, :] == j, 1.0, e)
         step = h[:, None] * e

@@ -42,12 +42,8 @@ from .algorithms.stein_thinning import stein_thinning_coreset
 from .algorithms.weighted import weighted_compression
 from .algorithms.weights import centre_at_weights
 from .discrepancy import finite_discrepancy
-from .kernels import (
-    RadialKernel,
-    SteinKernel,
-    Whitening,
-    centred_kernel_matrix,
-)
+from .engine import Whitening
+from .kernels import RadialKernel, SteinKernel, centred_kernel_matrix
 
 __all__ = [
     "compress",

@@ -13,7 +13,8 @@ from stein_coreset.algorithms import (
     low_rank_debias,
     weighted_rpcholesky,
 )
-from stein_coreset.kernels import KernelMatrix, centred_kernel_matrix
+from stein_coreset.engine import KernelMatrix
+from stein_coreset.kernels import centred_kernel_matrix
 
 
 def _chain(n, d, seed=0):

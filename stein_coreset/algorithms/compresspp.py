@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import KernelMatrix, RadialKernel, centred_kernel_matrix
+from ..engine import KernelMatrix
+from ..kernels import RadialKernel, centred_kernel_matrix
 from . import kernel_thinning as _kt  # called through the module: tests patch kt_split
 from .debias import ld_summary, low_rank_debias
 from .resample import resample, standard_thinning

@@ -16,7 +16,7 @@ reduces to this with v -> C^T v, m -> m C, and a preconditioner M = L L^T of the
 (||x - y||_M^2 = (x - y)^T M^{-1} (x - y)) with x -> L^{-1} x, m -> L^{-1} m. For m = I, K = I k
 this is exactly the Stein kernel of :mod:`stein_coreset.kernels` (the same ``radial`` derivatives
 kappa, kappa', q kappa''), and the ``"ksd"`` loss is evaluated by that module's
-:class:`~stein_coreset.kernels.KernelMatrix` itself: one implementation of k_p.
+:class:`~stein_coreset.engine.KernelMatrix` itself: one implementation of k_p.
 
 Cost: one blocked pass over (block x n) slabs, O(n^2 d) for scalar or diagonal m and K = I k or
 diag(lambda_i k_i), O(n^2 d^2) for a full m (or dense B, or a preconditioner M); memory
@@ -40,15 +40,8 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import (
-    IMQ,
-    SLAB_ENTRIES,
-    KernelMatrix,
-    RadialKernel,
-    SteinKernel,
-    Whitening,
-    median_bandwidth,
-)
+from ..engine import SLAB_ENTRIES, KernelMatrix, Whitening
+from ..kernels import IMQ, RadialKernel, SteinKernel, median_bandwidth
 from . import models as _models
 
 __all__ = [
@@ -789,7 +782,7 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
         Sample, any array-API namespace.
     discrepancy : {"ksd", "dksd", "sm", "dsm", "nnsm"}
         "ksd": U-statistic KSD^2 with K = I k (Eq. 7 with m = I), evaluated by
-        :class:`stein_coreset.kernels.KernelMatrix`; "dksd": Eq. 7 with a diffusion m and a
+        :class:`stein_coreset.engine.KernelMatrix`; "dksd": Eq. 7 with a diffusion m and a
         matrix kernel; "sm": Eq. 8 estimator; "dsm": Eq. 11; "nnsm": DSM with m = diag(x).
     kernel : base kernel, SteinKernel, SeparableKernel or DiagonalKernel, optional
         For ksd / dksd; default IMQ(beta=-1/2) with the median bandwidth of X. A base kernel k
@@ -803,7 +796,7 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
     backend : {"auto", "cpp", "array_api"}
         ksd / dksd pair pass: "auto" runs NumPy input in C++ (src_cpp/dksd.hpp) and every
         other namespace through the blocked array-API code; "array_api" forces the latter.
-        (``"ksd"`` values go through :class:`~stein_coreset.kernels.KernelMatrix` under "auto".)
+        (``"ksd"`` values go through :class:`~stein_coreset.engine.KernelMatrix` under "auto".)
 
     Returns
     -------

@@ -378,7 +378,7 @@ def matvec_soa(Kernel K, const double[::1] w, int n_threads=1):
     return out
 
 
-# AMD on F F^T + diag(res) (issue 4) -------------------------------------------------------------
+# AMD on F F^T + diag(res) (Low-rank Debiasing's weights) ----------------------------------------
 
 def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, double[::1] v,
                 int64_t t0, int64_t steps, double eta, int n_threads=1):

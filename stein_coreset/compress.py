@@ -283,8 +283,8 @@ def _run_weighted(debias, thin):
     return run
 
 
-#: Largest n at which ``stop="auto"`` runs AMD for a fixed number of steps: measured (issue 26,
-#: tools/lskt_tau.py) at n = 2^12 and 2^13, "ksd" took 2.5-5x the time of "fixed" for no lower
+#: Largest n at which ``stop="auto"`` runs AMD for a fixed number of steps: measured
+#: (tools/lskt_tau.py) at n = 2^12 and 2^13, "ksd" took 2.5-5x the time of "fixed" for no lower
 #: KSD.
 STOP_AUTO_FIXED_MAX_N = 2**13
 _STOP = Option(
@@ -296,12 +296,13 @@ _STOP = Option(
     lambda v, name: val.check_choice(v, name, (*STOP_RULES, "auto")),
 )
 #: Default ``tau`` (rank = ceil(n^tau)) of Low-rank Debiasing in lskt / lsr / lsc: the paper's
-#: 0.4. Measured (issue 26, tools/lskt_tau.py, 3 seeds): lskt at tau 0.4 is 1.6-2x faster than
+#: 0.4. Measured (tools/lskt_tau.py, 3 seeds): lskt at tau 0.4 is 1.6-2x faster than
 #: at 0.5 for the same KSD at n = 2^15 and 2^16.
 LD_DEFAULT_TAU = 0.4
 _LD_OPTIONS = MappingProxyType({"rounds": _ROUNDS, "steps": _STEPS, "stop": _STOP})
 
-#: Method name -> its row. Order: SPEC.md "Methods" (debiased, then the unbiased baselines).
+#: Method name -> its row. Order: the debiased methods, then the unbiased baselines (the order of
+#: docs/api.md's method table, which is generated from this one).
 METHODS: Mapping[str, Method] = MappingProxyType(
     {
         "st": Method(
@@ -406,7 +407,7 @@ RANKED_METHODS = tuple(name for name, m in METHODS.items() if m.uses_rank)
 
 
 def available_methods() -> list[str]:
-    """The method names, in the order of SPEC.md."""
+    """The method names: the debiased methods, then the unbiased baselines."""
     return list(METHODS)
 
 
@@ -598,7 +599,7 @@ def compress(
     size : int
         Coreset size m, 1 <= m <= n.
     method : str
-        One of :data:`METHODS` (SPEC.md "Methods"; ``docs/api.md`` lists each one's options).
+        One of :data:`METHODS` (``docs/api.md`` lists each one with its options).
     kernel : SteinKernel or base kernel, optional
         Default (:data:`DEFAULT_KERNEL`, scale-free): the Stein kernel of IMQ(beta=-1/2) with
         the preconditioner M = diag(per-coordinate variance of X) and the median M-distance

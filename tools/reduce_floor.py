@@ -1,4 +1,4 @@
-"""What limits the distributed path's final KSD (issue 13): an experiment, not a benchmark.
+"""What limits the distributed path's final KSD: an experiment, not a benchmark.
 
     python tools/reduce_floor.py            # n = 2^18, 16 blocks, m = 256 (~1 min)
 

@@ -1,4 +1,4 @@
-"""Threading check of issue 11: parallel efficiency, contention and the kernel-column cost.
+"""Threading check: parallel efficiency, contention and the kernel-column cost.
 
     python tools/threads_check.py                 # the full check (a few minutes)
     python tools/threads_check.py --quick         # smaller n, to see that it runs
@@ -15,7 +15,7 @@
     one thread.
 (d) the load average before and after.
 
-The speed-up table over 1, 2, 4, 8, 16 threads (issue 28) is tools/threads_table.py.
+The speed-up table over 1, 2, 4, 8, 16 threads is tools/threads_table.py.
 
 Inputs are the biased Gaussian chain of compare_peers.py (target N(0, I), sample shifted and
 over-dispersed); coreset size 128. Run it on an otherwise idle machine.

@@ -1,4 +1,4 @@
-"""Speed-up table of issue 28: every method at 1, 2, 4, 8, 16 threads, ratios to one thread.
+"""Speed-up table: every method at 1, 2, 4, 8, 16 threads, ratios to one thread.
 
     python tools/threads_table.py --json table.json                   # the full table
     python tools/threads_table.py --budget-s 200 --json table.json    # stop in time

@@ -111,7 +111,7 @@ def low_rank_debias(
     K : KernelMatrix
         The n x n mean-zero kernel matrix k_P (Stein kernel, or a centred base kernel).
     rank : int
-        Rank r of the Weighted RPCholesky factor (App. I.2 / SPEC: ``n^tau``, tau = 0.5).
+        Rank r of the Weighted RPCholesky factor (App. I.2: ``n^tau``, tau = 0.5).
     rounds : int
         Number of adaptive rounds Q (default 3).
     steps : int, optional

@@ -184,15 +184,6 @@ def gram(Kernel K, const int64_t[::1] rows, cols=None, int n_threads=1):
     return out
 
 
-def diag(Kernel K, int n_threads=1):
-    out = np.empty(K.spec.n, dtype=np.float64)
-    cdef double[::1] ov = out
-    with _Interruptible():
-        with nogil:
-            sc_diag(K.spec, &ov[0], n_threads)
-    return out
-
-
 def recombination(const double[:, ::1] A, const double[::1] x0, bint points_major=False):
     """x >= 0 with A x = A x0 and at most rank(A) <= m nonzeros (Alg. G.1).
 

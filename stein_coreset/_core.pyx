@@ -482,7 +482,7 @@ def dksd_pass(const double[:, ::1] U, const double[:, ::1] V, const double[::1] 
 
 def pairwise_sq_distances(const double[:, ::1] U, int n_threads=1):
     """(m (m - 1) / 2,) squared distances of the pairs i < j of the rows of U, packed by rows,
-    summed coordinate by coordinate (bit for bit ``kernels.squared_distances``); see
+    summed coordinate by coordinate (bit for bit ``engine.squared_distances``); see
     src_cpp/pairwise.hpp."""
     cdef int64_t m = U.shape[0], d = U.shape[1]
     out = np.empty(m * (m - 1) // 2 if m > 1 else 0, dtype=np.float64)

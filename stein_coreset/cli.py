@@ -423,7 +423,7 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_methods(args) -> int:
-    from .methods import METHODS
+    from .compress import METHODS
 
     for name, m in METHODS.items():
         tag = "debiased" if m.debiased else "baseline"

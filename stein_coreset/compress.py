@@ -30,7 +30,6 @@ from .methods import (
     STOP_AUTO_FIXED_MAX_N,
     Method,
     Option,
-    available_methods,
 )
 
 __all__ = [
@@ -160,6 +159,11 @@ def equal_draw_counts(weights, size: int, method: str, *, search: bool = False) 
     raise RuntimeError(
         f"internal error: method {method!r} returned weights that are not counts / {size}"
     )
+
+
+def available_methods() -> list[str]:
+    """The method names: the debiased methods, then the unbiased baselines."""
+    return list(METHODS)
 
 
 # ---- compress ------------------------------------------------------------------------------

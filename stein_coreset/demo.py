@@ -52,7 +52,7 @@ def demo_chain(
 
 
 def _demo_methods(requested):
-    from .methods import available_methods
+    from .compress import available_methods
 
     valid = available_methods()
     if not requested:
@@ -106,7 +106,7 @@ def run_methods(chain, methods, size, kernel, seed, progress=False, on_row=None)
 
 
 def _role(method: str) -> str:
-    from .methods import METHODS
+    from .compress import METHODS
 
     if method not in METHODS:
         return "-"
@@ -290,7 +290,7 @@ def plot_demo(plt, path, chain, rows, curves, target):
             ax.set_ylabel(label[1], fontsize=8)
         ax.set_xlabel(label[0], fontsize=8)
     ax = fig.add_subplot(gs[:, ncols:])
-    from .methods import METHODS
+    from .compress import METHODS
 
     for i, (method, (sizes, vals)) in enumerate(curves.items()):
         debiased = method in METHODS and METHODS[method].debiased

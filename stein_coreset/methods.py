@@ -43,7 +43,6 @@ __all__ = [
     "RANKED_METHODS",
     "LD_DEFAULT_TAU",
     "STOP_AUTO_FIXED_MAX_N",
-    "available_methods",
 ]
 
 
@@ -274,8 +273,3 @@ METHODS: Mapping[str, Method] = MappingProxyType(
 
 #: Methods whose ``rank`` (LD rank, or RT/CT test-vector count) ``rank`` / ``tau`` set.
 RANKED_METHODS = tuple(name for name, m in METHODS.items() if m.uses_rank)
-
-
-def available_methods() -> list[str]:
-    """The method names: the debiased methods, then the unbiased baselines."""
-    return list(METHODS)

@@ -109,7 +109,7 @@ def _methods() -> list[str]:
 
     lines = [
         "## `compress` methods and their options\n",
-        "From `stein_coreset.compress.METHODS`. Pass options as keywords of `sc.compress`; an "
+        "From `stein_coreset.methods.METHODS`. Pass options as keywords of `sc.compress`; an "
         "unknown option is a `TypeError` naming it, raised before any work. `rank` / `tau` apply "
         "to the methods marked *rank*, `weights` to those marked *weights*.\n",
         "| method | debias | thin | kind | needs S | takes | summary |",

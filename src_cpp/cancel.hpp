@@ -1,4 +1,4 @@
-// Cancellation of the C++ loops (Ctrl-C within a second, issue 23).
+// Cancellation of the C++ loops (Ctrl-C stops them within a second).
 //
 // One process-wide flag. While the Python main thread is inside a call of the library, a SIGINT
 // hook sits in front of Python's own SIGINT handler (installed by sigint_hook_install, removed by

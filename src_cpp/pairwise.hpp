@@ -6,7 +6,7 @@
 //     q_ij = (...((0 + t_0^2) + t_1^2) + ...) + t_{d-1}^2,    t_c = u_ic - u_jc,
 //
 // summed coordinate by coordinate in this order, with no fused multiply-add: bit for bit what
-// stein_coreset.kernels.squared_distances computes with NumPy, and, like it, invariant to a shift
+// stein_coreset.engine.squared_distances computes with NumPy, and, like it, invariant to a shift
 // of the data (no |u|^2 + |v|^2 - 2 u.v expansion). They are stored packed by rows:
 // pair (i, j) at row_offset(i, m) + (j - i - 1).
 //

@@ -34,7 +34,7 @@
 // variable (a futex call per wake-up). With STEIN_CORESET_TEAM_WAIT=yield in the environment (read
 // once) it first yields the CPU (std::this_thread::yield) for up to 2 ms and sleeps only after
 // that: a tuning switch for busy machines, results do not depend on it (see
-// asv_benchmarks/threads_check.py).
+// tools/threads_check.py).
 //
 // A team is used by one thread at a time and is not re-entrant (a chunk body must not start a
 // region on its own team; KT-SPLIT parallelises either over coresets or over the steps of a

@@ -5,7 +5,6 @@
 
 #include "isa.hpp"
 #include "parallel.hpp"
-#include "stein_thinning.hpp"
 
 // The evaluator is also built for AVX-512 and AVX2+FMA (isa.hpp) and the widest one the CPU
 // supports is picked at first use.
@@ -147,6 +146,19 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
 
 void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads) {
     gram(K, &j, 1, nullptr, 0, out, n_threads);
+}
+
+void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, double* out,
+                      int n_threads) {
+    const AllPoints all(K);
+    const SoAView& P = all.view();
+    const int64_t n = K.n;
+    const double inv = 1.0 / static_cast<double>(n);
+    Team team(n_threads);
+    team.for_chunks_on(
+        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nr,
+                         kLoopNsPerMember),
+        nr, [&](int64_t a) { out[a] = soa_sum(K, rows[a], P, 0, n) * inv; });
 }
 
 void diag(const KernelSpec& K, double* out, int n_threads) {

@@ -95,4 +95,24 @@ double soa_entry(const KernelSpec& K, int64_t i, int64_t j);
 // out = K w over all n points of K (K never formed): O(n^2) evaluations, parallel over rows.
 void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads);
 
+// The dense front ends of the evaluator.
+
+// out[a * nc + b] = k_P(rows[a], cols[b]); cols == nullptr means all n columns (nc = n).
+// A row over all n columns is bit-identical to kernel_column of that row.
+void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* cols, int64_t nc,
+          double* out, int n_threads);
+
+// out[i] = k_P(x_i, x_i) for all n points.
+void diag(const KernelSpec& K, double* out, int n_threads);
+
+// out[i] = k_P(x_i, x_j) for all n points: O(n d), parallel over blocks of points. Equal, bit for
+// bit, to the row j of gram(K, {j}, all columns).
+void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads);
+
+// out[a] = (1/n) sum_j k(x_{rows[a]}, x_j): the input's mean embedding at nr of its points (the
+// unbiased KT-Compress++ baseline, Alg. F.3), O(nr n) evaluations (parallel over rows), never an
+// nr x n block.
+void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, double* out,
+                      int n_threads);
+
 }  // namespace sc

@@ -55,16 +55,7 @@ inline Radial radial(int base, double sigma, double beta, double q) {
     return r;
 }
 
-// The evaluator of these formulas is soa_kernel.hpp's (one for the whole library); the functions
-// below are its dense front ends.
-
-// out[a * nc + b] = k_P(rows[a], cols[b]); cols == nullptr means all n columns (nc = n).
-// A row over all n columns is bit-identical to kernel_column of that row.
-void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* cols, int64_t nc,
-          double* out, int n_threads);
-
-// out[i] = k_P(i, i) for all n points.
-void diag(const KernelSpec& K, double* out, int n_threads);
-
+// The evaluator of these formulas is soa_kernel.hpp's (one for the whole library), with its dense
+// front ends (gram, diag, kernel_column, kernel_row_means, soa_matvec).
 
 }  // namespace sc

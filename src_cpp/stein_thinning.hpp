@@ -1,5 +1,4 @@
-// Stein Thinning with sufficient statistics (paper Alg. D.1) and the kernel-column helper the
-// equal-weighted algorithms share.
+// Stein Thinning with sufficient statistics (paper Alg. D.1).
 //
 // The greedy rule picks, at step t, j = argmin_i { k_P(x_i, x_i) + 2 sum_{s<t} k_P(x_i, x_{j_s}) },
 // i.e. Alg. D.1's argmin_i { t g_i + k_P(x_i, x_i) } with g = 2 K w; only the running sum of the
@@ -11,10 +10,6 @@
 #include "stein_kernel.hpp"
 
 namespace sc {
-
-// out[i] = k_P(x_i, x_j) for all n points: O(n d), parallel over blocks of points. Equal, bit for
-// bit, to the row j of gram(K, {j}, all columns).
-void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads);
 
 // Greedy Stein thinning: writes m indices (with repeats) into out, in selection order.
 // Ties go to the smallest index (as numpy.argmin). If `score` is not null it must hold n values

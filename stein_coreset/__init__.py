@@ -1,9 +1,11 @@
 """stein_coreset: debiased distribution compression and minimum Stein discrepancy estimation.
 
-The public API of SPEC.md: base kernels, the Stein kernel, discrepancies and ``compress``.
+The public API (docs/api.md): base kernels, the Stein kernel, discrepancies and ``compress``.
 Building blocks live in :mod:`stein_coreset.algorithms`, estimators in
 :mod:`stein_coreset.estimators`.
 """
+
+import importlib.metadata
 
 try:
     from . import _core  # noqa: F401
@@ -18,7 +20,10 @@ from .compress import Coreset, available_methods, compress
 from .discrepancy import energy_distance, ksd, mmd
 from .kernels import IMQ, Gaussian, Matern, RadialKernel, SteinKernel, median_bandwidth
 
-__version__ = "0.1.0"
+try:  # written once, in meson.build's project(version:); the build puts it in the metadata
+    __version__ = importlib.metadata.version("stein_coreset")
+except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a build tree on sys.path
+    __version__ = "unknown"
 
 __all__ = [
     "RadialKernel",

@@ -16,9 +16,6 @@ cdef extern from "stein_kernel.hpp" nogil:
         const double* Us
         const double* Ts
 
-    void sc_gram "sc::gram"(const KernelSpec& K, const int64_t* rows, int64_t nr,
-                            const int64_t* cols, int64_t nc, double* out, int n_threads) except +
-    void sc_diag "sc::diag"(const KernelSpec& K, double* out, int n_threads) except +
 
 
 cdef extern from "parallel.hpp" nogil:
@@ -70,8 +67,6 @@ cdef extern from "kt_swap_ls.hpp" nogil:
 
 
 cdef extern from "stein_thinning.hpp" nogil:
-    void sc_kernel_column "sc::kernel_column"(const KernelSpec& K, int64_t j, double* out,
-                                              int n_threads) except +
     void sc_stein_thinning "sc::stein_thinning"(const KernelSpec& K, int64_t m, int64_t* out,
                                                double* score, int n_threads) except +
 
@@ -96,18 +91,19 @@ cdef extern from "kt_swap.hpp" nogil:
 cdef extern from "soa_kernel.hpp" nogil:
     void sc_soa_matvec "sc::soa_matvec"(const KernelSpec& K, const double* w, double* out,
                                         int n_threads) except +
+    void sc_gram "sc::gram"(const KernelSpec& K, const int64_t* rows, int64_t nr,
+                            const int64_t* cols, int64_t nc, double* out, int n_threads) except +
+    void sc_kernel_column "sc::kernel_column"(const KernelSpec& K, int64_t j, double* out,
+                                              int n_threads) except +
+    void sc_kernel_row_means "sc::kernel_row_means"(const KernelSpec& K, const int64_t* rows,
+                                                    int64_t nr, double* out,
+                                                    int n_threads) except +
 
 
 cdef extern from "amd.hpp" nogil:
     void sc_amd_lowrank "sc::amd_lowrank"(const float* F, const double* res, int64_t n,
                                           int64_t r, int64_t t0, int64_t steps, double eta,
                                           double* w, double* v, int n_threads) except +
-
-
-cdef extern from "compresspp.hpp" nogil:
-    void sc_kernel_row_means "sc::kernel_row_means"(const KernelSpec& K, const int64_t* rows,
-                                                    int64_t nr, double* out,
-                                                    int n_threads) except +
 
 
 cdef extern from "pairwise.hpp" nogil:

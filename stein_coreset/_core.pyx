@@ -184,15 +184,6 @@ def gram(Kernel K, const int64_t[::1] rows, cols=None, int n_threads=1):
     return out
 
 
-def diag(Kernel K, int n_threads=1):
-    out = np.empty(K.spec.n, dtype=np.float64)
-    cdef double[::1] ov = out
-    with _Interruptible():
-        with nogil:
-            sc_diag(K.spec, &ov[0], n_threads)
-    return out
-
-
 def recombination(const double[:, ::1] A, const double[::1] x0, bint points_major=False):
     """x >= 0 with A x = A x0 and at most rank(A) <= m nonzeros (Alg. G.1).
 
@@ -378,7 +369,7 @@ def matvec_soa(Kernel K, const double[::1] w, int n_threads=1):
     return out
 
 
-# AMD on F F^T + diag(res) (issue 4) -------------------------------------------------------------
+# AMD on F F^T + diag(res) (Low-rank Debiasing's weights) ----------------------------------------
 
 def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, double[::1] v,
                 int64_t t0, int64_t steps, double eta, int n_threads=1):
@@ -491,7 +482,7 @@ def dksd_pass(const double[:, ::1] U, const double[:, ::1] V, const double[::1] 
 
 def pairwise_sq_distances(const double[:, ::1] U, int n_threads=1):
     """(m (m - 1) / 2,) squared distances of the pairs i < j of the rows of U, packed by rows,
-    summed coordinate by coordinate (bit for bit ``kernels.squared_distances``); see
+    summed coordinate by coordinate (bit for bit ``engine.squared_distances``); see
     src_cpp/pairwise.hpp."""
     cdef int64_t m = U.shape[0], d = U.shape[1]
     out = np.empty(m * (m - 1) // 2 if m > 1 else 0, dtype=np.float64)

@@ -1,8 +1,8 @@
 """File safety for the command line: atomic writes, no overwriting of inputs, strict readers.
 
 The CLI (``cli.py``) reads points and scores from ``.npy``, ``.npz`` (``file.npz:NAME`` picks an
-array) and ``.csv`` files and writes its coreset with ``np.savez``. These helpers keep the three
-promises of issue 15:
+array) and ``.csv`` files and writes its coreset with ``np.savez``. These helpers keep three
+promises:
 
 - :func:`write_atomic` — the output appears whole or not at all: it is written to a temporary
   file in the destination's directory, flushed and fsynced, then moved over the destination with

@@ -18,6 +18,7 @@ import os
 import numpy as np
 
 from . import _array_api as aa
+from .engine import KernelMatrix
 
 __all__ = [
     "check_int",
@@ -295,9 +296,7 @@ def namespace(**arrays):
 
 
 def check_kernel_matrix(K, name: str = "K"):
-    """``K`` must be a :class:`~stein_coreset.kernels.KernelMatrix`."""
-    from .kernels import KernelMatrix  # kernels imports this module
-
+    """``K`` must be a :class:`~stein_coreset.engine.KernelMatrix`."""
     if not isinstance(K, KernelMatrix):
         raise TypeError(f"{name} must be a KernelMatrix, got {type(K).__name__}")
     return K

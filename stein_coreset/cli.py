@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.metadata
 import json
 import os
 import sys
@@ -435,15 +436,6 @@ def _cmd_methods(args) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("stein_coreset")
-    except Exception:  # noqa: BLE001 - not installed (a source checkout on sys.path)
-        return "unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -456,7 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
         "grad log p at the points.",
     )
     p.add_argument("--debug", action="store_true", default=False, help="show tracebacks")
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    # the version is written once, in meson.build; the build puts it in the package metadata
+    version = importlib.metadata.version("stein_coreset")
+    p.add_argument("--version", action="version", version=f"%(prog)s {version}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser(

@@ -10,7 +10,8 @@ import math
 
 from . import _array_api as aa
 from . import _validation as val
-from .kernels import IMQ, RadialKernel, SteinKernel, median_bandwidth, squared_distances
+from .engine import squared_distances
+from .kernels import IMQ, RadialKernel, SteinKernel, median_bandwidth
 
 __all__ = ["ksd", "mmd", "energy_distance", "finite_discrepancy"]
 

@@ -1,4 +1,4 @@
-"""Debiased compression of inputs that do not fit one process, on Dask (issue 13).
+"""Debiased compression of inputs that do not fit one process, on Dask.
 
 Scheme (docs/distributed.md): *map* -- every row block of (X, S) is compressed by a debiased
 method of :func:`stein_coreset.compress` to an intermediate coreset targeting P; *reduce* -- the

@@ -498,6 +498,25 @@ def test_version_prints_the_installed_version(capsys):
     assert capsys.readouterr().out.startswith("stein-coreset ")
 
 
+def test_the_version_is_written_once_in_meson_build(capsys):
+    import pathlib
+    import re
+
+    import stein_coreset as sc
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    if not (root / "meson.build").is_file():
+        pytest.skip("needs the source tree")
+    written = re.findall(r"^  version: '([^']+)'", (root / "meson.build").read_text(), re.M)
+    assert written == [sc.__version__]
+    pyproject = (root / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject
+    assert not re.search(r"^version\s*=", pyproject, re.M)
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert capsys.readouterr().out.strip() == f"stein-coreset {sc.__version__}"
+
+
 def test_one_csv_with_points_scores_and_na_split_by_columns(sample, capsys):
     d, X, S = sample
     with open(d / "both.csv", "w") as f:

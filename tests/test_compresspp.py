@@ -10,7 +10,8 @@ import pytest
 import stein_coreset as sc
 from stein_coreset.algorithms import compresspp as cpp_mod
 from stein_coreset.algorithms import kt_compresspp
-from stein_coreset.kernels import KernelMatrix, centred_kernel_matrix
+from stein_coreset.engine import KernelMatrix
+from stein_coreset.kernels import centred_kernel_matrix
 
 
 def _gauss(n, d=2, seed=0):

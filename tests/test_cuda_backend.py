@@ -13,7 +13,7 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset import _core
-from stein_coreset.kernels import BACKENDS, KernelMatrix, resolve_backend
+from stein_coreset.engine import BACKENDS, KernelMatrix, resolve_backend
 
 
 def _chain(n=300, d=3, seed=1):

@@ -134,7 +134,7 @@ def _numpy_median_distance(U):
     """The NumPy definition: numpy.median of the upper triangle of sqrt(squared_distances)."""
     import array_api_compat.numpy as np_xp
 
-    from stein_coreset.kernels import squared_distances
+    from stein_coreset.engine import squared_distances
 
     D = np.sqrt(squared_distances(np_xp, U, U))
     return float(np.median(D[np.triu_indices(U.shape[0], 1)]))
@@ -160,7 +160,7 @@ def test_cpp_median_pairwise_distance_equals_the_numpy_definition_bit_for_bit():
     import array_api_compat.numpy as np_xp
 
     from stein_coreset import _core
-    from stein_coreset.kernels import squared_distances
+    from stein_coreset.engine import squared_distances
 
     for U in _median_inputs():
         m = U.shape[0]
@@ -181,7 +181,7 @@ def test_median_bandwidth_is_the_numpy_value_for_any_n_threads_and_preconditione
     for M in (None, A @ A.T + 3 * np.eye(3), np.array([0.5, 2.0, 4.0])):
         for max_points in (1000, 333, 2):
             kept = X[:: -(-5000 // max_points)]
-            U = kept if M is None else sc.kernels.Whitening(M, 3, np, None).points(kept)
+            U = kept if M is None else sc.engine.Whitening(M, 3, np, None).points(kept)
             expect = _numpy_median_distance(np.asarray(U))
             got = [
                 sc.median_bandwidth(X, M=M, max_points=max_points, n_threads=t)
@@ -282,7 +282,7 @@ def test_usable_cores_honours_threadpoolctl_limits():
 
 # ---- the layout: who may import _core -------------------------------------------------------
 
-_ENGINE_MODULES = {"kernels.py", "algorithms/_native.py", "_threads.py"}
+_ENGINE_MODULES = {"engine.py", "algorithms/_native.py", "_threads.py"}
 # the package's __init__ imports _core only to fail early, with a clear message, in a source tree
 _BUILD_CHECK = {"__init__.py"}
 
@@ -315,3 +315,62 @@ def test_only_the_engine_modules_import_core():
         if _imports_core(ast.parse(path.read_text(), filename=str(path))):
             offenders.append(rel)
     assert offenders == [], f"only {sorted(_ENGINE_MODULES)} may import _core: {offenders}"
+
+
+def _module_level_imports(path, root):
+    """The package modules a module imports when it is loaded (function-level imports and
+    ``if TYPE_CHECKING:`` blocks excluded), as paths relative to ``root``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    pkg = path.parent.relative_to(root).parts
+    out = set()
+
+    def visit(stmts):
+        for node in stmts:
+            if isinstance(node, ast.If):
+                if "TYPE_CHECKING" not in ast.unparse(node.test):
+                    visit(node.body)
+                    visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+            elif isinstance(node, ast.ImportFrom) and node.level > 0:
+                base = pkg[: len(pkg) - node.level + 1] + tuple((node.module or "").split("."))
+                base = tuple(p for p in base if p)
+                for alias in node.names:
+                    for cand in (base + (alias.name,), base):
+                        mod = root.joinpath(*cand)
+                        if mod.with_suffix(".pyx").is_file():  # _core: an extension, a leaf
+                            break
+                        if mod.with_suffix(".py").is_file():
+                            out.add(mod.with_suffix(".py").relative_to(root).as_posix())
+                            break
+                        if (mod / "__init__.py").is_file():
+                            out.add((mod / "__init__.py").relative_to(root).as_posix())
+                            break
+
+    visit(tree.body)
+    return out
+
+
+def test_the_package_import_graph_has_no_cycle():
+    # kernels -> engine -> _core, and _validation -> engine: nothing imports back up
+    root = pathlib.Path(__file__).resolve().parents[1] / "stein_coreset"
+    if not root.is_dir():
+        pytest.skip("needs the source tree")
+    graph = {
+        p.relative_to(root).as_posix(): _module_level_imports(p, root) for p in root.rglob("*.py")
+    }
+    state = {}
+
+    def visit(mod, stack):
+        state[mod] = "open"
+        for dep in sorted(graph.get(mod, ())):
+            if state.get(dep) == "open":
+                pytest.fail("import cycle: " + " -> ".join(stack[stack.index(dep) :] + [dep]))
+            if dep not in state:
+                visit(dep, stack + [dep])
+        state[mod] = "done"
+
+    for mod in sorted(graph):
+        if mod not in state:
+            visit(mod, [mod])
+    assert "engine.py" in graph["kernels.py"] and "kernels.py" not in graph["engine.py"]

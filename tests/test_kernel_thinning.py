@@ -8,7 +8,8 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset.algorithms import kernel_thinning, kt_split, kt_swap, stein_thinning
-from stein_coreset.kernels import KernelMatrix, centred_kernel_matrix
+from stein_coreset.engine import KernelMatrix
+from stein_coreset.kernels import centred_kernel_matrix
 
 
 def _stein(n=256, d=2, seed=0):

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import stein_coreset as sc
-from stein_coreset.kernels import KernelMatrix, centred_kernel_matrix
+from stein_coreset.engine import KernelMatrix
+from stein_coreset.kernels import centred_kernel_matrix
 
 BASES = [
     pytest.param(lambda: sc.IMQ(sigma=1.3, beta=-0.5), id="imq"),
@@ -246,7 +247,7 @@ def test_stein_kernel_runs_in_every_namespace_and_keeps_device(xp):
 
 
 def test_blocked_matvec_never_holds_more_than_one_slab(monkeypatch):
-    import stein_coreset.kernels as kmod
+    import stein_coreset.engine as kmod
 
     monkeypatch.setattr(kmod, "SLAB_ENTRIES", 1000)
     rng = np.random.default_rng(11)

@@ -314,7 +314,6 @@ def test_every_cpp_loop_stops_when_the_cancel_flag_is_set_and_recovers_after():
     G = X[:50] @ X[:50].T + np.eye(50)
     calls = {
         "gram": lambda: _core.gram(h, idx[:4]),
-        "diag": lambda: _core.diag(h),
         "stein_thinning": lambda: _core.stein_thinning(h, 20),
         "kt_split": lambda: _core.kt_split(h, idx, 2, 0.5, 1),
         "coreset_sums": lambda: _core.coreset_sums(h, idx.reshape(4, 128).copy()),

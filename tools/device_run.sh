@@ -82,7 +82,7 @@ fi
 stage_run loops 45 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
 stage_run gpu_check 200 python3 tools/gpu_check.py --n 16384 65536 --goodpoints --gp-n 65536 \
     --json "$OUT/gpu_check.json"
-stage_run threads 170 python3 asv_benchmarks/threads_table.py --n 12,14,16 --threads 1,2,4,8,16 \
+stage_run threads 170 python3 tools/threads_table.py --n 12,14,16 --threads 1,2,4,8,16 \
     --st-frac 0.25 --budget-s 150 --json "$OUT/threads_table.json"
 stage_run large 60 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
 stage_run diagnose 60 python3 tools/gpu_large.py --diagnose-lskt --n 65536

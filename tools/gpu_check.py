@@ -184,10 +184,7 @@ def _goodpoints_row(method, X, S, size, seed, res, t_ours) -> dict:
     """goodpoints.jax's same method on the same input: its time and the KSD of its output under
     this library's kernel. Up to GP_WARM_MAX_N points the second call is timed (the first
     compiles); above, one call (compilation included: two would double the device time)."""
-    import os
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import goodpoints_jax as gpj
+    import goodpoints_jax as gpj  # tools/: the sibling script
 
     import stein_coreset as sc
 

@@ -102,7 +102,7 @@ def diagnose_lskt(args) -> list[dict]:
 
     import stein_coreset as sc
     from stein_coreset.algorithms import _native
-    from stein_coreset.algorithms.compresspp import _kt_compresspp, compresspp_plan
+    from stein_coreset.algorithms.compresspp import compresspp_plan, run_kt_compresspp
     from stein_coreset.algorithms.debias import low_rank_debias
     from stein_coreset.algorithms.resample import resample
 
@@ -122,7 +122,7 @@ def diagnose_lskt(args) -> list[dict]:
     seq = resample(wc, n_prime, np.random.default_rng(6), check_input=False)
     idx = {}
     for name, K in (("cpu", Kc), ("cuda", Kg)):
-        idx[name] = _kt_compresspp(K, seq, g, 0.5, np.random.default_rng(7), None, m)[0]
+        idx[name] = run_kt_compresspp(K, seq, g, 0.5, np.random.default_rng(7), None, m)[0]
     C = np.stack([idx["cpu"], idx["cuda"]])
     sums = {name: K.coreset_sums(C).tolist() for name, K in (("cpu", Kc), ("cuda", Kg))}
     uni = _native.kt_split(Kc, seq[:4096], 4, 0.5, 11)

@@ -2,7 +2,7 @@
 
     python tools/lskt_tau.py [--n 15 16] [--seeds 0 1 2] [--stop-n 12 13] [--json out.json]
 
-Input: the biased chain of ``asv_benchmarks/compare_peers.py`` (target N(0, I_4), points
+Input: the biased chain of ``tools/compare_peers.py`` (target N(0, I_4), points
 0.7 + 1.5 z, scores -x), m = sqrt(n). Rows: skt, lskt at tau = 0.5 and 0.4 (wall seconds and
 res.ksd), then lskt with stop="ksd" against stop="fixed" at small n.
 """

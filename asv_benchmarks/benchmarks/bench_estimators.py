@@ -2,7 +2,7 @@
 
 One O(n^2 d) pass (scalar / diagonal diffusion) or O(n^2 d^2) (full diffusion) gives the
 U-statistic and its gradient: in C++ (src_cpp/dksd.hpp, the NumPy default) or blocked through the
-array API (what CuPy runs). The KSD value alone goes through kernels.KernelMatrix.
+array API (what CuPy runs). The KSD value alone goes through engine.KernelMatrix.
 """
 
 import numpy as np

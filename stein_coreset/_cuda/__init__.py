@@ -6,7 +6,7 @@ stays CPU-only. The scalar math is ``radial.inc``, the same file the C++ of ``_c
 from (src_cpp/radial.inc, installed beside this module); :func:`cuda_source` puts the prelude,
 that file and ``kernels.cu`` together. Everything here is float64.
 
-Only :class:`~stein_coreset.kernels.KernelMatrix` creates a :class:`CudaKernel` (when its
+Only :class:`~stein_coreset.engine.KernelMatrix` creates a :class:`CudaKernel` (when its
 backend is ``"cuda"``), and only the engine's loop module calls the loops.
 """
 
@@ -106,7 +106,7 @@ def _blocks(n: int) -> int:
 class CudaKernel:
     """k_P on n fixed points held on one CUDA device (whitened points U, scores T, centring).
 
-    Parameters mirror :class:`~stein_coreset.kernels.KernelMatrix`: ``code`` the base kernel's
+    Parameters mirror :class:`~stein_coreset.engine.KernelMatrix`: ``code`` the base kernel's
     code (:data:`KNOWN_BASES`), ``sigma``, ``beta``, CuPy arrays ``U`` (n, d), ``T`` (n, d) or
     None, ``mean`` (n,) or None, and ``mean_all``.
     """

@@ -1,8 +1,8 @@
 """The engine's loops: the serial steps of the algorithms, run by the backend the kernel
-matrix chose (:attr:`~stein_coreset.kernels.KernelMatrix.backend`): C++ (src_cpp/, through
+matrix chose (:attr:`~stein_coreset.engine.KernelMatrix.backend`): C++ (src_cpp/, through
 ``_core``) for "cpu" and "xp", CUDA kernels on the device (:mod:`stein_coreset._cuda`) for
 "cuda" where one exists (Stein thinning, KT-SPLIT, KT-Swap). This module and
-:class:`~stein_coreset.kernels.KernelMatrix` are the only callers of ``_core`` and ``_cuda``;
+:class:`~stein_coreset.engine.KernelMatrix` are the only callers of ``_core`` and ``_cuda``;
 algorithms never test the backend themselves.
 
 Each function takes the kernel matrix (its cached ``_core.Kernel`` handle and its ``n_threads``)
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 
 #: Most coresets one KT-SPLIT round runs side by side on the device (CUDA's grid.y limit);
 #: deeper splits run in C++.

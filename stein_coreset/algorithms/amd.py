@@ -140,7 +140,7 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     progress : bool
         Show a progress bar over the steps.
     backend : {"auto", "cpu", "xp"}
-        The engine's vocabulary (:data:`stein_coreset.kernels.BACKENDS`). "cpu" runs the steps
+        The engine's vocabulary (:data:`stein_coreset.engine.BACKENDS`). "cpu" runs the steps
         in C++ (``src_cpp/amd.cpp``), fused so that each step reads F once, with F stored in
         float32 (the pass is memory-bound; sums are in double; the relative change of K' is
         ~1e-7, far below its distance to K), parallel over fixed row chunks (results

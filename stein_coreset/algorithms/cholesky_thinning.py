@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 from .rpcholesky import weighted_rpcholesky
 from .swap_ls import swap_ls_support
 from .weights import (

@@ -9,7 +9,8 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import KernelMatrix, RadialKernel, centred_kernel_matrix
+from ..engine import KernelMatrix
+from ..kernels import RadialKernel, centred_kernel_matrix
 from . import kernel_thinning as _kt  # called through the module: tests patch kt_split
 from .resample import resample, standard_thinning
 from .stein_thinning import stein_thinning
@@ -388,7 +389,3 @@ def compresspp_coreset(
 
 
 _swap_target = swap_target  # the function, under a name the parameter above does not shadow
-
-
-# tools/gpu_large.py still calls the old name
-_kt_compresspp = run_kt_compresspp

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 from .amd import LowRankPlusDiagonal, amd
 from .rpcholesky import weighted_rpcholesky
 
@@ -111,7 +111,7 @@ def low_rank_debias(
     K : KernelMatrix
         The n x n mean-zero kernel matrix k_P (Stein kernel, or a centred base kernel).
     rank : int
-        Rank r of the Weighted RPCholesky factor (App. I.2 / SPEC: ``n^tau``, tau = 0.5).
+        Rank r of the Weighted RPCholesky factor (App. I.2: ``n^tau``, tau = 0.5).
     rounds : int
         Number of adaptive rounds Q (default 3).
     steps : int, optional

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import _validation as val
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 from . import _native
 from .resample import standard_thinning
 from .stein_thinning import stein_thinning

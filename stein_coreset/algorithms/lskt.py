@@ -7,7 +7,7 @@ import math
 import time
 
 from .. import _validation as val
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 from .compresspp import compresspp_plan, run_kt_compresspp
 from .debias import ld_summary, low_rank_debias
 from .kernel_thinning import check_delta_rule, check_swap_order

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 from . import _native
 
 __all__ = ["weighted_rpcholesky"]

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 from .weights import equal_weights
 
 __all__ = ["stein_thinning", "stein_thinning_weights", "stein_thinning_coreset"]
@@ -38,7 +38,7 @@ def stein_thinning(
     progress : bool
         Show a progress bar (``"xp"`` and ``"cuda"`` loops; the C++ loop reports nothing).
     backend : {"auto", "cpu", "cuda", "xp"}
-        "auto": the kernel matrix's own backend (:class:`~stein_coreset.kernels.KernelMatrix`).
+        "auto": the kernel matrix's own backend (:class:`~stein_coreset.engine.KernelMatrix`).
         "cpu": the C++ loop on host copies of the points (one transfer); "cuda": one fused
         launch per step on the device, the pick never leaving it; "xp": one kernel column per
         step in K's array namespace (on its device), one scalar host transfer per step (the

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 from . import _native
 
 __all__ = ["kt_swap_ls", "swap_ls_support", "SWAP_LS_FORMATS"]

@@ -18,7 +18,7 @@ import time
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 from .cholesky_thinning import cholesky_thinning
 from .debias import ld_summary, low_rank_debias
 from .recombination import recombination_thinning

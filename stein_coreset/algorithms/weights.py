@@ -13,7 +13,7 @@ import scipy.linalg
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..kernels import KernelMatrix
+from ..engine import KernelMatrix
 from . import _native
 
 __all__ = [

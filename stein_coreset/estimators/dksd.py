@@ -16,7 +16,7 @@ reduces to this with v -> C^T v, m -> m C, and a preconditioner M = L L^T of the
 (||x - y||_M^2 = (x - y)^T M^{-1} (x - y)) with x -> L^{-1} x, m -> L^{-1} m. For m = I, K = I k
 this is exactly the Stein kernel of :mod:`stein_coreset.kernels` (the same ``radial`` derivatives
 kappa, kappa', q kappa''), and the ``"ksd"`` loss is evaluated by that module's
-:class:`~stein_coreset.kernels.KernelMatrix` itself: one implementation of k_p.
+:class:`~stein_coreset.engine.KernelMatrix` itself: one implementation of k_p.
 
 One pass per backend: NumPy runs in C++ (src_cpp/dksd.hpp, a team of ``n_threads`` over row
 chunks whose partial sums are added in a fixed order, so the value does not depend on the team
@@ -36,7 +36,8 @@ import numpy as np
 
 from .. import _array_api as aa
 from ..algorithms._native import dksd_pass
-from ..kernels import KernelMatrix, RadialKernel, SteinKernel
+from ..engine import KernelMatrix
+from ..kernels import RadialKernel, SteinKernel
 from . import dksd_array_api
 from .matrix_kernels import kernel_plan
 from .pointwise import batch_diagonal, batch_trace, checked_scores, point_terms

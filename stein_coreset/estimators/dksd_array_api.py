@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _array_api as aa
-from ..kernels import SLAB_ENTRIES
+from ..engine import SLAB_ENTRIES
 
 __all__ = ["pair_sqdist", "block_rows", "pair_pass", "HOST_SLAB_ENTRIES"]
 

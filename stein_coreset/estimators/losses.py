@@ -2,7 +2,7 @@
 
 DKSD / KSD (U-statistics, Barp et al., 2019, Eq. 7) are evaluated by
 :mod:`stein_coreset.estimators.dksd` (one pair pass per backend: C++ for NumPy, the array API
-otherwise) and, for ``"ksd"`` values, by :class:`~stein_coreset.kernels.KernelMatrix` itself; SM,
+otherwise) and, for ``"ksd"`` values, by :class:`~stein_coreset.engine.KernelMatrix` itself; SM,
 DSM and NNSM by :mod:`stein_coreset.estimators.score_matching`. The matrix kernels live in
 :mod:`~stein_coreset.estimators.matrix_kernels`, the diffusion matrices in
 :mod:`~stein_coreset.estimators.diffusion`.
@@ -179,7 +179,7 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
         Sample, any array-API namespace.
     discrepancy : {"ksd", "dksd", "sm", "dsm", "nnsm"}
         "ksd": U-statistic KSD^2 with K = I k (Eq. 7 with m = I), evaluated by
-        :class:`stein_coreset.kernels.KernelMatrix`; "dksd": Eq. 7 with a diffusion m and a
+        :class:`stein_coreset.engine.KernelMatrix`; "dksd": Eq. 7 with a diffusion m and a
         matrix kernel; "sm": Eq. 8 estimator; "dsm": Eq. 11; "nnsm": DSM with m = diag(x).
     kernel : base kernel, SteinKernel, SeparableKernel or DiagonalKernel, optional
         For ksd / dksd; default IMQ(beta=-1/2) with the median bandwidth of X. A base kernel k
@@ -193,7 +193,7 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
     backend : {"auto", "cpp", "array_api"}
         ksd / dksd pair pass: "auto" runs NumPy input in C++ (src_cpp/dksd.hpp) and every
         other namespace through the blocked array-API code; "array_api" forces the latter.
-        (``"ksd"`` values go through :class:`~stein_coreset.kernels.KernelMatrix` under "auto".)
+        (``"ksd"`` values go through :class:`~stein_coreset.engine.KernelMatrix` under "auto".)
     n_threads : int, optional
         Team size of the C++ pass (NumPy input); default the usable cores
         (:func:`stein_coreset._threads.effective_n_threads`). The result does not depend on it.

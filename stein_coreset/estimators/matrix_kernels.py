@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _array_api as aa
-from ..kernels import IMQ, RadialKernel, SteinKernel, Whitening, median_bandwidth
+from ..engine import Whitening
+from ..kernels import IMQ, RadialKernel, SteinKernel, median_bandwidth
 
 __all__ = ["SeparableKernel", "DiagonalKernel", "KernelPlan", "kernel_plan"]
 

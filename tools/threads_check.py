@@ -1,9 +1,9 @@
-"""Threading check of issue 11: parallel efficiency, contention and the kernel-column cost.
+"""Threading check: parallel efficiency, contention and the kernel-column cost.
 
-    python asv_benchmarks/threads_check.py                 # the full check (a few minutes)
-    python asv_benchmarks/threads_check.py --quick         # smaller n, to see that it runs
-    python asv_benchmarks/threads_check.py --json out.json # also write the figures as JSON
-    STEIN_CORESET_TEAM_WAIT=yield python asv_benchmarks/threads_check.py  # the yielding policy
+    python tools/threads_check.py                 # the full check (a few minutes)
+    python tools/threads_check.py --quick         # smaller n, to see that it runs
+    python tools/threads_check.py --json out.json # also write the figures as JSON
+    STEIN_CORESET_TEAM_WAIT=yield python tools/threads_check.py  # the yielding policy
 
 (a) st, skt, kt, lskt, sr at n = 2^15, d = 4: wall time, process CPU time, cpu/wall with the
     default team (the usable cores), and whether n_threads = 1 and 2 select the same points.
@@ -15,7 +15,7 @@
     one thread.
 (d) the load average before and after.
 
-The speed-up table over 1, 2, 4, 8, 16 threads (issue 28) is asv_benchmarks/threads_table.py.
+The speed-up table over 1, 2, 4, 8, 16 threads is tools/threads_table.py.
 
 Inputs are the biased Gaussian chain of compare_peers.py (target N(0, I), sample shifted and
 over-dispersed); coreset size 128. Run it on an otherwise idle machine.
@@ -31,12 +31,7 @@ import sys
 import time
 
 import numpy as np
-
-
-def _biased_chain(n, d, seed):
-    rng = np.random.default_rng(seed)
-    X = 0.7 + 1.5 * rng.standard_normal((n, d))
-    return X, -X
+from compare_peers import biased_chain  # tools/: the sibling script
 
 
 def _timed(fn, repeat):
@@ -58,7 +53,7 @@ def _compress(X, S, method, size, **kw):
 
 
 def section_a(n, size, repeat):
-    X, S = _biased_chain(n, 4, 0)
+    X, S = biased_chain(n, 4, 0)
     rows = []
     for method in ("st", "skt", "kt", "lskt", "sr"):
         _compress(X, S, method, size)  # warm-up (imports, first-use setup)
@@ -100,7 +95,7 @@ def section_b(n, size, repeat, competitors, limit):
     """Alone and busy timings taken in interleaved pairs (alone, then with fresh competitors),
     so that a change of background load hits both sides of a pair alike; reported: the best of
     each side, their ratio, and the median of the per-pair ratios."""
-    X, S = _biased_chain(n, 4, 0)
+    X, S = biased_chain(n, 4, 0)
     methods = ("st", "skt", "lskt", "sr", "sc")
     rows = []
     for method in methods:
@@ -139,7 +134,7 @@ def section_c(n, repeat):
 
     rows = []
     for d in (4, 32):
-        X, S = _biased_chain(n, d, 1)
+        X, S = biased_chain(n, d, 1)
         K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, S, n_threads=1)
         K.handle()  # the host copies and the structure-of-arrays layout, built once
         js = [0, n // 3, n // 2, n - 1]

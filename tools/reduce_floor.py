@@ -1,6 +1,6 @@
-"""What limits the distributed path's final KSD (issue 13): an experiment, not a benchmark.
+"""What limits the distributed path's final KSD: an experiment, not a benchmark.
 
-    python asv_benchmarks/reduce_floor.py            # n = 2^18, 16 blocks, m = 256 (~1 min)
+    python tools/reduce_floor.py            # n = 2^18, 16 blocks, m = 256 (~1 min)
 
 On the distributed bench's input (``distributed_bench.make_input``: 16 blocks of n / 16 rows,
 blocks b with b % 8 in {0, 3} burn-in 1.5 z + 6, the rest i.i.d. from P = N(0, I4)) at a quarter

@@ -1,7 +1,7 @@
 """Issue 13's must-show table: debiased compression on Dask against what one process can do.
 
-    python asv_benchmarks/distributed_bench.py --json dist.json      # the full run (~15-25 min)
-    python asv_benchmarks/distributed_bench.py --quick               # n = 2^16 / 2^15, ~1 min
+    python tools/distributed_bench.py --json dist.json      # the full run (~15-25 min)
+    python tools/distributed_bench.py --quick               # n = 2^16 / 2^15, ~1 min
 
 Input: the biased chain of tests/test_distributed.py -- target P = N(0, I_4), scores -x in
 closed form; the blocks b with b % 8 in {0, 3} are burn-in (1.5 x + 6, far from P), the others
@@ -86,7 +86,7 @@ def lazy_input(n: int, n_blocks: int, seed: int):
 def _maxrss_mib() -> float:
     """This process's resident high-water mark since its exec (VmHWM; ``ru_maxrss`` would
     include the parent's, which Linux carries over fork and exec)."""
-    peak = _vm_hwm_mib(os.getpid())
+    peak = vm_hwm_mib(os.getpid())
     return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -136,7 +136,7 @@ def run_distributed(method: str, n: int, n_blocks: int, size: int, workers: int,
     }
 
 
-def _vm_hwm_mib(pid: int) -> float | None:
+def vm_hwm_mib(pid: int) -> float | None:
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
@@ -160,7 +160,7 @@ def run_baseline(which: str, n: int, n_blocks: int, size: int, sigma: float, see
                                 cwd=tmp)
         hwm, status = 0.0, "ok"
         while proc.poll() is None:
-            hwm = max(hwm, _vm_hwm_mib(proc.pid) or 0.0)
+            hwm = max(hwm, vm_hwm_mib(proc.pid) or 0.0)
             if time.perf_counter() - t0 > limit:
                 proc.kill()  # this child only, by its pid
                 status = f"did not finish in {limit:g} s"

@@ -1,6 +1,6 @@
 """Side-by-side comparisons of stein_coreset with peer packages, one function per comparison.
 
-    python asv_benchmarks/compare_peers.py --st --kt --skt      (or --all)
+    python tools/compare_peers.py --st --kt --skt      (or --all)
 
 Each function prints its numbers and returns them as a dict; ``--json FILE`` saves them all.
 Timings are the best of ``--repeat`` runs, taken in one invocation so ratios are comparable.
@@ -26,7 +26,7 @@ def _best_time(fn, repeat):
     return best, out
 
 
-def _biased_chain(n, d, seed):
+def biased_chain(n, d, seed):
     """A biased sample for the target N(0, I_d): shifted, over-dispersed Gaussian points."""
     rng = np.random.default_rng(seed)
     X = 0.7 + 1.5 * rng.standard_normal((n, d))
@@ -45,7 +45,7 @@ def compare_st(n=1 << 14, d=4, m=128, seed=0, repeat=7):
     import stein_coreset as sc
     from stein_coreset.algorithms import stein_thinning
 
-    X, S = _biased_chain(n, d, seed)
+    X, S = biased_chain(n, d, seed)
     scl = np.mean(np.abs(X - X.mean(axis=0)), axis=0)
     kern = sc.SteinKernel(sc.IMQ(sigma=1.0), M=np.diag(scl**2))
 
@@ -146,7 +146,7 @@ def compare_skt(n=1 << 14, d=4, m=128, seed=0, repeat=1):
     (KSD to the target N(0, I_d) of each coreset)."""
     import stein_coreset as sc
 
-    X, S = _biased_chain(n, d, seed)
+    X, S = biased_chain(n, d, seed)
     kern = sc.SteinKernel()
     out = {"n": n, "d": d, "m": m}
     for method in ("skt", "st", "standard"):
@@ -227,7 +227,7 @@ def compare_lskt(n=1 << 14, d=4, seed=0, repeat=1):
     LD / KT-Compress++ split) and KSD to the target N(0, I_d)."""
     import stein_coreset as sc
 
-    X, S = _biased_chain(n, d, seed)
+    X, S = biased_chain(n, d, seed)
     m = int(math.isqrt(n))
     out = {"n": n, "d": d, "m": m}
     for method in ("lskt", "skt"):
@@ -259,11 +259,11 @@ def compare_lskt_scaling(ns=(1 << 12, 1 << 13, 1 << 14, 1 << 15, 1 << 16), d=4, 
 
     import stein_coreset as sc
 
-    Xw, Sw = _biased_chain(1024, d, seed)
+    Xw, Sw = biased_chain(1024, d, seed)
     sc.compress(Xw, Sw, size=32, method="lskt", seed=seed)  # warm-up: thread pools, caches
     rows = []
     for n in ns:
-        X, S = _biased_chain(n, d, seed)
+        X, S = biased_chain(n, d, seed)
         m = 1 << (int(math.isqrt(n)).bit_length() - 1)
         tracemalloc.start()
         t_m, res = _best_time(
@@ -304,7 +304,7 @@ def compare_lskt_stretch(n=1 << 20, d=4, tau=0.4, seed=0, repeat=1):
     KT-Compress++ 36 s on an RTX 6000 GPU)."""
     import stein_coreset as sc
 
-    X, S = _biased_chain(n, d, seed)
+    X, S = biased_chain(n, d, seed)
     m = int(math.isqrt(n))
     rank = int(round(n**tau))
     t_m, res = _best_time(
@@ -327,12 +327,12 @@ def compare_scaling(ns=(1 << 12, 1 << 13, 1 << 14, 1 << 15), d=4, seed=0, repeat
     import stein_coreset as sc
 
     methods = ("skt", "lskt", "sr", "lsr", "sc", "lsc")
-    Xw, Sw = _biased_chain(1024, d, seed)
+    Xw, Sw = biased_chain(1024, d, seed)
     for m in methods:  # warm-up: thread teams, caches
         sc.compress(Xw, Sw, size=8, method=m, seed=seed)
     rows = {m: [] for m in methods}
     for n in ns:
-        X, S = _biased_chain(n, d, seed)
+        X, S = biased_chain(n, d, seed)
         kernel = sc.SteinKernel(sc.IMQ(sigma=float(sc.median_bandwidth(X))))
         for m in methods:
             size = math.isqrt(n) if m.endswith("kt") else math.ceil(n**0.4 - 1e-9)

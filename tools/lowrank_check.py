@@ -1,6 +1,6 @@
 """Issue 12's must-show table: the low-rank methods against the quadratic ones, n = 2^16..2^20.
 
-    python asv_benchmarks/lowrank_check.py bw amd 16 18 20 --json lowrank.json
+    python tools/lowrank_check.py bw amd 16 18 20 --json lowrank.json
 
 Parts (any subset, in the order given):
 
@@ -125,20 +125,20 @@ def _size(method: str, n: int) -> int:
 def _peak_rss_mib() -> float:
     """This process's resident high-water mark (VmHWM: of its own image since exec; ru_maxrss
     would carry over the parent's, which Linux keeps across fork and exec)."""
-    from distributed_bench import _vm_hwm_mib
+    from distributed_bench import vm_hwm_mib
 
-    peak = _vm_hwm_mib(os.getpid())
+    peak = vm_hwm_mib(os.getpid())
     if peak is None:
         raise RuntimeError("no VmHWM in /proc/self/status")
     return peak
 
 
 def child(method: str, n: int, seed: int, sigma: float, reuse_st: str | None) -> dict:
-    from compare_peers import _biased_chain
+    from compare_peers import biased_chain
 
     import stein_coreset as sc
 
-    X, S = _biased_chain(n, D, 12345)
+    X, S = biased_chain(n, D, 12345)
     kernel = sc.SteinKernel(sc.IMQ(sigma=sigma))
     m = _size(method, n)
     opts = {"tau": 0.4} if method.startswith("l") else {}
@@ -192,12 +192,12 @@ def run_one(method, n, seed, sigma, limit, reuse_st=None) -> dict:
 
 def save_st(n: int, sigma: float, path: str) -> float:
     """Stein Thinning for n steps (skt's first stage at size sqrt(n)), saved; its seconds."""
-    from compare_peers import _biased_chain
+    from compare_peers import biased_chain
 
     import stein_coreset as sc
     from stein_coreset.algorithms import _native
 
-    X, S = _biased_chain(n, D, 12345)
+    X, S = biased_chain(n, D, 12345)
     K = sc.SteinKernel(sc.IMQ(sigma=sigma)).bind(X, S)
     t0 = time.perf_counter()
     np.save(path, _native.stein_thinning(K, n))
@@ -205,12 +205,12 @@ def save_st(n: int, sigma: float, path: str) -> float:
 
 
 def size_part(k: int, limit: float, tmp: str) -> dict:
-    from compare_peers import _biased_chain
+    from compare_peers import biased_chain
 
     import stein_coreset as sc
 
     n = 1 << k
-    X, _ = _biased_chain(n, D, 12345)
+    X, _ = biased_chain(n, D, 12345)
     sigma = float(sc.median_bandwidth(X))
     del X
     runs = []
@@ -259,7 +259,6 @@ def main(argv=None):
         return
     import tempfile
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     out = {"load_before": os.getloadavg(), "cpu_count": os.cpu_count()}
     with tempfile.TemporaryDirectory() as tmp:
         for part in args.parts:

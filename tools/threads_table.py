@@ -1,8 +1,8 @@
-"""Speed-up table of issue 28: every method at 1, 2, 4, 8, 16 threads, ratios to one thread.
+"""Speed-up table: every method at 1, 2, 4, 8, 16 threads, ratios to one thread.
 
-    python asv_benchmarks/threads_table.py --json table.json                   # the full table
-    python asv_benchmarks/threads_table.py --budget-s 200 --json table.json    # stop in time
-    python asv_benchmarks/threads_table.py --n 12,14,16 --threads 1,2,8,16 --st-frac 0.25
+    python tools/threads_table.py --json table.json                   # the full table
+    python tools/threads_table.py --budget-s 200 --json table.json    # stop in time
+    python tools/threads_table.py --n 12,14,16 --threads 1,2,8,16 --st-frac 0.25
 
 Cells are (method, n, threads): the wall time of one ``compress(..., n_threads=k)`` call on
 d = 4, X = 0.7 + 1.5 z, S = -X, the Stein IMQ kernel with sigma^2 = 8 (kt: the IMQ base kernel
@@ -35,6 +35,7 @@ import sys
 import time
 
 import numpy as np
+from compare_peers import biased_chain  # tools/: the sibling script
 
 MAIN = ("st", "skt", "sr", "sc", "lskt")
 OTHER = ("lsr", "lsc", "kt", "dksd")
@@ -50,12 +51,6 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "?"
-
-
-def _input(n: int, d: int = 4, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    X = 0.7 + 1.5 * rng.standard_normal((n, d))
-    return X, -X
 
 
 def _digest(*arrays) -> str:
@@ -162,7 +157,8 @@ def main(argv=None) -> int:
             with open(args.json, "w") as f:
                 json.dump(out, f, indent=1)
 
-    _cell("st", *_input(512), 2, 1.0)  # warm-up: imports, first-use setup, worker threads
+    # warm-up: imports, first-use setup, worker threads
+    _cell("st", *biased_chain(512, 4, 0), 2, 1.0)
     inputs = {}
     times = {}  # (method, n, threads) -> seconds
     digests = {}
@@ -179,7 +175,7 @@ def main(argv=None) -> int:
                   flush=True)
             continue
         if n not in inputs:
-            inputs[n] = _input(n)
+            inputs[n] = biased_chain(n, 4, 0)
         dt, dig = _cell(method, *inputs[n], t, args.st_frac)
         runs, used = 1, dt
         while used < args.short_s and runs < 5:  # a short cell: best of a few runs

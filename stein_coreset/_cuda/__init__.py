@@ -318,9 +318,6 @@ class CudaKernel:
                 half = size // 2
                 nxt = cp.full(2 * ncore * half, -1, dtype=cp.int64)
                 acc = cp.zeros(ncore * half, dtype=cp.float64)
-                sig2 = cp.zeros(ncore, dtype=cp.float64)
-                kst = cp.zeros(ncore, dtype=cp.int64)
-                counters = cp.zeros(ncore, dtype=cp.uint32)
                 unif = U[j * row: j * row + ncore * half]
                 log_mult = base_log_mult - 2.0 * j * math.log(2.0)
                 if persistent and ncore <= KTS_MAX_CORESETS:
@@ -334,6 +331,9 @@ class CudaKernel:
                             bar, np.float64(log_mult), np.int64(min(s1, half))))
                         stream.synchronize()
                 else:
+                    sig2 = cp.zeros(ncore, dtype=cp.float64)
+                    kst = cp.zeros(ncore, dtype=cp.int64)
+                    counters = cp.zeros(ncore, dtype=cp.uint32)
                     args = self._params + (
                         cur, np.int64(size), nxt, acc, sig2, unif, kst, counters,
                         np.float64(log_mult),

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "parallel.hpp"
+#include "progress.hpp"
 #include "soa_kernel.hpp"
 
 namespace sc {
@@ -119,6 +120,7 @@ struct Halving {
                 alpha = walk_total(partial.data(), nc);
             }
             decide(k, alpha);
+            progress_add(k + 1);
         }
     }
 };
@@ -156,6 +158,7 @@ void halve_together(Team& team, std::vector<Halving>& hs) {
                     const double* p = &partial[static_cast<size_t>(h * maxc)];
                     hv.decide(k, hv.repeat(k) ? 0.0 : walk_total(p, nc));
                 }
+                progress_add(H * (k + 1));
                 return true;
             });
         k0 = k1;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "parallel.hpp"
+#include "progress.hpp"
 #include "soa_kernel.hpp"
 
 namespace sc {
@@ -120,6 +121,7 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, i
                 I[a] = best.i;
                 ++changed_pass;
             }
+            progress_add(1);
             if (a + 1 < m) return true;
             changed += changed_pass;
             const bool again = changed_pass != 0;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "parallel.hpp"
+#include "progress.hpp"
 #include "soa_kernel.hpp"
 
 namespace sc {
@@ -115,6 +116,7 @@ void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score,
                 }
             }
             out[t] = i;
+            progress_add(1);
             return true;
         });
 }

@@ -127,3 +127,8 @@ cdef extern from "cancel.hpp" nogil:
     void sc_cancel_clear "sc::cancel_clear"()
     bint sc_sigint_hook_install "sc::sigint_hook_install"()
     void sc_sigint_hook_remove "sc::sigint_hook_remove"()
+
+
+cdef extern from "progress.hpp" nogil:
+    int64_t sc_progress_read "sc::progress_read"()
+    void sc_progress_reset "sc::progress_reset"()

@@ -82,6 +82,17 @@ def _cancel_requested():
     return bool(sc_cancel_requested())
 
 
+def progress_units():
+    """Work units the C++ loops have done since :func:`progress_reset` (src_cpp/progress.hpp):
+    read by a progress bar's thread while a loop runs without the GIL."""
+    return sc_progress_read()
+
+
+def progress_reset():
+    """Set the loops' progress counter to zero (before a loop whose bar reads it)."""
+    sc_progress_reset()
+
+
 cdef class Kernel:
     """Host-side handle on a P-mean-zero kernel over n whitened points (see stein_kernel.hpp).
 

@@ -1,43 +1,128 @@
-"""Progress reporting for long runs: tqdm when installed, else a plain line on stderr."""
+"""Progress reporting for long runs: tqdm when installed, else a plain line on stderr.
+
+Three shapes: :func:`progress_bar` wraps a Python loop; :func:`counter_bar` is a bar advanced
+to a count (a device loop reporting between launches); :func:`polled` draws a bar for a C++ loop
+that runs without the GIL, from a thread that polls a counter the loop increments
+(``_core.progress_units``, src_cpp/progress.hpp). Bars of stages shorter than
+:data:`DELAY_S` never appear.
+"""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from contextlib import contextmanager
+
+#: Seconds a stage runs before its bar is drawn (shorter stages stay silent).
+DELAY_S = 0.5
+#: Seconds between two reads of a polled counter.
+POLL_S = 0.2
 
 
 class _Plain:
-    def __init__(self, iterable, desc, total):
-        self.iterable, self.desc = iterable, desc
-        self.total = total if total is not None else len(iterable)
+    """The bar without tqdm: one ``\\r``-rewritten line on stderr, at most twice a second."""
 
-    def __iter__(self):
-        t0, last = time.perf_counter(), 0.0
-        for i, item in enumerate(self.iterable):
-            now = time.perf_counter()
-            if now - last > 0.5 or i + 1 == self.total:
-                print(
-                    f"\r{self.desc}: {i + 1}/{self.total} ({now - t0:.1f} s)",
-                    end="",
-                    file=sys.stderr,
-                )
-                last = now
-            yield item
-        print(file=sys.stderr)
+    def __init__(self, desc: str, total: int):
+        self.desc, self.total, self.n = desc, int(total), 0
+        self._t0 = time.perf_counter()
+        self._last = 0.0
+        self._drawn = False
+
+    def update(self, k: int = 1) -> None:
+        self.n += k
+        now = time.perf_counter()
+        if now - self._t0 >= DELAY_S and (now - self._last > 0.5 or self.n >= self.total):
+            print(f"\r{self.desc}: {self.n}/{self.total} ({now - self._t0:.1f} s)", end="",
+                  file=sys.stderr, flush=True)
+            self._last, self._drawn = now, True
+
+    def close(self) -> None:
+        if self._drawn:
+            print(file=sys.stderr, flush=True)
+
+
+def _bar(desc: str, total: int, unit: str = "it"):
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _Plain(desc, total)
+    return tqdm(desc=desc, total=int(total), leave=False, delay=DELAY_S, unit=unit,
+                unit_scale=unit == "entries")
 
 
 def progress_bar(iterable, desc: str = "", total: int | None = None):
     """Wrap ``iterable`` in a progress bar on stderr."""
+    total = len(iterable) if total is None else total
+    bar = _bar(desc, total)
     try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return _Plain(iterable, desc, total)
-    return tqdm(iterable, desc=desc, total=total, leave=False)
+        for item in iterable:
+            yield item
+            bar.update(1)
+    finally:
+        bar.close()
+
+
+class CounterBar:
+    """A bar over ``total`` units moved to a count with :meth:`advance_to` (never backwards);
+    ``unit``: "steps", or "entries" (kernel evaluations, shown as 1.2G)."""
+
+    def __init__(self, desc: str, total: int, unit: str = "steps"):
+        self.total = int(total)
+        self._bar = _bar(desc, self.total, unit)
+        self._seen = 0
+        self._lock = threading.Lock()
+
+    def advance_to(self, done: int) -> None:
+        with self._lock:
+            done = min(int(done), self.total)
+            if done > self._seen:
+                self._bar.update(done - self._seen)
+                self._seen = done
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def counter_bar(desc: str, total: int, unit: str = "steps") -> CounterBar:
+    """A :class:`CounterBar` (call ``close()`` when the stage ends)."""
+    return CounterBar(desc, total, unit)
+
+
+@contextmanager
+def polled(desc: str, total: int, read, reset=None, enabled: bool = True, unit: str = "steps"):
+    """A bar for a loop that runs without the GIL and counts its work in a shared counter.
+
+    ``reset()`` (if given) zeroes the counter, then a daemon thread moves the bar to ``read()``
+    every :data:`POLL_S` seconds until the block ends; a block that completes fills the bar. With
+    ``enabled`` false (or ``total`` < 1) nothing is drawn and no thread starts.
+    """
+    if not enabled or total < 1:
+        yield None
+        return
+    if reset is not None:
+        reset()
+    bar = CounterBar(desc, total, unit)
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(POLL_S):
+            bar.advance_to(read())
+
+    th = threading.Thread(target=poll, name="stein_coreset-progress", daemon=True)
+    th.start()
+    try:
+        yield bar
+        bar.advance_to(total)
+    finally:
+        stop.set()
+        th.join()
+        bar.close()
 
 
 def stage(message: str) -> None:
-    """One line on stderr for a stage without a bar (e.g. a C++ loop that reports nothing
-    until it returns), through ``tqdm.write`` when tqdm is installed so open bars stay intact."""
+    """One line on stderr for a stage without a bar, through ``tqdm.write`` when tqdm is
+    installed so open bars stay intact."""
     try:
         from tqdm.auto import tqdm
     except ImportError:

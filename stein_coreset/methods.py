@@ -242,6 +242,7 @@ METHODS: Mapping[str, Method] = MappingProxyType(
                 {"delta": _DELTA, "swap_passes": _SWAP_PASSES, "swap_order": _SWAP_ORDER,
                  "delta_rule": _DELTA_RULE}
             ),
+            takes_progress=True,
         ),
         "compresspp": Method(
             summary="KT-Compress++ of the input (Shetty et al.; Alg. F.3)",

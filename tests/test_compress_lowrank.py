@@ -93,7 +93,10 @@ def test_compresspp_beats_iid_on_unbiased_input():
         assert r.info["swap_target"] == target and len(r) <= 32
 
 
-def test_lowrank_methods_progress_bars(biased_gaussian, capsys):
+def test_lowrank_methods_progress_bars(biased_gaussian, capsys, monkeypatch):
+    from stein_coreset import _progress
+
+    monkeypatch.setattr(_progress, "DELAY_S", 0.0)  # these stages are short; draw them anyway
     X, S = biased_gaussian(n=256, seed=7)
     sc.compress(X, S, size=16, method="lskt", seed=0, progress=True)
     err = capsys.readouterr().err

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
+from .._progress import counter_bar, polled
 from ..engine import KernelMatrix
 
 #: Most coresets one KT-SPLIT round runs side by side on the device (CUDA's grid.y limit);
@@ -35,36 +36,63 @@ __all__ = [
 ]
 
 
-def stein_thinning(K: KernelMatrix, m: int, progress=None) -> np.ndarray:
-    """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order.
+def _polled(desc: str, total: int, progress: bool, unit: str = "steps"):
+    """A bar over ``total`` units of the C++ loop run inside the block (``_core``'s counter)."""
+    return polled(desc, total, _core.progress_units, _core.progress_reset, progress, unit)
 
-    ``progress``: called with the number of steps done (CUDA backend only)."""
+
+def stein_thinning(K: KernelMatrix, m: int, progress: bool = False) -> np.ndarray:
+    """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order; a bar over the
+    steps with ``progress``."""
     if K.backend == "cuda":
-        return K.cuda().stein_thinning(int(m), progress)
-    return np.asarray(_core.stein_thinning(K.handle(), int(m), K.n_threads), dtype=np.int64)
+        bar = counter_bar("Stein thinning", m) if progress else None
+        try:
+            return K.cuda().stein_thinning(int(m), bar.advance_to if bar else None)
+        finally:
+            if bar is not None:
+                bar.close()
+    with _polled("Stein thinning", m, progress):
+        out = _core.stein_thinning(K.handle(), int(m), K.n_threads)
+    return np.asarray(out, dtype=np.int64)
 
 
-def kt_split(K: KernelMatrix, idx: np.ndarray, t: int, delta: float, seed: int, uniforms=None):
+def kt_split_units(N: int, t: int) -> int:
+    """The progress units of a C++ KT-SPLIT of N points in t rounds (src_cpp/progress.hpp: pair k
+    of a halving counts k + 1, its walk's length)."""
+    units, size = 0, int(N)
+    for j in range(int(t)):
+        pairs = size // 2
+        units += (1 << j) * pairs * (pairs + 1) // 2
+        size = pairs
+    return units
+
+
+def kt_split(K: KernelMatrix, idx: np.ndarray, t: int, delta: float, seed: int, uniforms=None,
+             progress: bool = False):
     """KT-SPLIT (Alg. D.2): (2^t, size) int64 coresets of the host index sequence ``idx``.
 
     Both backends use the same uniforms for a seed (``_core.kt_split_uniforms``), so they split
-    alike up to the rounding of the walk's sums."""
+    alike up to the rounding of the walk's sums. ``progress``: a bar over the C++ walk."""
     idx = np.ascontiguousarray(idx, dtype=np.int64)
     if K.backend == "cuda" and (1 << int(t)) <= MAX_CUDA_CORESETS:
         if uniforms is None:
             uniforms = _core.kt_split_uniforms(idx.size, int(t), seed)
         return K.cuda().kt_split(idx, int(t), float(delta), uniforms)
-    return _core.kt_split(K.handle(), idx, int(t), float(delta), seed, uniforms, K.n_threads)
+    with _polled("KT-SPLIT", kt_split_units(idx.size, t), progress, "entries"):
+        return _core.kt_split(K.handle(), idx, int(t), float(delta), seed, uniforms, K.n_threads)
 
 
 def kt_swap_refine(
-    K: KernelMatrix, I: np.ndarray, passes: int, sorted_sweeps: bool = False
+    K: KernelMatrix, I: np.ndarray, passes: int, sorted_sweeps: bool = False,
+    progress: bool = False,
 ) -> int:
     """Greedy KT-Swap (Alg. D.3) on the int64 coreset ``I``, in place (sorted before every sweep
-    when ``sorted_sweeps``); the number of swaps."""
+    when ``sorted_sweeps``); the number of swaps. ``progress``: a bar over the C++ swaps (a
+    sweep without a swap ends the loop and fills the bar)."""
     if K.backend == "cuda":
         return K.cuda().kt_swap_refine(I, int(passes), bool(sorted_sweeps))
-    return _core.kt_swap_refine(K.handle(), I, int(passes), K.n_threads, bool(sorted_sweeps))
+    with _polled("KT-Swap", int(passes) * I.size, progress, "swaps"):
+        return _core.kt_swap_refine(K.handle(), I, int(passes), K.n_threads, bool(sorted_sweeps))
 
 
 def kt_swap_ls(K: KernelMatrix, dense: np.ndarray, order: np.ndarray, fmt: int) -> float:

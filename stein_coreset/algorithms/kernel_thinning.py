@@ -122,11 +122,11 @@ def kt_split(
 
 
 def _kt_split(K, idx: np.ndarray, t: int, delta: float, rng, uniforms=None,
-              delta_rule: str = "total"):
+              delta_rule: str = "total", progress: bool = False):
     """:func:`kt_split` on validated arguments (``rng`` a Generator unless ``uniforms``)."""
     if delta_rule == "total" or t == 0:
         seed = 0 if uniforms is not None else int(rng.integers(2**63))
-        out = _native.kt_split(K, idx, t, delta, seed, uniforms)
+        out = _native.kt_split(K, idx, t, delta, seed, uniforms, progress)
         return [np.array(row) for row in out]
     # "per_step": one halving (t = 1) per coreset and round; the native threshold for a t = 1
     # call on N' points is 2 log(2 N' / delta'), so delta' = N' delta gives 2 log(2 / delta).
@@ -228,14 +228,14 @@ def kt_swap(
     return _kt_swap(K, cands, b, passes, order)
 
 
-def _kt_swap(K, cands, baseline, passes: int, order: str = "sorted"):
+def _kt_swap(K, cands, baseline, passes: int, order: str = "sorted", progress: bool = False):
     """:func:`kt_swap` on validated arguments (host int64 candidates of one size)."""
     C = np.stack(cands)
     short = [C[int(np.argmin(_mmd2(K, C)))].copy()]
     if baseline is not None:
         short.append(np.array(baseline, dtype=np.int64))
     for I in short:
-        _native.kt_swap_refine(K, I, passes, sorted_sweeps=order == "sorted")
+        _native.kt_swap_refine(K, I, passes, order == "sorted", progress)
     final = _mmd2(K, np.stack(short))
     return short[int(np.argmin(final))]
 
@@ -253,6 +253,7 @@ def kernel_thinning(
     delta_rule: str = "total",
     check_input: bool = True,
     n_threads: int | None = None,
+    progress: bool = False,
 ):
     """Kernel Thinning targeting P (Alg. D.2): KT-SPLIT to m points, then KT-Swap.
 
@@ -280,6 +281,9 @@ def kernel_thinning(
         Validate the arguments (default); ``False`` trusts them.
     n_threads : int or None
         Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+    progress : bool
+        Progress bars over the C++ KT-SPLIT walk and KT-Swap sweeps (stages under half a second
+        draw none).
 
     Returns
     -------
@@ -293,7 +297,8 @@ def kernel_thinning(
     K = val.with_threads(K, n_threads)
     if not check_input:
         idx = np.arange(K.n, dtype=np.int64) if indices is None else indices
-        return _kernel_thinning(K, m, idx, delta, rng, baseline, passes, swap_order, delta_rule)
+        return _kernel_thinning(K, m, idx, delta, rng, baseline, passes, swap_order, delta_rule,
+                                progress)
     val.check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)
     if indices is None:
@@ -310,11 +315,13 @@ def kernel_thinning(
     passes = val.check_int(passes, "passes", lo=1)
     swap_order = check_swap_order(swap_order)
     delta_rule = check_delta_rule(delta_rule)
-    return _kernel_thinning(K, m, idx, delta, rng, b, passes, swap_order, delta_rule)
+    progress = val.check_bool(progress, "progress")
+    return _kernel_thinning(K, m, idx, delta, rng, b, passes, swap_order, delta_rule, progress)
 
 
 def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, passes: int,
-                     swap_order: str = "sorted", delta_rule: str = "total"):
+                     swap_order: str = "sorted", delta_rule: str = "total",
+                     progress: bool = False):
     """:func:`kernel_thinning` on validated arguments."""
     ratio = idx.size / m
     t = int(round(math.log2(ratio))) if ratio >= 1 else -1
@@ -322,8 +329,8 @@ def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, pa
         raise ValueError(
             f"len(indices) / m must be a power of two, got len(indices) = {idx.size}, m = {m}"
         )
-    cands = _kt_split(K, idx, t, delta, rng, None, delta_rule) if t > 0 else [idx]
-    return _kt_swap(K, cands, baseline, passes, swap_order)
+    cands = _kt_split(K, idx, t, delta, rng, None, delta_rule, progress) if t > 0 else [idx]
+    return _kt_swap(K, cands, baseline, passes, swap_order, progress)
 
 
 def stein_kernel_thinning(
@@ -362,7 +369,7 @@ def stein_kernel_thinning(
     delta_rule : {"total", "per_step"}
         What ``delta`` means to KT-SPLIT (:func:`kt_split`).
     progress : bool
-        Progress bar of the Stein Thinning loop (non-NumPy namespaces).
+        Progress bars of the Stein Thinning loop, KT-SPLIT and KT-Swap.
 
     Returns
     -------
@@ -402,6 +409,7 @@ def stein_kernel_thinning(
         swap_order=swap_order,
         delta_rule=delta_rule,
         check_input=False,
+        progress=progress,
     )
     if sub is not None:
         idx = sub[idx]
@@ -417,7 +425,7 @@ def stein_kernel_thinning(
 
 def kernel_thinning_coreset(
     K: KernelMatrix, m: int, rng=None, *, delta: float = 0.5, swap_passes: int = 1,
-    swap_order: str = "sorted", delta_rule: str = "total",
+    swap_order: str = "sorted", delta_rule: str = "total", progress: bool = False,
 ):
     """Kernel Thinning (Alg. D.2) of the input's own empirical distribution: the ``"kt"``
     baseline, with K the base kernel centred at the input (paper footnote 2).
@@ -457,6 +465,7 @@ def kernel_thinning_coreset(
         swap_order=swap_order,
         delta_rule=delta_rule,
         check_input=False,
+        progress=val.check_bool(progress, "progress"),
     )
     uniq, w = equal_weights(idx, m)
     return uniq, w, {"n_split": int(n_split), "kt_rounds": int(t)}

@@ -36,7 +36,8 @@ def stein_thinning(
     m : int
         Number of greedy steps (output size); may exceed n.
     progress : bool
-        Show a progress bar (``"xp"`` and ``"cuda"`` loops; the C++ loop reports nothing).
+        Show a progress bar over the steps, on every backend (the C++ loop's is drawn from a
+        counter it updates; stages under half a second draw none).
     backend : {"auto", "cpu", "cuda", "xp"}
         "auto": the kernel matrix's own backend (:class:`~stein_coreset.engine.KernelMatrix`).
         "cpu": the C++ loop on host copies of the points (one transfer); "cuda": one fused
@@ -74,22 +75,7 @@ def _stein_thinning(K: KernelMatrix, m: int, progress: bool = False, backend: st
     if K.backend == "cuda" or (K.backend == "cpu" and backend != "xp"):
         from ._native import stein_thinning as native_stein_thinning
 
-        report = None
-        if progress and K.backend == "cuda":
-            from .._progress import progress_bar
-
-            ticks = iter(progress_bar(range(m), desc="Stein thinning", total=m))
-            seen = [0]
-
-            def report(done: int) -> None:  # advance the bar to `done` steps
-                for _ in range(done - seen[0]):
-                    next(ticks, None)
-                seen[0] = max(seen[0], done)
-
-        out = native_stein_thinning(K, m, report)
-        if report is not None:
-            report(m + 1)  # let the bar close
-        return out
+        return native_stein_thinning(K, m, progress)
     xp, n = K.xp, K.n
     score = xp.asarray(K.diag(), copy=True)
     out = np.empty(m, dtype=np.int64)

@@ -22,7 +22,7 @@ from ._progress import stage
 from ._threads import effective_n_threads
 from .discrepancy import finite_discrepancy
 from .engine import Whitening
-from .kernels import RadialKernel, SteinKernel, centred_kernel_matrix
+from .kernels import DEFAULT_KERNEL, RadialKernel, SteinKernel, centred_kernel_matrix
 from .methods import (
     LD_DEFAULT_TAU,
     METHODS,
@@ -197,17 +197,12 @@ def _check_kernel_type(kernel):
         )
 
 
-#: The kernel of ``compress(..., kernel=None)``: IMQ(beta=-1/2) at the median bandwidth, with the
-#: scale-free preconditioner M = diag(per-coordinate variance of X).
-DEFAULT_KERNEL = SteinKernel(M="scale")
-
-
 def _resolve_kernel(kernel, X, n_threads: int) -> SteinKernel:
     """The Stein kernel of this call with its bandwidth (and a ``"scale"`` preconditioner) fixed
     on X (a new object when anything is resolved; the caller's kernel is never changed). Its
     base is also the base kernel of the unbiased baselines.
 
-    ``None``: :data:`DEFAULT_KERNEL` (scale-free); a base kernel alone: identity M (its sigma
+    ``None``: :data:`~stein_coreset.kernels.DEFAULT_KERNEL` (scale-free); a base kernel alone: identity M (its sigma
     was chosen in the coordinates of X); a ``SteinKernel``: its own M (``None`` = identity)."""
     if kernel is None:
         kernel = DEFAULT_KERNEL
@@ -356,7 +351,7 @@ def compress(
     method : str
         One of :data:`METHODS` (``docs/api.md`` lists each one with its options).
     kernel : SteinKernel or base kernel, optional
-        Default (:data:`DEFAULT_KERNEL`, scale-free): the Stein kernel of IMQ(beta=-1/2) with
+        Default (:data:`~stein_coreset.kernels.DEFAULT_KERNEL`, scale-free): the Stein kernel of IMQ(beta=-1/2) with
         the preconditioner M = diag(per-coordinate variance of X) and the median M-distance
         bandwidth (debiased methods), or that IMQ base in the same M-norm centred at the input
         (unbiased baselines). Rescaling a coordinate of X (and its scores inversely) selects the

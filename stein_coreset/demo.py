@@ -174,7 +174,7 @@ def run_demo(
             reference=chain.reference if chain.reference is not None else np.empty((0, 0)),
         )
         print(f"saved the chain to {path} (arrays X, S, log_density, reference)")
-    from .compress import DEFAULT_KERNEL
+    from .kernels import DEFAULT_KERNEL
 
     # compress's own default (scale-free) kernel, fixed once on the chain so every row is
     # measured with the same one

@@ -11,14 +11,14 @@ import math
 from . import _array_api as aa
 from . import _validation as val
 from .engine import squared_distances
-from .kernels import IMQ, RadialKernel, SteinKernel, median_bandwidth
+from .kernels import DEFAULT_KERNEL, IMQ, RadialKernel, SteinKernel, median_bandwidth
 
 __all__ = ["ksd", "mmd", "energy_distance", "finite_discrepancy"]
 
 
 def _stein(kernel) -> SteinKernel:
     if kernel is None:
-        return SteinKernel()
+        return DEFAULT_KERNEL
     if isinstance(kernel, SteinKernel):
         return kernel
     if isinstance(kernel, RadialKernel):
@@ -36,7 +36,11 @@ def ksd(X, S, weights=None, kernel=None, n_threads: int | None = None) -> float:
     weights : (n,) array, optional
         Weights (default uniform); signed weights (constant-preserving coresets) are allowed.
     kernel : SteinKernel or base kernel, optional
-        Default: Stein kernel of IMQ(beta=-1/2) with median bandwidth.
+        Default :data:`~stein_coreset.kernels.DEFAULT_KERNEL`, the one ``compress`` uses: the
+        Stein kernel of IMQ(beta=-1/2) at the median bandwidth with M = diag(per-coordinate
+        variance), both taken from *this* X — so two calls on different point sets use two
+        kernels. To compare coresets, pass one fixed kernel, e.g. ``res.info["stein_kernel"]``.
+        A base kernel alone: identity M.
     n_threads : int, optional
         Team size of the C++ evaluation (NumPy input); default the usable cores
         (:func:`stein_coreset._threads.effective_n_threads`). The value does not depend on it.

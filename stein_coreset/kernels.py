@@ -41,6 +41,7 @@ __all__ = [
     "Gaussian",
     "Matern",
     "SteinKernel",
+    "DEFAULT_KERNEL",
     "median_bandwidth",
     "centred_kernel_matrix",
 ]
@@ -197,6 +198,10 @@ def median_bandwidth(
 ) -> float:
     """Median pairwise M-distance among at most ``max_points`` standard-thinned rows (Sec. 5).
 
+    ``M``: None (identity, the Euclidean distance), a (d,) diagonal or (d, d) SPD matrix, or
+    ``"scale"``: the per-coordinate variances of X, the preconditioner of
+    :data:`DEFAULT_KERNEL` (so ``median_bandwidth(X, "scale")`` is its bandwidth on X).
+
     Standard thinning keeps every ceil(n / max_points)-th row, as the paper does; it is
     deterministic, so ``seed`` does not change the result (it is accepted for API stability).
     The median is ``numpy.median`` of the m (m - 1) / 2 distances of the pairs i < j of the kept
@@ -218,7 +223,17 @@ def median_bandwidth(
     if check_input:  # False: X is trusted (float64, finite, 2-D), as compress passes it
         X = val.check_points(X, xp, "X")
         max_points = val.check_int(max_points, "max_points", lo=2)
+    if isinstance(M, str):
+        if M != "scale":
+            raise ValueError(f"M must be an array, a number, 'scale' or None, got {M!r}")
+        M = _scale_preconditioner(X, xp)
     return _median_bandwidth(X, M, max_points, xp, dev, effective_n_threads(n_threads))
+
+
+def _scale_preconditioner(X, xp) -> np.ndarray:
+    """M = "scale" on X: the (d,) host per-coordinate variances (1 where a coordinate is constant)."""
+    M = aa.to_host(xp.var(X, axis=0))
+    return np.where(M > 0, M, 1.0)
 
 
 def _median_bandwidth(X, M, max_points: int, xp, dev, n_threads: int = 1) -> float:
@@ -300,9 +315,8 @@ class SteinKernel:
         if check_input:
             X = val.check_points(X, xp, "X")
         M = self.M
-        if isinstance(M, str):  # "scale": the per-coordinate variances of X
-            M = aa.to_host(xp.var(X, axis=0))
-            M = np.where(M > 0, M, 1.0)
+        if isinstance(M, str):
+            M = _scale_preconditioner(X, xp)
         base = self.base
         if base is None:
             sigma = _median_bandwidth(X, M, 1000, xp, dev, effective_n_threads(n_threads))
@@ -359,6 +373,12 @@ class SteinKernel:
 
     def __call__(self, X, S, Y=None, T=None):
         return self.matrix(X, S, Y, T)
+
+
+#: The Stein kernel used when none is given (``compress``, ``ksd``): IMQ(beta=-1/2) at the
+#: median bandwidth, with the scale-free preconditioner M = diag(per-coordinate variance of X),
+#: both resolved on the X of the call.
+DEFAULT_KERNEL = SteinKernel(M="scale")
 
 
 def centred_kernel_matrix(

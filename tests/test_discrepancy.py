@@ -82,3 +82,30 @@ def test_ksd_does_not_depend_on_n_threads():
         assert sc.ksd(X, S, w / w.sum(), n_threads=n_threads) == ref
     with pytest.raises(ValueError, match="n_threads"):
         sc.ksd(X, S, n_threads=0)
+
+
+def test_ksd_default_kernel_is_scale_free_like_compress():
+    """ksd(X, S) with no kernel uses compress's default (M = per-coordinate variances): scaling
+    one coordinate by 1000 (its score by 1/1000) leaves the value unchanged, and it equals the
+    value ksd gives with that kernel spelled out."""
+    rng = np.random.default_rng(3)
+    X = 0.5 + 1.2 * rng.standard_normal((400, 3))
+    S = -X
+    c = np.array([1.0, 1000.0, 1.0])
+    a = sc.ksd(X, S)
+    b = sc.ksd(X * c, S / c)
+    assert b == pytest.approx(a, rel=1e-9)
+    assert a == pytest.approx(sc.ksd(X, S, kernel=sc.SteinKernel(M="scale")), rel=1e-12)
+    # the identity-M kernel is still there when asked for, and is not scale-free
+    ident = sc.SteinKernel(M=None)
+    assert sc.ksd(X * c, S / c, kernel=ident) != pytest.approx(sc.ksd(X, S, kernel=ident), rel=0.1)
+
+
+def test_median_bandwidth_scale_is_the_default_kernels_bandwidth():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((300, 2)) * np.array([1.0, 50.0])
+    resolved = sc.SteinKernel(M="scale").resolve(X)
+    assert sc.median_bandwidth(X, M="scale") == resolved.base.sigma
+    assert sc.median_bandwidth(X) > 10 * sc.median_bandwidth(X, M="scale")
+    with pytest.raises(ValueError, match="M must be"):
+        sc.median_bandwidth(X, M="scaled")

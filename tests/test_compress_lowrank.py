@@ -50,15 +50,53 @@ def test_lskt_close_to_skt_on_a_biased_chain(biased_4d):
     assert lskt.info["rank"] == 49 and lskt.info["rounds"] == 3 and lskt.info["steps"] == 896
 
 
-def test_lskt_size_rounds_down_and_standard_thins(biased_gaussian):
-    """size = 40 -> m = 32 (a power of two, KT halves); 32^2 < n so Rem. 2 thins to 1024 first."""
+def test_lskt_keeps_any_size_and_standard_thins(biased_gaussian):
+    """size = 40 = 5 * 8 is kept: 40^2 < n, so Rem. 2 thins to 1600 first, and KT-Compress++
+    runs on n' = 5 * 4^5 >= 1600 resampled points with leaves of 5 * 4^3 (oversampling
+    2^3 sqrt(5) >= 2^4)."""
     X, S = biased_gaussian(n=3000, seed=3)
     res = sc.compress(X, S, size=40, method="lskt", seed=0)
-    assert len(res) <= 32
-    assert res.info["size_used"] == 32 and res.info["standard_thin"]
-    assert res.info["n_thinned"] == 1024 and res.info["n_prime"] == 1024
+    assert res.draws.shape[0] == 40 and len(res) <= 40
+    assert res.info["size_used"] == 40 and res.info["standard_thin"]
+    assert res.info["n_thinned"] == 1600 and res.info["n_prime"] == 5 * 4**5
+    assert res.info["g"] == 3
     off = sc.compress(X, S, size=40, method="lskt", seed=0, standard_thin=False)
-    assert not off.info["standard_thin"] and off.info["n_prime"] == 4096
+    assert not off.info["standard_thin"] and off.info["n_prime"] == 5 * 4**5
+
+
+@pytest.mark.parametrize("n", [100, 1000, 3000, 4096, 70000])
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 12, 40, 64, 100, 181, 256])
+@pytest.mark.parametrize("g", [0, 2, 4])
+def test_compresspp_plan_fits_any_size(n, size, g):
+    """The plan's sizes satisfy what KT-Compress++ needs: n' = c 4^J covers the (thinned)
+    input, the COMPRESS output c 2^(g'+J) (or n' without levels) is m times a power of two,
+    and the oversampling 2^g' sqrt(c) is at least the requested 2^g."""
+    from stein_coreset.algorithms.compresspp import _layout, _log2_ratio, compresspp_plan
+
+    if size > n:
+        return
+    m, sub, n_prime, g_used, info = compresspp_plan(n, size, g=g)
+    assert m == size == info["size_used"]
+    n_used = n if sub is None else sub.size
+    assert n_prime >= n_used and n_prime < 4 * max(n_used, m)
+    c, J = _layout(n_prime, m)
+    assert c % 2 == 1 and m % c == 0
+    assert c * 4**g_used >= 4**g
+    out = c * 2 ** (g_used + J) if J > g_used else n_prime
+    assert _log2_ratio(out, m) is not None
+
+
+def test_lskt_at_an_odd_size_is_as_good_as_skt(biased_gaussian):
+    """At a size that is not a power of two, LSKT keeps it (it used to round 45 down to 32,
+    a KSD about 45/32 times SKT's); its KSD stays within 1.3x of SKT's at the same size."""
+    ratios = []
+    for seed in range(3):
+        X, S = biased_gaussian(n=4096, d=2, seed=seed)
+        skt = sc.compress(X, S, size=45, method="skt", seed=seed)
+        lskt = sc.compress(X, S, size=45, method="lskt", seed=seed)
+        assert lskt.draws.shape[0] == 45
+        ratios.append(lskt.ksd / skt.ksd)
+    assert float(np.median(ratios)) <= 1.3, ratios
 
 
 def test_lskt_n_not_a_power_of_four_resamples_up(biased_gaussian):

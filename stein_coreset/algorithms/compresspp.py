@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -37,6 +36,21 @@ def _log4(n: int) -> int | None:
     return b // 2 if b % 2 == 0 else None
 
 
+def _odd_part(m: int) -> int:
+    """c odd with m = c 2^k."""
+    return m >> ((m & -m).bit_length() - 1)
+
+
+def _layout(n_in: int, m: int | None) -> tuple[int, int] | None:
+    """(c, j) with n_in = c 4^j, c the odd part of the output size m (c = 1 when m is None),
+    or None when n_in has no such form."""
+    c = 1 if m is None else _odd_part(m)
+    if n_in % c:
+        return None
+    j = _log4(n_in // c)
+    return None if j is None else (c, j)
+
+
 def _log2_ratio(a: int, b: int) -> int | None:
     """log_2(a / b) when a / b is a non-negative integer power of two, else None."""
     if b < 1 or a < b or a % b:
@@ -63,16 +77,18 @@ def kt_compresspp(
     check_input: bool = True,
     n_threads: int | None = None,
 ) -> np.ndarray:
-    """Compress an equal-weighted sequence of n' = 4^j points to m ~ sqrt(n') points (Alg. F.3).
+    """Compress an equal-weighted sequence of n' = c 4^j points to m points (Alg. F.3).
 
-    COMPRESS (Shetty et al., 2022, Alg. 1), run bottom-up: the sequence is cut into n' / 4^g
-    consecutive blocks of 4^g points (returned as they are); then, level by level, every four
+    COMPRESS (Shetty et al., 2022, Alg. 1), run bottom-up: the sequence is cut into n' / (c 4^g)
+    consecutive blocks of c 4^g points (returned as they are); then, level by level, every four
     consecutive outputs are concatenated and halved by symmetrized KT-SPLIT (one halving round,
-    one of the two halves kept at random), so a block of 4^(g+l) inputs yields 2^g 2^(g+l)
-    points. The 2^g sqrt(n') points of the last level are THINned by KT-SPLIT with
-    t = log2(2^g sqrt(n') / m) rounds into 2^t candidate coresets, and KT-Swap targeting P
+    one of the two halves kept at random), so a block of c 4^(g+l) inputs yields c 2^g 2^(g+l)
+    points. The c 2^g 2^j = 2^g sqrt(c n') points of the last level are THINned by KT-SPLIT
+    with t = log2(c 2^(g+j) / m) rounds into 2^t candidate coresets, and KT-Swap targeting P
     (Alg. D.3, with the Stein thinning baseline when ``baseline="stein"``) picks and refines
-    the final one. Failure probabilities follow Lem. F.4: a halving
+    the final one. Here c is the odd part of m (m = c 2^k): Alg. F.3 is the case c = 1, n' a
+    power of 4; leaves of c 4^g points let m be any size (the paper's sizes are powers of
+    two). Failure probabilities follow Lem. F.4: a halving
     of n_k points runs with ``n_k^2 delta / (4 n' 2^g (g + L 2^g))`` and THIN with
     ``g delta / (g + L 2^g)``, L = log4(n') - g the number of COMPRESS levels.
 
@@ -83,7 +99,8 @@ def kt_compresspp(
         decisions do not depend on the centring, only KT-Swap's target does).
     indices : (n',) int host array, optional
         The input multiset S as an index sequence (index k appearing n' w_k times for an
-        equal-weight input); default ``arange(n)``. ``n'`` must be a power of 4.
+        equal-weight input); default ``arange(n)``. ``n'`` must be c 4^j, c the odd part of
+        ``m`` (a power of 4 when ``m`` is None or a power of two).
     g : int
         Oversampling parameter (App. I.2: 4).
     delta : float in (0, 1)
@@ -94,8 +111,8 @@ def kt_compresspp(
         points of K (Alg. D.3's baseline; O(n m) more kernel evaluations), as LSKT uses it.
         K must then be mean-zero under P (a Stein kernel).
     m : int, optional
-        Output size, default ``sqrt(n')``; ``2^g sqrt(n') / m`` (or ``n' / m`` when
-        ``n' <= 4^g``) must be a power of two.
+        Output size, default ``sqrt(n')``; ``c 2^(g+j) / m`` (or ``n' / m`` when
+        ``n' <= c 4^g``) must be a power of two.
     thin_kernel : callable, optional
         ``thin_kernel(C) -> KernelMatrix`` over the COMPRESS output points ``C`` (host indices
         into K's points): THIN and KT-Swap then run on that kernel, swapping among the points
@@ -164,16 +181,20 @@ def run_kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=No
                       progress=False, swap_passes=1, swap_order="sorted", delta_rule="total"):
     """:func:`kt_compresspp` on validated arguments; returns ``(indices, info)``."""
     n_in = int(S.size)
-    j = _log4(n_in)
-    if j is None:
+    lay = _layout(n_in, m)
+    if lay is None:
+        if m is None:
+            want = "a power of 4 points (Alg. F.3)"
+        else:
+            want = f"c 4^j points, c = {_odd_part(m)} the odd part of m = {m}"
         raise ValueError(
-            f"the input multiset must have a power of 4 points (Alg. F.3), got {n_in}; "
-            "resample or standard-thin it first"
+            f"the input multiset must have {want}, got {n_in}; resample or standard-thin it first"
         )
+    c, j = lay
     levels = max(0, j - g)
     if levels:
-        base = 4**g
-        C_size = (2**g) * (2**j)
+        base = c * 4**g
+        C_size = c * (2**g) * (2**j)
     else:
         base = n_in
         C_size = n_in
@@ -187,7 +208,7 @@ def run_kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=No
         )
     denom = g + levels * 2**g
     per_total = delta_rule == "total"
-    n_halvings = sum(n_in // (4 ** (g + lv)) for lv in range(1, levels + 1))
+    n_halvings = sum(n_in // (base * 4**lv) for lv in range(1, levels + 1))
 
     blocks = [S[a : a + base] for a in range(0, n_in, base)]
     bar = None
@@ -246,25 +267,32 @@ def run_kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=No
 def compresspp_plan(n: int, size: int, *, g: int = 4, standard_thin: bool = True):
     """Sizes shared by LSKT (:mod:`~stein_coreset.algorithms.lskt`) and the Compress++ baseline.
 
-    The output size is m = the largest power of two <= ``size`` (KT halves, so m must be
-    sqrt(n') / 2^j); when m^2 < n and ``standard_thin``, the input is standard-thinned to m^2
-    points first (Rem. 2), else KT-Compress++ runs on n' = 4^ceil(log4 n) resampled points.
-    The oversampling ``g`` is raised when needed so that the COMPRESS output (2^g sqrt(n')
-    points) holds at least m points.
+    The output size is m = ``size``, written m = c 2^k with c odd. When m^2 < n and
+    ``standard_thin``, the input is standard-thinned to m^2 points first (Rem. 2).
+    KT-Compress++ then runs on the n' = c 4^J >= n resampled points (J the smallest such) with
+    COMPRESS leaves of c 4^g' points, so its output, c 2^(g'+J) = 2^g' sqrt(c n') points, is m
+    times a power of two for KT-SPLIT to halve. g' is the smallest oversampling with
+    2^g' sqrt(c) >= 2^g (the paper's 2^g sqrt(n') output when c = 1, i.e. m a power of two,
+    where g' = g), raised when needed so that the output holds at least m points.
 
     Returns
     -------
     m, sub, n_prime, g_used, info
         ``sub`` the host indices kept by standard thinning (None when the input is used whole).
     """
-    m = 1 << (int(size).bit_length() - 1)
+    m = int(size)
+    c = _odd_part(m)
+    k = (m // c).bit_length() - 1
     sub = standard_thinning(n, m * m) if standard_thin and m * m < n else None
     n_used = n if sub is None else m * m
     j = 0
-    while 4**j < n_used:
+    while c * 4**j < n_used:
         j += 1
-    n_prime = 4**j
-    g_used = max(int(g), int(math.log2(m)) - j)
+    n_prime = c * 4**j
+    g_c = 0
+    while c * 4**g_c < 4 ** int(g):
+        g_c += 1
+    g_used = max(g_c, k - j)
     info = {
         "size_used": m,
         "standard_thin": sub is not None,

@@ -35,7 +35,7 @@ def low_rank_stein_kernel_thinning(
     progress: bool = False,
 ):
     """Low-rank Stein Kernel Thinning (LSKT, Alg. 3): Low-rank Debiasing (Alg. 2) of the input,
-    Resample (Alg. E.3) to n' = 4^ceil(log4 n) points, then KT-Compress++ (Alg. F.3) targeting P,
+    Resample (Alg. E.3) to n' >= n points, then KT-Compress++ (Alg. F.3) targeting P,
     whose final KT-Swap (Alg. D.3) shortlists the Stein thinning coreset of m points too.
 
     Parameters
@@ -43,7 +43,8 @@ def low_rank_stein_kernel_thinning(
     K : KernelMatrix
         The Stein kernel matrix k_P on the n input points, in sequence order.
     size : int
-        Output size bound; rounded down to a power of two m (``info["size_used"]``).
+        Output size m (any integer; KT-Compress++ runs on n' = c 4^J points for m = c 2^k,
+        c odd, as :func:`~stein_coreset.algorithms.compresspp.compresspp_plan` says).
     rng : numpy.random.Generator or seed, optional
     rank : int, optional
         Rank r of Low-rank Debiasing (default ceil(sqrt(n)) of the thinned input; capped at n).

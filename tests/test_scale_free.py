@@ -28,7 +28,7 @@ def test_multiplying_a_coordinate_by_1000_selects_the_same_points(method):
     assert b.info["scale"][1] == pytest.approx(1000 * a.info["scale"][1], rel=1e-12)
 
 
-@pytest.mark.parametrize("method", ["skt", "sr", "sc"])
+@pytest.mark.parametrize("method", DEBIASED)
 def test_sd_1_and_1000_recovers_both_variances(method):
     # target N(0, diag(1, 1000^2)); the sample is biased (shifted, too wide)
     rng = np.random.default_rng(0)
@@ -39,6 +39,8 @@ def test_sd_1_and_1000_recovers_both_variances(method):
     w, P = np.asarray(res.weights), np.asarray(res.points)
     var = w @ (P - w @ P) ** 2 / sd**2
     np.testing.assert_allclose(var, 1.0, rtol=0.2)
+    if method in ("lsr", "lsc"):  # their low-rank weights happen to survive identity M here
+        return
     # the identity preconditioner loses the small coordinate (the issue-26 failure)
     ident = sc.compress(X, S, size=64, method=method, seed=0, kernel=sc.SteinKernel(M=None))
     wi, Pi = np.asarray(ident.weights), np.asarray(ident.points)

@@ -26,6 +26,14 @@ def _best_time(fn, repeat):
     return best, out
 
 
+def _jsonable(o):
+    """NumPy scalars as numbers; anything else (a kernel in an ``info`` dict) as its repr."""
+    try:
+        return float(o)
+    except (TypeError, ValueError):
+        return repr(o)
+
+
 def biased_chain(n, d, seed):
     """A biased sample for the target N(0, I_d): shifted, over-dispersed Gaussian points."""
     rng = np.random.default_rng(seed)
@@ -392,7 +400,7 @@ def main(argv=None):
         results[name] = COMPARISONS[name](**kw)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=2, default=float)
+            json.dump(results, f, indent=2, default=_jsonable)
     return results
 
 

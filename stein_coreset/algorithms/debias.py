@@ -198,8 +198,9 @@ def low_rank_debias(
             s = monitor_points or monitor_size(Ks.n, int(F.shape[1]), check_every)
             monitor = resampled_ksd2(Ks, s, float(rng.random()), surrogate=Kp)
         ainfo = {}
-        wq = amd(Kp, int(steps), w, agg=q > 1, progress=progress, n_threads=K.n_threads,
-                 monitor=monitor, check_every=check_every, patience=patience, info=ainfo)
+        wq = amd(Kp, int(steps), w, agg=q > 1, progress=progress, backend=K.backend,
+                 n_threads=K.n_threads, monitor=monitor, check_every=check_every,
+                 patience=patience, info=ainfo)
         info["steps_run"].append(int(ainfo["steps_run"]))
         info["time_rpcholesky_s"].append(t1 - t0)
         info["time_amd_s"].append(time.perf_counter() - t1)

@@ -238,3 +238,27 @@ def test_amd_on_any_namespace_matches_the_cpp_loop_to_rounding(xp, stein_300):
         np.testing.assert_allclose(xp.to_numpy(w), ref, rtol=1e-13, atol=1e-300)
     with pytest.raises(ValueError, match="backend"):
         amd(op, 5, backend="gpu")
+
+
+@pytest.mark.parametrize("layout", ["transposed", "c", "fortran"])
+def test_low_rank_quad_in_cpp_is_the_quadratic_form_and_thread_independent(layout):
+    """``quad`` of a NumPy LowRankPlusDiagonal runs in C++ (not through the BLAS, whose
+    threads spin and fight the C++ team): w^T K' w and, on rows J, c^T K'_JJ c, to rounding
+    of the dense form, for any layout of F, bit-identical for 1 and 3 threads, and equal to
+    the array-API reference to rounding."""
+    rng = np.random.default_rng(6)
+    Ft = rng.standard_normal((23, 5000))  # more than two row chunks of the C++ loop
+    F = {"transposed": Ft.T, "c": np.ascontiguousarray(Ft.T), "fortran": np.asfortranarray(Ft.T)}
+    dg = np.sum(Ft * Ft, axis=0) + rng.random(5000)
+    w = rng.random(5000)
+    J = np.sort(rng.choice(5000, 300, replace=False))
+    c = rng.random(300)
+    ops = [LowRankPlusDiagonal(F[layout], dg, n_threads=t) for t in (1, 3)]
+    ref = LowRankPlusDiagonal(F[layout], dg, backend="xp")
+    dense_w = float(np.sum((Ft @ w) ** 2) + np.sum(ops[0].residual * w * w))
+    dense_c = float(np.sum((Ft[:, J] @ c) ** 2) + np.sum(ops[0].residual[J] * c * c))
+    for value, dense, xp_value in ((lambda op: op.quad(w), dense_w, ref.quad(w)),
+                                   (lambda op: op.quad(c, rows=J), dense_c, ref.quad(c, rows=J))):
+        a, b = value(ops[0]), value(ops[1])
+        assert a == b
+        assert math.isclose(a, dense, rel_tol=1e-13) and math.isclose(a, xp_value, rel_tol=1e-13)

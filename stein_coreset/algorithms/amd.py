@@ -23,6 +23,13 @@ class LowRankPlusDiagonal:
         Low-rank factor, e.g. from :func:`weighted_rpcholesky`.
     diag : (n,) array
         The diagonal of the true kernel matrix, ``K.diag()``.
+    backend : {"auto", "cpu", "cuda", "xp"}
+        Who computes :meth:`quad`: C++ (``src_cpp/amd.cpp``, on a team of ``n_threads``) for
+        NumPy arrays with "auto" or "cpu", else the array namespace. Pass the kernel matrix's
+        :attr:`~stein_coreset.engine.KernelMatrix.backend`.
+    n_threads : int, optional
+        Threads of the C++ :meth:`quad` (default: the usable cores); its value does not
+        depend on them.
 
     Notes
     -----
@@ -33,8 +40,11 @@ class LowRankPlusDiagonal:
     (the C++ loop reads a float32 F; the array-API loop reads the same values in float64).
     """
 
-    def __init__(self, F, diag):
+    def __init__(self, F, diag, *, backend: str = "auto", n_threads: int | None = None):
         self.xp, self.device = aa.namespace(F=F, diag=diag)
+        self.backend = _check_backend(backend)
+        self.n_threads = effective_n_threads(n_threads)
+        self._native = aa.is_numpy(self.xp) and self.backend in ("auto", "cpu")
         if F.ndim != 2 or diag.ndim != 1 or F.shape[0] != diag.shape[0]:
             raise ValueError(
                 f"F must be (n, r) and diag (n,), got shapes {tuple(F.shape)} and "
@@ -53,10 +63,23 @@ class LowRankPlusDiagonal:
         """``K' w`` in O(n r)."""
         return self.F @ (self.F.T @ w) + self.residual * w
 
-    def quad(self, w) -> float:
-        """``w^T K' w`` in O(n r)."""
-        Ftw = self.F.T @ w
-        return float(self.xp.sum(Ftw * Ftw) + self.xp.sum(self.residual * w * w))
+    def quad(self, w, rows=None) -> float:
+        """``w^T K' w`` in O(n r); with ``rows`` (host int indices J), ``w^T K'_JJ w`` for w of
+        length |J|, in O(|J| r).
+
+        On NumPy ("auto"/"cpu") the sums run in C++ in a fixed order (the value does not depend
+        on ``n_threads``), not through the BLAS: OpenBLAS's threads spin after each call and
+        take the cores of the C++ loops that Low-rank Debiasing interleaves with it."""
+        if self._native:
+            from ._native import lowrank_quad
+
+            return lowrank_quad(self.F, self.residual, w, rows, self.n_threads)
+        xp, Ft, res = self.xp, self.F.T, self.residual
+        if rows is not None:
+            J = aa.as_index_array(xp, rows, self.device)
+            Ft, res = xp.take(Ft, J, axis=1), xp.take(res, J)
+        Ftw = Ft @ w
+        return float(xp.sum(Ftw * Ftw) + xp.sum(res * w * w))
 
     def storage_exponent(self) -> int:
         """The power of two e with ``2^-e max|F|`` in [0.5, 1) (0 for a zero or empty F): the
@@ -99,8 +122,8 @@ class LowRankPlusDiagonal:
         the residual ``k - rowsum(F * F)`` kept from the unrounded F (as the C++ loop keeps it).
         Its diagonal differs from ``k`` by ~1e-7 relative."""
         out = object.__new__(LowRankPlusDiagonal)
-        out.xp, out.device, out.n = self.xp, self.device, self.n
-        out.F, out._diag, out.residual = self.rounded_factor(), self._diag, self.residual
+        out.__dict__.update(self.__dict__)
+        out.F = self.rounded_factor()
         return out
 
     def dense(self):
@@ -108,6 +131,15 @@ class LowRankPlusDiagonal:
         xp = self.xp
         out = self.F @ self.F.T
         return out + xp.eye(self.n, dtype=out.dtype, device=self.device) * self.residual[None, :]
+
+
+def _check_backend(backend: str) -> str:
+    """The engine's backend name (:data:`stein_coreset.engine.BACKENDS` or "auto"; the aliases
+    "cpp" and "array_api" mapped to "cpu" and "xp")."""
+    name = {"cpp": "cpu", "array_api": "xp"}.get(backend, backend)
+    if name not in ("auto", "cpu", "cuda", "xp"):
+        raise ValueError(f"backend must be 'auto', 'cpu', 'cuda' or 'xp', got {backend!r}")
+    return name
 
 
 class _Dense:
@@ -231,9 +263,7 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     native_ok = isinstance(op, LowRankPlusDiagonal) and aa.is_numpy(xp)
     if engine is not None:
         backend = engine
-    backend = {"cpp": "cpu", "array_api": "xp"}.get(backend, backend)
-    if backend not in ("auto", "cpu", "cuda", "xp"):
-        raise ValueError(f"backend must be 'auto', 'cpu', 'cuda' or 'xp', got {backend!r}")
+    backend = _check_backend(backend)
     if backend == "cpu" and not native_ok:
         raise ValueError("backend='cpu' needs a LowRankPlusDiagonal on NumPy arrays")
     native = native_ok and backend in ("auto", "cpu")

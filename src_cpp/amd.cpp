@@ -172,4 +172,51 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
     });
 }
 
+double lowrank_quad(const double* F, int64_t si, int64_t sk, const double* res, int64_t n,
+                    int64_t r, const double* c, const int64_t* idx, int64_t m, int n_threads) {
+    if (idx == nullptr) m = n;
+    if (m <= 0) return 0.0;
+    const int64_t nch = (m + kRows - 1) / kRows;
+    // per chunk: its partial F_J^T c (r entries) and sum res c^2 (one more)
+    std::vector<double> part(static_cast<size_t>(nch * (r + 1)), 0.0);
+    Team team(n_threads);
+    const double ns = 0.5 * static_cast<double>(m) * static_cast<double>(r + 1);
+    const int M = team.members_for(ns, nch);
+    team.for_chunks_on(M, nch, [&](int64_t ch) {
+        double* a = part.data() + ch * (r + 1);
+        const int64_t a0 = ch * kRows, a1 = std::min(m, a0 + kRows);
+        // each entry of a sums its rows in increasing a whichever loop is outside
+        if (idx == nullptr && si == 1) {  // columns of F contiguous: k outside
+            for (int64_t k = 0; k < r; ++k) {
+                const double* Fk = F + k * sk;
+                double acc = 0.0;
+                for (int64_t i = a0; i < a1; ++i) acc += Fk[i] * c[i];
+                a[k] = acc;
+            }
+        } else {
+            for (int64_t q = a0; q < a1; ++q) {
+                const int64_t i = idx == nullptr ? q : idx[q];
+                const double* Fi = F + i * si;
+                for (int64_t k = 0; k < r; ++k) a[k] += Fi[k * sk] * c[q];
+            }
+        }
+        double d = 0.0;
+        for (int64_t q = a0; q < a1; ++q) {
+            const int64_t i = idx == nullptr ? q : idx[q];
+            d += res[i] * c[q] * c[q];
+        }
+        a[r] = d;
+    });
+    std::vector<double> Ftc(static_cast<size_t>(r), 0.0);
+    double diag = 0.0;
+    for (int64_t ch = 0; ch < nch; ++ch) {
+        const double* a = part.data() + ch * (r + 1);
+        for (int64_t k = 0; k < r; ++k) Ftc[k] += a[k];
+        diag += a[r];
+    }
+    double sq = 0.0;
+    for (int64_t k = 0; k < r; ++k) sq += Ftc[k] * Ftc[k];
+    return sq + diag;
+}
+
 }  // namespace sc

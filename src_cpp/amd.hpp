@@ -17,4 +17,14 @@ namespace sc {
 void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_t t0,
                  int64_t steps, double eta, double* w, double* v, int n_threads);
 
+// The quadratic form c^T K'_JJ c of K' = F F^T + diag(res) on the rows J = idx[0..m) (all n
+// rows, in order, when idx is null; then m = n): |F_J^T c|^2 + sum_a res_{J_a} c_a^2, O(m r).
+// F is (n, r) with element strides (si, sk): the transpose of a C-ordered (r, n) array (as
+// weighted RPCholesky builds it) has si = 1, sk = n. Rows are summed in fixed chunks whose
+// partials are merged in order, so the value does not depend on n_threads. Computing it here
+// keeps the Low-rank Debiasing stopping rule off the BLAS, whose own threads (OpenBLAS) spin
+// after each call and take the cores of the AMD team.
+double lowrank_quad(const double* F, int64_t si, int64_t sk, const double* res, int64_t n,
+                    int64_t r, const double* c, const int64_t* idx, int64_t m, int n_threads);
+
 }  // namespace sc

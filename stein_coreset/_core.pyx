@@ -402,6 +402,38 @@ def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, dou
             sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0], n_threads)
 
 
+def lowrank_quad(const double[:, :] F, const double[::1] res, const double[::1] c, idx=None,
+                 int n_threads=1):
+    """``c^T K'_JJ c`` for K' = F F^T + diag(res) and the rows J = idx (all rows when None):
+    ``|F_J^T c|^2 + sum res_J c^2``, summed in fixed chunks (independent of n_threads). F may
+    have any strides (the transpose of a C-ordered factor needs no copy)."""
+    cdef int64_t n = F.shape[0], r = F.shape[1]
+    cdef const int64_t[::1] J
+    cdef const int64_t* Jp = NULL
+    cdef int64_t m = n
+    if res.shape[0] != n:
+        raise ValueError(f"res must have length n = {n}")
+    if idx is not None:
+        J = np.ascontiguousarray(idx, dtype=np.int64)
+        m = J.shape[0]
+        if m and (np.min(J) < 0 or np.max(J) >= n):
+            raise ValueError(f"idx must lie in [0, {n})")
+        if m:
+            Jp = &J[0]
+    if c.shape[0] != m:
+        raise ValueError(f"c must have length {m}")
+    if m == 0:
+        return 0.0
+    cdef const double* Fp = NULL
+    cdef int64_t si = F.strides[0] // sizeof(double), sk = F.strides[1] // sizeof(double)
+    if r > 0:
+        Fp = &F[0, 0]
+    cdef double out
+    with nogil:
+        out = sc_lowrank_quad(Fp, si, sk, &res[0], n, r, &c[0], Jp, m, n_threads)
+    return out
+
+
 def weighted_rpcholesky(Kernel K, const double[::1] sw, double[::1] d, double[:, ::1] Ft,
                          int64_t[::1] pivots, int64_t i0, int64_t i1, const double[::1] u,
                          double tol, int n_threads=1):

@@ -31,6 +31,7 @@ __all__ = [
     "kt_swap_ls",
     "recombination",
     "amd_lowrank",
+    "lowrank_quad",
     "weighted_rpcholesky",
     "dksd_pass",
 ]
@@ -123,6 +124,15 @@ def affine_weights(KJ: np.ndarray):
 def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, n_threads: int) -> None:
     """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); (w, v) updated in place."""
     _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta), int(n_threads))
+
+
+def lowrank_quad(F, res, c, rows, n_threads: int) -> float:
+    """``c^T K'_JJ c`` of K' = F F^T + diag(res) on host arrays (J = rows, or all rows when
+    None), summed in C++ in a fixed order (src_cpp/amd.hpp)."""
+    return float(_core.lowrank_quad(np.asarray(F, dtype=np.float64),
+                                    np.ascontiguousarray(res, dtype=np.float64),
+                                    np.ascontiguousarray(c, dtype=np.float64), rows,
+                                    int(n_threads)))
 
 
 def weighted_rpcholesky(K: KernelMatrix, sw, d, Ft, pivots, i0: int, i1: int, u, tol: float) -> int:

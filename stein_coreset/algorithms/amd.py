@@ -23,15 +23,28 @@ class LowRankPlusDiagonal:
         Low-rank factor, e.g. from :func:`weighted_rpcholesky`.
     diag : (n,) array
         The diagonal of the true kernel matrix, ``K.diag()``.
+    backend : {"auto", "cpu", "cuda", "xp"}
+        Who computes :meth:`quad`: C++ (``src_cpp/amd.cpp``, on a team of ``n_threads``) for
+        NumPy arrays with "auto" or "cpu", else the array namespace. Pass the kernel matrix's
+        :attr:`~stein_coreset.engine.KernelMatrix.backend`.
+    n_threads : int, optional
+        Threads of the C++ :meth:`quad` (default: the usable cores); its value does not
+        depend on them.
 
     Notes
     -----
     ``matvec`` costs O(n r) arithmetic and ``diag`` O(1); ``K'`` is PSD whenever ``F F^T``
     under-approximates ``K`` in the PSD order (as RPCholesky's Nystrom factor does).
+
+    :func:`amd` steps on :meth:`rounded`, ``F`` stored in single precision, on every backend
+    (the C++ loop reads a float32 F; the array-API loop reads the same values in float64).
     """
 
-    def __init__(self, F, diag):
+    def __init__(self, F, diag, *, backend: str = "auto", n_threads: int | None = None):
         self.xp, self.device = aa.namespace(F=F, diag=diag)
+        self.backend = _check_backend(backend)
+        self.n_threads = effective_n_threads(n_threads)
+        self._native = aa.is_numpy(self.xp) and self.backend in ("auto", "cpu")
         if F.ndim != 2 or diag.ndim != 1 or F.shape[0] != diag.shape[0]:
             raise ValueError(
                 f"F must be (n, r) and diag (n,), got shapes {tuple(F.shape)} and "
@@ -50,16 +63,83 @@ class LowRankPlusDiagonal:
         """``K' w`` in O(n r)."""
         return self.F @ (self.F.T @ w) + self.residual * w
 
-    def quad(self, w) -> float:
-        """``w^T K' w`` in O(n r)."""
-        Ftw = self.F.T @ w
-        return float(self.xp.sum(Ftw * Ftw) + self.xp.sum(self.residual * w * w))
+    def quad(self, w, rows=None) -> float:
+        """``w^T K' w`` in O(n r); with ``rows`` (host int indices J), ``w^T K'_JJ w`` for w of
+        length |J|, in O(|J| r).
+
+        On NumPy ("auto"/"cpu") the sums run in C++ in a fixed order (the value does not depend
+        on ``n_threads``), not through the BLAS: OpenBLAS's threads spin after each call and
+        take the cores of the C++ loops that Low-rank Debiasing interleaves with it."""
+        if self._native:
+            from ._native import lowrank_quad
+
+            return lowrank_quad(self.F, self.residual, w, rows, self.n_threads)
+        xp, Ft, res = self.xp, self.F.T, self.residual
+        if rows is not None:
+            J = aa.as_index_array(xp, rows, self.device)
+            Ft, res = xp.take(Ft, J, axis=1), xp.take(res, J)
+        Ftw = Ft @ w
+        return float(xp.sum(Ftw * Ftw) + xp.sum(res * w * w))
+
+    def storage_exponent(self) -> int:
+        """The power of two e with ``2^-e max|F|`` in [0.5, 1) (0 for a zero or empty F): the
+        scale at which F is rounded to float32, so that it neither overflows nor underflows."""
+        xp, F = self.xp, self.F
+        if F.shape[0] * F.shape[1] == 0:
+            return 0
+        top = max(float(xp.max(F)), -float(xp.min(F)))  # no (n, r) |F|
+        return math.frexp(top)[1] if 0.0 < top < math.inf else 0
+
+    def factor32(self):
+        """``(G, e)``: ``G = float32(2^-e F)`` in F's namespace and on its device (C-ordered for
+        NumPy) and ``e = storage_exponent()``. Scaling by a power of two is exact, so ``2^e G``
+        is F rounded to single precision (what the C++ AMD loop reads)."""
+        xp, F = self.xp, self.F
+        e = self.storage_exponent()
+        if aa.is_numpy(xp):  # C order (as _core takes it), no float64 temporary
+            import numpy as np
+
+            G = np.empty(F.shape, dtype=np.float32)
+            np.multiply(F, math.ldexp(1.0, -e), out=G, casting="unsafe")
+        else:
+            G = xp.astype(F * math.ldexp(1.0, -e), xp.float32)
+        return G, e
+
+    def rounded_factor(self):
+        """F rounded to single precision at the scale of :meth:`storage_exponent` and back to
+        float64: the exact values the C++ AMD loop multiplies by, computed in F's namespace and
+        on its device (no host copy); ``|rounded_factor() - F| <= 2^-24 |F|`` for entries above
+        ``2^(e - 126)``."""
+        xp = self.xp
+        G, e = self.factor32()
+        out = xp.astype(G, xp.float64)
+        del G
+        out *= math.ldexp(1.0, e)  # exact
+        return out
+
+    def rounded(self) -> LowRankPlusDiagonal:
+        """The operator AMD steps on: ``rounded_factor() rounded_factor()^T + diag(residual)``,
+        the residual ``k - rowsum(F * F)`` kept from the unrounded F (as the C++ loop keeps it).
+        Its diagonal differs from ``k`` by ~1e-7 relative."""
+        out = object.__new__(LowRankPlusDiagonal)
+        out.__dict__.update(self.__dict__)
+        out.F = self.rounded_factor()
+        return out
 
     def dense(self):
         """The (n, n) matrix (tests only)."""
         xp = self.xp
         out = self.F @ self.F.T
         return out + xp.eye(self.n, dtype=out.dtype, device=self.device) * self.residual[None, :]
+
+
+def _check_backend(backend: str) -> str:
+    """The engine's backend name (:data:`stein_coreset.engine.BACKENDS` or "auto"; the aliases
+    "cpp" and "array_api" mapped to "cpu" and "xp")."""
+    name = {"cpp": "cpu", "array_api": "xp"}.get(backend, backend)
+    if name not in ("auto", "cpu", "cuda", "xp"):
+        raise ValueError(f"backend must be 'auto', 'cpu', 'cuda' or 'xp', got {backend!r}")
+    return name
 
 
 class _Dense:
@@ -139,15 +219,19 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         Overrides ``eta``.
     progress : bool
         Show a progress bar over the steps.
-    backend : {"auto", "cpu", "xp"}
-        The engine's vocabulary (:data:`stein_coreset.engine.BACKENDS`). "cpu" runs the steps
-        in C++ (``src_cpp/amd.cpp``), fused so that each step reads F once, with F stored in
-        float32 (the pass is memory-bound; sums are in double; the relative change of K' is
-        ~1e-7, far below its distance to K), parallel over fixed row chunks (results
-        independent of the thread count); only for a :class:`LowRankPlusDiagonal` on NumPy
-        arrays, which "auto" sends there. "xp" is the namespace-generic loop (two products
-        with F per step; CuPy arrays run it on the device). "cpp" and "array_api" are accepted
-        for "cpu" and "xp".
+    backend : {"auto", "cpu", "cuda", "xp"}
+        The engine's vocabulary (:data:`stein_coreset.engine.BACKENDS`); pass the kernel
+        matrix's :attr:`~stein_coreset.engine.KernelMatrix.backend`, as :func:`low_rank_debias`
+        does. "cpu" runs the steps in C++ (``src_cpp/amd.cpp``), fused so that each step reads F
+        once, parallel over fixed row chunks (results independent of the thread count); only
+        for a :class:`LowRankPlusDiagonal` on NumPy arrays, which "auto" sends there. "xp" and
+        "cuda" run the namespace-generic loop (two products with F per step; CuPy arrays run it
+        on the device). On a :class:`LowRankPlusDiagonal` every backend steps on
+        :meth:`LowRankPlusDiagonal.rounded`, F rounded to float32 (the C++ pass is
+        memory-bound and stores F in float32; sums are in double; the relative change of K' is
+        ~1e-7, far below its distance to K), so the backends give the same iterates up to the
+        order of their double sums (~1e-14 relative), not merely up to the rounding of F.
+        "cpp" and "array_api" are accepted for "cpu" and "xp".
     engine : str, optional
         The former name of ``backend``.
     n_threads : int, optional
@@ -179,12 +263,10 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     native_ok = isinstance(op, LowRankPlusDiagonal) and aa.is_numpy(xp)
     if engine is not None:
         backend = engine
-    backend = {"cpp": "cpu", "array_api": "xp"}.get(backend, backend)
-    if backend not in ("auto", "cpu", "xp"):
-        raise ValueError(f"backend must be 'auto', 'cpu' or 'xp', got {backend!r}")
+    backend = _check_backend(backend)
     if backend == "cpu" and not native_ok:
         raise ValueError("backend='cpu' needs a LowRankPlusDiagonal on NumPy arrays")
-    native = native_ok and backend != "xp"
+    native = native_ok and backend in ("auto", "cpu")
     if isinstance(steps, bool) or not isinstance(steps, int) and not hasattr(steps, "__index__"):
         raise TypeError(f"steps must be an integer, got {type(steps).__name__}")
     steps = int(steps)
@@ -213,6 +295,8 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         w, run = _amd_native(op, steps, w0, eta, progress, effective_n_threads(n_threads),
                              track, check_every)
     else:
+        if isinstance(op, LowRankPlusDiagonal):  # the factor the C++ loop reads
+            op = op.rounded()
         w, run = _amd_array_api(op, steps, w0, eta, progress, track, check_every)
     info["steps_run"] = run
     if track is not None:
@@ -253,19 +337,15 @@ def _amd_native(
     op: LowRankPlusDiagonal, steps: int, w0, eta: float, progress: bool, n_threads: int,
     track, check_every: int,
 ):
-    """The C++ loop: the array-API iterates up to the float32 storage of F (relative error
-    ~1e-7 in F F^T, far below the low-rank approximation error of K' itself)."""
+    """The C++ loop on ``op.rounded()`` (F stored in float32: relative error ~1e-7 in F F^T,
+    far below the low-rank approximation error of K' itself)."""
     import numpy as np
 
     from ._native import amd_lowrank
 
     # K' -> 2^-2e K' and eta -> 2^2e eta leave every iterate unchanged, exactly (powers of two);
     # e puts max|F| near 1, so float32 storage of F neither overflows nor underflows.
-    Fh = np.asarray(op.F, dtype=np.float64)
-    top = max(float(Fh.max()), -float(Fh.min())) if Fh.size else 0.0  # no n x r |F|
-    e = math.frexp(top)[1] if 0.0 < top < math.inf else 0
-    F = np.empty(Fh.shape, dtype=np.float32)  # C order; no float64 temporary
-    np.multiply(Fh, math.ldexp(1.0, -e), out=F, casting="unsafe")
+    F, e = op.factor32()
     res = np.ascontiguousarray(np.ldexp(np.asarray(op.residual, dtype=np.float64), -2 * e))
     eta = math.ldexp(eta, 2 * e)
     w = np.array(w0, dtype=np.float64, copy=True)

@@ -56,13 +56,7 @@ def resampled_ksd2(K: KernelMatrix, s: int, u: float = 0.5, surrogate=None):
         vstat = K.take(J).quad(aa.from_host(c, like=K.diag()))
         if surrogate is None:
             return vstat
-        sx = surrogate.xp
-        Jd = aa.as_index_array(sx, J, surrogate.device)
-        # F is the transpose of a C-ordered (r, n) array: take along its rows copies all of F
-        FJ = np.asarray(aa.to_host(sx.take(surrogate.F.T, Jd, axis=1)), dtype=np.float64).T
-        resJ = np.asarray(aa.to_host(sx.take(surrogate.residual, Jd)), dtype=np.float64)
-        Ftc = FJ.T @ c
-        off = vstat - float(Ftc @ Ftc) - float(np.sum(c * c * resJ))
+        off = vstat - surrogate.quad(aa.from_host(c, like=surrogate.residual), rows=J)
         return surrogate.quad(w) + off
 
     return monitor
@@ -192,14 +186,15 @@ def low_rank_debias(
         t0 = time.perf_counter()
         _, F = weighted_rpcholesky(Ks, w, rank, rng, progress=progress)
         t1 = time.perf_counter()
-        Kp = LowRankPlusDiagonal(F, ds)
+        Kp = LowRankPlusDiagonal(F, ds, backend=K.backend, n_threads=K.n_threads)
         monitor = None
         if stop == "ksd":
             s = monitor_points or monitor_size(Ks.n, int(F.shape[1]), check_every)
             monitor = resampled_ksd2(Ks, s, float(rng.random()), surrogate=Kp)
         ainfo = {}
-        wq = amd(Kp, int(steps), w, agg=q > 1, progress=progress, n_threads=K.n_threads,
-                 monitor=monitor, check_every=check_every, patience=patience, info=ainfo)
+        wq = amd(Kp, int(steps), w, agg=q > 1, progress=progress, backend=K.backend,
+                 n_threads=K.n_threads, monitor=monitor, check_every=check_every,
+                 patience=patience, info=ainfo)
         info["steps_run"].append(int(ainfo["steps_run"]))
         info["time_rpcholesky_s"].append(t1 - t0)
         info["time_amd_s"].append(time.perf_counter() - t1)

@@ -52,6 +52,12 @@ def recombination(A, x0):
     O(m n + m^3 log(n / m)) time on one core, O(m^2) extra memory besides a copy of A on the
     host. Rows are equilibrated and the null spaces come from a pivoted Householder QR, so the
     residual ``A x - A x0`` is at rounding level relative to ``|A| x0`` row by row.
+
+    The result is a deterministic function of the bits of ``(A, x0)``, whatever their namespace
+    (the reduction always runs on one host copy). It is not a continuous function of them: each
+    Find-BFS step drops the column with the smallest ratio ``x_j / phi_j`` along a null vector
+    ``phi``, so when two ratios nearly tie, a perturbation at rounding level (1e-15) can keep
+    another set of points. Both sets are exact answers (same image, at most rank(A) points).
     """
     xp, dev = aa.namespace(A=A, x0=x0)
     if A.ndim != 2:
@@ -121,6 +127,14 @@ def recombination_thinning(
     -----
     O((d + m) n m) for RPCholesky and KT-Swap-LS, O(m^3 log n) for Recombination and O(m^3)
     per active-set step of the final QP (Prop. G.1).
+
+    Backends agree only in distribution. The ``cpu``, ``cuda`` and ``xp`` backends draw the same
+    pivots and build test vectors F that agree to rounding (~1e-15 relative; the kernel's
+    entries are summed in another order), but Recombination is discontinuous in F (see
+    :func:`recombination`), so on some inputs they keep different, equally valid points; RT,
+    and SR / LSR built on it, then give coresets of the same quality (KSD), not the same
+    indices. On bit-identical F and weights, Recombination keeps the same points on every
+    backend.
     """
     K = val.with_threads(K, n_threads)
     if not check_input:

@@ -45,7 +45,15 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     run the loop in C++ (``src_cpp/rpcholesky.cpp``: the pivot columns from the kernel's cached
     structure-of-arrays layout, the update on the thread team); other namespaces draw the
     pivots on the device (a cumulative sum and a search), so no length-n array crosses to the
-    host. Both draw the same pivots from the same generator.
+    host. Both draw the same pivots from the same generator and follow the same order of
+    operations for each step i of Alg. F.1 (Chen et al., 2022, Alg. 2.1 on the reweighted
+    matrix): the pivot s is the first index with ``cumsum(d)_s > u_i sum(d)``; its residual
+    ``g_s = K'_ss - sum_{k<i} F_sk^2`` is summed on its own, sequentially; the column
+    ``g = K'_{:s} - F_{:, <i} F_{s, <i}^T`` is scaled by the reciprocal ``1 / sqrt(g_s)``; and
+    ``d <- max(d - F_{:i}^2, 0)`` with ``d_s = 0``. The factors then agree to rounding (the
+    kernel entries and the column update are summed in different orders, ~1e-15 relative) and
+    the pivots are identical unless a draw falls within that rounding of a boundary of
+    ``cumsum(d)``.
     """
     xp, dev, n = K.xp, K.device, K.n
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -96,7 +104,8 @@ def _factor_native(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool)
 
 
 def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool):
-    """The namespace-generic loop (any array-API namespace and device)."""
+    """The namespace-generic loop (any array-API namespace and device), step by step the
+    operations of ``src_cpp/rpcholesky.cpp``."""
     xp, dev, n = K.xp, K.device, K.n
     sw = xp.sqrt(xp.clip(w, 0.0, None))
     d = K.diag() * w
@@ -122,15 +131,19 @@ def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bo
         s = xp.clip(s, 0, n - 1)
         col = K.column(int(s[0]))
         col = col * sw * xp.take(sw, s)
+        # the order of operations of src_cpp/rpcholesky.cpp: the pivot's residual
+        # gs = K'_ss - sum_k F_sk^2 as a sequential sum (which is also the C++ column's entry
+        # s), the column scaled by the reciprocal 1 / sqrt(gs)
         if i:
             fs = xp.reshape(xp.take(Ft[:i, ...], s, axis=1), (i,))
-            g = col - xp.matmul(fs, Ft[:i, ...])
+            gs = xp.cumulative_sum(xp.concat([xp.take(col, s), -(fs * fs)]))[-1]
+            g = xp.where(ar == s, gs, col - xp.matmul(fs, Ft[:i, ...]))
         else:
             g = col
-        gs = xp.take(g, s)
-        if not float(gs[0]) > 0.0:
+            gs = xp.take(col, s)[0]
+        if not float(gs) > 0.0:
             break
-        f = g / xp.sqrt(gs)
+        f = g * (1.0 / xp.sqrt(gs))
         Ft[i, ...] = f
         d = d - f * f
         # max(d, 0) fix; the pivot's own residual is exactly zero (rounding could leave a

@@ -57,9 +57,11 @@ print('persistent loop smoke test: ok')") >> "$LOG" 2>&1; then
     export STEIN_CORESET_CUDA_LOOP=graph
 fi
 
-stage_run tests 100 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py \
+stage_run tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py \
     tests/test_gpu_path.py tests/test_engine.py tests/test_stein_thinning.py \
-    tests/test_kernels.py tests/test_kernel_thinning.py -k "cupy or cuda" -x
+    tests/test_kernels.py tests/test_kernel_thinning.py tests/test_amd.py tests/test_debias.py \
+    tests/test_rpcholesky.py tests/test_recombination_backends.py \
+    tests/test_compress_weighted.py -k "cupy or cuda" -x
 
 if [ "$stage" = second ]; then  # after the full run: loop modes on whole methods, memory
     for mode in persistent graph; do

@@ -114,7 +114,7 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
                             static_cast<double>(S.full ? d * d : d) * (grad ? 4.0 : 2.0));
     team.for_chunks_on(
         team.members_for(static_cast<double>(n) * static_cast<double>(n) * pair_ns, nch,
-                         kLoopNsPerMember),
+                         1),
         nch,
         [&](int64_t ch) {
             poll_cancel();

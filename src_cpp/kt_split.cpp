@@ -213,7 +213,7 @@ void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double 
         // a round's work: 2 ncore half^2 entries in ncore independent halvings
         const double work = 2.0 * static_cast<double>(ncore) * static_cast<double>(half) *
                             static_cast<double>(half) * entry_ns(K.d);
-        const int outer = team.members_for(work, ncore, kLoopNsPerMember);
+        const int outer = team.members_for(work, ncore, 1);
         if (ncore >= nthreads || outer == 1) {
             // enough coresets for the team (or too little work): one whole halving per chunk
             team.for_chunks_on(outer, ncore, [&](int64_t l) { make(l).run(); });

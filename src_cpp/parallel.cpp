@@ -203,24 +203,32 @@ void busy(int64_t units) {
 
 double team_probe_step_ns(int members, int64_t nsteps, int64_t chunk_units) {
     if (members < 1) members = 1;
-    if (nsteps < 1) nsteps = 1;
+    if (nsteps < 3) nsteps = 3;
     Team team(members);
-    // M chunks of equal work a step: every member takes part in every step
-    auto per_step = [&](int M) {
+    std::vector<std::chrono::steady_clock::time_point> at(static_cast<size_t>(nsteps));
+    // `members` chunks of equal work a step, on M = 1 or `members` threads (every member takes
+    // part in every step); the median step
+    // (a step in which a member was preempted by another process is an outlier, not the rule)
+    auto median_step = [&](int M) {
         auto run = [&](int64_t s) {
             team.steps(
-                M, s, [M](int64_t) { return M; },
+                M, s, [members](int64_t) { return members; },
                 [chunk_units](int64_t, int64_t, int) { busy(chunk_units); },
-                [](int64_t) { return true; });
+                [&at](int64_t q) {
+                    at[static_cast<size_t>(q)] = std::chrono::steady_clock::now();
+                    return true;
+                });
         };
         run(std::min<int64_t>(nsteps, 1000));  // warm: threads started, awake
-        const auto t0 = std::chrono::steady_clock::now();
         run(nsteps);
-        const std::chrono::duration<double, std::nano> dt = std::chrono::steady_clock::now() - t0;
-        return dt.count() / static_cast<double>(nsteps);
+        std::vector<double> d(static_cast<size_t>(nsteps - 1));
+        for (size_t q = 1; q < at.size(); ++q)
+            d[q - 1] = std::chrono::duration<double, std::nano>(at[q] - at[q - 1]).count();
+        std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+        return d[d.size() / 2];
     };
-    const double t1 = per_step(1);  // the same M chunks on one thread
-    const double tm = members > 1 ? per_step(members) : t1;
+    const double t1 = median_step(1);  // the same chunks on one thread
+    const double tm = members > 1 ? median_step(members) : t1;
     // what a step costs beyond its work divided among the members
     return tm - t1 / members;
 }

@@ -404,8 +404,9 @@ private:
 };
 
 // Probes of the model's constants on this machine (tools/threads_table.py --probe-only): the
-// wall ns a step of a region on `members` awake threads costs beyond its work divided among them
-// (its barrier; each step `members` chunks of `chunk_units` ~ns of arithmetic), and the wall ns
+// median wall ns a step of a region on `members` awake threads costs beyond its work divided
+// among them (its barrier; each step `members` chunks of `chunk_units` ~ns of arithmetic; the
+// median, so that steps in which another process preempted a member do not count), and the ns
 // of an empty one-off loop on `members` threads whose workers were asleep (the wake-up).
 double team_probe_step_ns(int members, int64_t nsteps, int64_t chunk_units);
 double team_probe_wake_ns(int members, int reps);

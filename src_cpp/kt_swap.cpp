@@ -13,8 +13,7 @@ namespace sc {
 void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, double* out,
                   int n_threads) {
     Team team(n_threads);
-    const int M = team.members_for(static_cast<double>(m * m) * entry_ns(K.d), m,
-                                   1);
+    const int M = team.members_for(static_cast<double>(m * m) * entry_ns(K.d), m, 1);
     std::vector<double> rows(static_cast<size_t>(m));
     SoAPoints P;
     for (int64_t l = 0; l < L; ++l) {

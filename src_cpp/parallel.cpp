@@ -108,9 +108,13 @@ Crew* Crew::lease() {
 
 void Crew::ensure(int n) {
     while (static_cast<int>(ws_.size()) < n) {
-        ws_.emplace_back(new Worker());
-        Worker* w = ws_.back().get();
-        th_.push_back(new std::thread([this, w] { work(*w); }));
+        // a worker is counted only once its thread runs (a failed start leaves none behind)
+        ws_.reserve(ws_.size() + 1);
+        th_.reserve(th_.size() + 1);
+        std::unique_ptr<Worker> w(new Worker());
+        Worker* p = w.get();
+        th_.push_back(new std::thread([this, p] { work(*p); }));
+        ws_.push_back(std::move(w));
     }
 }
 

@@ -102,8 +102,7 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
     const int64_t nch = (n + kRows - 1) / kRows;
     Team team(n_threads);
     team.for_chunks_on(
-        team.members_for(static_cast<double>(n) * static_cast<double>(n) * entry_ns(K.d), nch,
-                         1),
+        team.members_for(static_cast<double>(n) * static_cast<double>(n) * entry_ns(K.d), nch, 1),
         nch,
         [&](int64_t c) {
             alignas(64) double buf[kSoABlock];
@@ -156,8 +155,7 @@ void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, doub
     const double inv = 1.0 / static_cast<double>(n);
     Team team(n_threads);
     team.for_chunks_on(
-        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nr,
-                         1),
+        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nr, 1),
         nr, [&](int64_t a) { out[a] = soa_sum(K, rows[a], P, 0, n) * inv; });
 }
 

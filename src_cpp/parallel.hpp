@@ -251,7 +251,6 @@ public:
 private:
     static constexpr std::chrono::microseconds kSpin{30};
     static constexpr std::chrono::microseconds kYield{2000};
-    static constexpr std::chrono::nanoseconds kStepSpinMax{500000};
     static constexpr int kOffBits = 24;  // claim counter: (step + 1) << 24 | next offset
     static constexpr int64_t kStop = int64_t{1} << 62;
 
@@ -280,21 +279,14 @@ private:
         }
     }
 
-    // wait until step s may start; false when the region is over. The spin lasts about two of
-    // the region's recent steps (at least kSpin, at most kStepSpinMax): a member that slept
-    // through a short step would hold up the next one by a wake-up (tens of us), while the
-    // steps of a long one pay for the wake-up
+    // wait until step s may start; false when the region is over
     bool wait_step(int64_t s) {
         int64_t r = ready_.load(std::memory_order_acquire);
         if (r <= s) {
             const auto t0 = std::chrono::steady_clock::now();
-            const auto spin = std::chrono::nanoseconds(
-                std::min<int64_t>(kStepSpinMax.count(),
-                                  std::max<int64_t>(kSpin.count() * 1000,
-                                                    2 * step_ns_.load(std::memory_order_relaxed))));
             for (int i = 0; (r = ready_.load(std::memory_order_acquire)) <= s; ++i) {
                 SC_CPU_RELAX();
-                if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > spin) break;
+                if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > kSpin) break;
             }
             if (r <= s && yields_) {
                 while ((r = ready_.load(std::memory_order_acquire)) <= s &&
@@ -311,16 +303,7 @@ private:
         return r < kStop;
     }
 
-    // publish step r - 1 (kStop: the region is over); `timed` by the last arriver of a step
-    // (one thread at a time), not on an error
-    void publish(int64_t r, bool timed = true) {
-        if (timed) {  // the step's length, for wait_step's spin
-            const auto now = std::chrono::steady_clock::now();
-            step_ns_.store(
-                std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_).count(),
-                std::memory_order_relaxed);
-            last_ = now;
-        }
+    void publish(int64_t r) {
         ready_.store(r, std::memory_order_seq_cst);
         if (step_sleepers_.load(std::memory_order_seq_cst) > 0) {
             { std::lock_guard<std::mutex> lk(mu_); }
@@ -359,7 +342,7 @@ private:
                 std::lock_guard<std::mutex> lk(t->mu_);
                 if (!t->error_) t->error_ = std::current_exception();
             }
-            t->publish(kStop, false);
+            t->publish(kStop);
         }
     }
 
@@ -368,8 +351,6 @@ private:
         for (int k = 0; k < members; ++k)
             slots_[static_cast<size_t>(k)].v.store(0, std::memory_order_relaxed);
         done_.store(0, std::memory_order_relaxed);
-        step_ns_.store(0, std::memory_order_relaxed);
-        last_ = std::chrono::steady_clock::now();
         ready_.store(1, std::memory_order_seq_cst);
         crew_->ensure(members - 1);
         for (int w = 1; w < members; ++w) crew_->post(w - 1, this, ctx, run, w);
@@ -398,8 +379,6 @@ private:
     alignas(64) std::atomic<int64_t> ready_{0};  // steps < ready_ - 1 are done; kStop: over
     alignas(64) std::atomic<int64_t> done_{0};   // chunks of the current step reported
     alignas(64) std::atomic<int> step_sleepers_{0};
-    std::atomic<int64_t> step_ns_{0};  // the last step's wall ns (written by its publisher)
-    std::chrono::steady_clock::time_point last_;  // its publication (publishers only, in turn)
     std::exception_ptr error_;  // guarded by mu_
 };
 

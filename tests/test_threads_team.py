@@ -128,3 +128,24 @@ def test_two_python_threads_each_get_their_own_team():
         t.join(timeout=300)
     assert not any(t.is_alive() for t in ts)
     assert errors == []
+
+
+_TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+
+
+@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="tools/ not in this checkout")
+def test_threads_table_prints_probes_and_a_table_with_equal_selections():
+    script = os.path.join(_TOOLS, "threads_table.py")
+    probe = subprocess.run([sys.executable, script, "--probe-only"], capture_output=True,
+                           text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr
+    if (os.cpu_count() or 1) >= 2:
+        assert "a step's barrier" in probe.stdout and "wake-up" in probe.stdout
+    got = subprocess.run([sys.executable, script, "--n", "9", "--threads", "1,2,64",
+                          "--methods", "st,kt", "--budget-s", "60"], capture_output=True,
+                         text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    assert "speed-up over 1 thread" in got.stdout
+    assert "same as 1 thread: False" not in got.stdout
+    if (os.cpu_count() or 1) < 64:
+        assert "dropped" in got.stdout  # 64 threads: more than the cores here

@@ -13,7 +13,9 @@ namespace sc {
 void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, double* out,
                   int n_threads) {
     Team team(n_threads);
-    const int M = team.members_for(static_cast<double>(m * m) * entry_ns(K.d), m, 1);
+    // L loops in a row, one per coreset: the workers stay awake from one to the next, so the
+    // wake-up is paid once, not L times
+    const int M = team.members_for(static_cast<double>(m * m) * entry_ns(K.d), m, L);
     std::vector<double> rows(static_cast<size_t>(m));
     SoAPoints P;
     for (int64_t l = 0; l < L; ++l) {

@@ -139,8 +139,9 @@ def test_threads_table_prints_probes_and_a_table_with_equal_selections():
     probe = subprocess.run([sys.executable, script, "--probe-only"], capture_output=True,
                            text=True, timeout=300)
     assert probe.returncode == 0, probe.stderr
-    if (os.cpu_count() or 1) >= 2:
-        assert "a step's barrier" in probe.stdout and "wake-up" in probe.stdout
+    # (the usable cores may be 1 here: an OMP_NUM_THREADS limit or a CPU affinity)
+    assert ("a step's barrier" in probe.stdout and "wake-up" in probe.stdout) or (
+        "one usable core" in probe.stdout)
     got = subprocess.run([sys.executable, script, "--n", "9", "--threads", "1,2,64",
                           "--methods", "st,kt", "--budget-s", "60"], capture_output=True,
                          text=True, timeout=300)

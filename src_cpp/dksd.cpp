@@ -113,8 +113,7 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
     const double pair_ns = (10.0 * static_cast<double>(nk) +
                             static_cast<double>(S.full ? d * d : d) * (grad ? 4.0 : 2.0));
     team.for_chunks_on(
-        team.members_for(static_cast<double>(n) * static_cast<double>(n) * pair_ns, nch,
-                         kLoopNsPerMember),
+        team.members_for(static_cast<double>(n) * static_cast<double>(n) * pair_ns, nch, 1),
         nch,
         [&](int64_t ch) {
             poll_cancel();

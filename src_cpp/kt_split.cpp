@@ -107,10 +107,10 @@ struct Halving {
                           std::min(k, (c + 1) * kChunk));
     }
 
-    // the whole halving on the calling thread
-    void run() {
+    // pairs [k0, k1) of the halving on the calling thread
+    void run(int64_t k0, int64_t k1) {
         std::vector<double> partial;
-        for (int64_t k = 0; k < pairs; ++k) {
+        for (int64_t k = k0; k < k1; ++k) {
             poll_cancel();  // Ctrl-C (cancel.hpp): a serial halving may take seconds
             double alpha = 0.0;
             if (!repeat(k)) {
@@ -125,11 +125,14 @@ struct Halving {
     }
 };
 
-// The halvings hs[0..) of one round run together, pair k of each in step k: one region step
-// per pair index, its chunks the walk chunks of every halving (so even one halving has a
-// team's worth of chunks once its walk is long), the last arriver adds each halving's partials
-// in chunk order and takes its decisions. The team grows with the walk: pairs [k0, k1) run on
-// the members their work pays for (serially while the walk is short).
+// The halvings hs[0..) of one round (fewer than the team) run together, pair k of each in step
+// k: one region step per pair index, its chunks the walk chunks of every halving (so even one
+// halving has a team's worth of chunks once its walk is long), the last arriver adds each
+// halving's partials in chunk order and takes its decisions. The team grows with the walk: pairs
+// [k0, k1) run on the members their work pays for. While the walks are short (a step would not
+// pay for more than H members), each halving runs its first pairs on a member of its own, with
+// no barrier at all, and the halvings meet for the rest: the early pairs of a round with several
+// halvings do not serialise. A halving's decisions do not depend on which path ran its pairs.
 void halve_together(Team& team, std::vector<Halving>& hs) {
     const int64_t H = static_cast<int64_t>(hs.size()), pairs = hs[0].pairs;
     const double entry = entry_ns(hs[0].K.d);
@@ -138,7 +141,16 @@ void halve_together(Team& team, std::vector<Halving>& hs) {
     auto members_at = [&](int64_t k) {
         return team.members_for(static_cast<double>(4 * H * k) * entry, H * walk_chunks(k));
     };
-    for (int64_t k0 = 0; k0 < pairs;) {
+    int64_t first = 0;  // pairs [0, first) run halving by halving
+    if (H > 1) {
+        while (first < pairs && members_at(first) <= H) first = std::min(pairs, first + kChunk);
+        // their work: 4 k entries for pair k of each halving
+        const double work = 4.0 * static_cast<double>(H) * 0.5 * static_cast<double>(first) *
+                            static_cast<double>(first) * entry;
+        team.for_chunks_on(team.members_for(work, H, 1), H,
+                           [&](int64_t l) { hs[static_cast<size_t>(l)].run(0, first); });
+    }
+    for (int64_t k0 = first; k0 < pairs;) {
         const int M = members_at(k0);
         int64_t k1 = k0 + 1;
         while (k1 < pairs && members_at(k1) == M) k1 = std::min(pairs, k1 + kChunk);
@@ -213,10 +225,13 @@ void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double 
         // a round's work: 2 ncore half^2 entries in ncore independent halvings
         const double work = 2.0 * static_cast<double>(ncore) * static_cast<double>(half) *
                             static_cast<double>(half) * entry_ns(K.d);
-        const int outer = team.members_for(work, ncore, kLoopNsPerMember);
+        const int outer = team.members_for(work, ncore, 1);
         if (ncore >= nthreads || outer == 1) {
             // enough coresets for the team (or too little work): one whole halving per chunk
-            team.for_chunks_on(outer, ncore, [&](int64_t l) { make(l).run(); });
+            team.for_chunks_on(outer, ncore, [&](int64_t l) {
+                Halving h = make(l);
+                h.run(0, h.pairs);
+            });
         } else {
             std::vector<Halving> hs;
             hs.reserve(static_cast<size_t>(ncore));

@@ -13,8 +13,9 @@ namespace sc {
 void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, double* out,
                   int n_threads) {
     Team team(n_threads);
-    const int M = team.members_for(static_cast<double>(m * m) * entry_ns(K.d), m,
-                                   kLoopNsPerMember);
+    // L loops in a row, one per coreset: the workers stay awake from one to the next, so the
+    // wake-up is paid once, not L times
+    const int M = team.members_for(static_cast<double>(m * m) * entry_ns(K.d), m, L);
     std::vector<double> rows(static_cast<size_t>(m));
     SoAPoints P;
     for (int64_t l = 0; l < L; ++l) {
@@ -63,7 +64,7 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, i
         constexpr int64_t kRows = 64;
         const int64_t nr = (n + kRows - 1) / kRows;
         team.for_chunks_on(
-            team.members_for(static_cast<double>(n * m) * entry_ns(K.d), nr, kLoopNsPerMember),
+            team.members_for(static_cast<double>(n * m) * entry_ns(K.d), nr, 1),
             nr, [&](int64_t c) {
                 for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i)
                     g[static_cast<size_t>(i)] = soa_sum(K, i, v, 0, m);
@@ -79,7 +80,8 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, i
     // step s = swap of position a = s mod m in pass s / m:
     //   g <- g - k(x_cur, .), Delta = 2 g + diag, first argmin (per chunk, folded in order)
     team.steps(
-        team.members_for(static_cast<double>(2 * n) * entry_ns(K.d), nch),
+        team.members_for(static_cast<double>(2 * n) * entry_ns(K.d), nch,
+                         static_cast<int64_t>(passes) * m),
         static_cast<int64_t>(passes) * m, [nch](int64_t) { return nch; },
         [&](int64_t s, int64_t c, int) {
             const int64_t cur = I[s % m];

@@ -17,8 +17,8 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
     const AllPoints all(K);
     const SoAView& P = all.view();
     Team team(n_threads);
-    // a step's pass: n kernel entries (plus the line search); a member per ~6 us of it
-    const int par = team.members_for(static_cast<double>(n) * entry_ns(K.d), nb);
+    // s steps, each a pass of n kernel entries (plus the line search)
+    const int par = team.members_for(static_cast<double>(n) * entry_ns(K.d), nb, s);
     // col[j] = k_P(x_j, x_i) for all j, block by block
     auto column = [&](int64_t i, double* col) {
         team.for_chunks_on(

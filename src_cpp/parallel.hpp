@@ -1,4 +1,4 @@
-// The threading policy of the C++ loops: a small team of threads owned by one algorithm call.
+// The threading policy of the C++ loops: a small team of threads lent to one algorithm call.
 //
 // Every entry point with a parallel loop takes `int n_threads` (the caller's number, see
 // stein_coreset/_threads.py) and builds a `Team` of that size for the duration of the call. A
@@ -8,28 +8,39 @@
 // step (`for_chunks`). So a greedy algorithm pays one barrier per dependent step, and nothing
 // else: no mutex, no second pass over per-chunk partials by a second region.
 //
+//  * Persistent workers, one crew per calling thread. A Team's threads come from the calling
+//    thread's `Crew` (thread_local): worker threads started on first use and kept, idle and
+//    asleep, between calls, so a call pays no thread creation. Two Python threads calling at once
+//    each have a crew of their own; a Team built while the caller's crew is lent (a team inside a
+//    team's region on the same thread) gets a private crew for its lifetime. A crew's workers
+//    exit when its thread does (the main thread's at process exit); a forked child starts a new
+//    crew (the parent's threads do not exist there).
+//  * Wake only the members needed: each worker has its own slot (a cache line: state, job) and
+//    its own condition variable, so a region on M members wakes M - 1 workers, not the crew.
 //  * Home ranges, then stealing. Member k of M owns chunks [k C / M, (k + 1) C / M) of every step
 //    and claims them from its own counter (a cache line of its own, so an undisturbed member
 //    touches no shared line until it reports), in the same order each step: the points a member
 //    reads stay in its caches from step to step. A member whose range is exhausted steals from
 //    the others' counters; so a member that the OS has not scheduled never holds up a step (the
 //    running ones take its chunks: no collapse on a busy machine, unlike an OpenMP barrier, which
-//    waits for every member). A member holding a chunk finishes it, as before.
+//    waits for every member). A member holding a chunk finishes it, as before. A worker that has
+//    not started when the region ends is called off (it never touches the team).
 //  * Completion: each member adds the number of chunks it ran to one counter, once for its own
 //    range and once per range it stole from; the one that brings it to C runs combine(s) and
 //    publishes step s + 1 (one store that the others spin on). Members that ran no chunk of a
 //    step do not touch the counter.
-//  * A team no larger than the work pays for: a region runs on `members` threads (the caller's
-//    `members_for(ns per step, chunks)`), never more than the chunks of a step; the rest of the
-//    team stays idle. Results never depend on it (below).
-//  * No process-wide state: no omp_set_*, no shared pool; two Python threads calling the library
-//    at once each own their team.
+//  * A team no larger than the work pays for: a region runs on `members` threads, chosen by
+//    `team_members` (below) from a cost model of the region — a step of W ns of single-thread
+//    work in C chunks costs ceil(C / M) W / C + kBarrierNs M on M members, plus kWakeNs once
+//    for waking sleeping workers — the M that minimises it, never more than the chunks of a
+//    step; the rest of the team stays asleep. Results never depend on it (below).
+//  * No process-wide state: no omp_set_*, no shared pool.
 //  * Results do not depend on the number of threads as long as each chunk writes its own output,
 //    chunk boundaries come from the work (never from the team), and combine() reduces per-chunk
 //    partials in chunk order (the rule every loop here follows). Per-member partials are fine for
 //    reductions whose value does not depend on the grouping (a first argmin).
 //
-// How an idle member waits (a worker between regions, a member for the next step, the caller for
+// How an idle thread waits (a worker between regions, a member for the next step, the caller for
 // the workers at the end of a region): a 30 us spin, then by default it sleeps on a condition
 // variable (a futex call per wake-up). With STEIN_CORESET_TEAM_WAIT=yield in the environment (read
 // once) it first yields the CPU (std::this_thread::yield) for up to 2 ms and sleeps only after
@@ -64,6 +75,14 @@
 #define SC_CPU_RELAX() ((void)0)
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
+#define SC_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define SC_NOINLINE __declspec(noinline)
+#else
+#define SC_NOINLINE
+#endif
+
 namespace sc {
 
 // omp_get_max_threads(): the OpenMP team-size limit in force for the calling thread
@@ -73,20 +92,28 @@ int omp_max_threads();
 // True when STEIN_CORESET_TEAM_WAIT=yield (read once, on first use).
 bool team_wait_yields();
 
-// STEIN_CORESET_TEAM_GRAIN (read once): a factor on the work that pays for one more member
-// (default 1; 0: every loop on the whole team, as the tests use to exercise the parallel paths
-// at small n; 2: half the members). Results never depend on it.
+// STEIN_CORESET_TEAM_GRAIN (read once): a factor on the synchronisation costs of the team-size
+// model (default 1; 0: every loop on the whole team, as the tests use to exercise the parallel
+// paths at small n; 2: fewer members). Results never depend on it.
 double team_grain();
 
 // Entries of k_P (or comparable units of work) below which a loop is not worth a wake-up (the
-// boolean form of for_chunks; the loops of this library size their teams with members_for).
+// boolean form of for_chunks; the loops of this library size their teams with team_members).
 constexpr int64_t kParallelWork = int64_t{1} << 14;
 
-// Single-thread work that pays for one more member: per dependent step of a region (the members
-// are awake and spinning; a step's barrier costs ~1 us at 16 threads, so each member gets several
-// times that), and per one-off loop (a sleeping worker takes 5-50 us to wake).
-constexpr double kStepNsPerMember = 6000.0;
-constexpr double kLoopNsPerMember = 20000.0;
+// The team-size model (see the header comment; tools/threads_table.py --probe-only measures both
+// on the machine at hand): the cost of one step's barrier per member (~180 ns a step on 2
+// members of a 2-core machine; more across sockets), and of waking sleeping workers for a loop.
+constexpr double kBarrierNs = 400.0;
+constexpr double kWakeNs = 75000.0;
+// members_for's default: a region of many steps, whose one wake-up is paid for by all of them
+constexpr int64_t kManySteps = int64_t{1} << 20;
+
+// The members, out of a team of `nt`, that run fastest a region of `nsteps` steps of `step_ns`
+// ns of single-thread work each, split into `nchunks` chunks a step: the M in [1, min(nt,
+// nchunks)] that minimises nsteps (ceil(C / M) W / C + kBarrierNs M) + kWakeNs (M = 1: nsteps
+// W), the smallest M on ties. A pure function of its arguments and STEIN_CORESET_TEAM_GRAIN.
+int team_members(int nt, double step_ns, int64_t nchunks, int64_t nsteps);
 
 // Rough single-thread cost of one k_P entry in d dimensions (AVX2/AVX-512, IMQ Stein kernel:
 // ~3 ns at d = 4); only the team size depends on it, never a result.
@@ -98,35 +125,81 @@ struct alignas(64) Padded {
     T v{};
 };
 
+class Team;
+using RunFn = void (*)(Team*, void*, int);
+
+// One persistent worker thread's slot: its state and job on a cache line of their own, and its
+// own condition variable (so a wake-up is for this worker only).
+struct alignas(64) Worker {
+    enum : int { kIdle = 0, kPosted = 1, kRunning = 2, kQuit = 3 };
+    std::atomic<int> state{kIdle};
+    std::atomic<bool> sleeping{false};
+    Team* team = nullptr;
+    void* ctx = nullptr;
+    RunFn run = nullptr;
+    int member = 0;
+    std::mutex mu;
+    std::condition_variable cv;
+};
+
+// The worker threads lent to the Teams of one calling thread (see the header comment).
+class Crew {
+public:
+    Crew();
+    ~Crew();
+    Crew(const Crew&) = delete;
+    Crew& operator=(const Crew&) = delete;
+
+    // The calling thread's crew, marked lent; nullptr when it is lent already (a nested Team).
+    static Crew* lease();
+    void release() { lent_ = false; }
+
+    // At least `n` worker threads running.
+    void ensure(int n);
+    // Give worker w (0-based) the job run(team, ctx, member) and wake it if it sleeps.
+    void post(int w, Team* team, void* ctx, RunFn run, int member);
+    // After a region: call off worker w if it has not started its job, else wait until it ends.
+    void retire(int w);
+
+private:
+    void work(Worker& w);
+
+    std::vector<std::unique_ptr<Worker>> ws_;
+    std::vector<std::thread*> th_;  // never destroyed in a forked child (see ~Crew)
+    long pid_;
+    bool lent_ = false;
+    const bool yields_;
+    std::mutex done_mu_;  // a caller waiting in retire() for a running worker
+    std::condition_variable done_cv_;
+    std::atomic<int> done_waiters_{0};
+};
+
 class Team {
 public:
-    explicit Team(int n_threads)
-        : nt_(n_threads < 1 ? 1 : n_threads),
-          slots_(new Padded<std::atomic<uint64_t>>[static_cast<size_t>(nt_)]) {}
+    explicit Team(int n_threads) : nt_(n_threads < 1 ? 1 : n_threads) {
+        if (nt_ > 1) {
+            slots_.reset(new Padded<std::atomic<uint64_t>>[static_cast<size_t>(nt_)]);
+            crew_ = Crew::lease();
+            if (crew_ == nullptr) {  // the caller's crew is lent (a team inside a region)
+                own_.reset(new Crew());
+                crew_ = own_.get();
+            }
+        }
+    }
     Team(const Team&) = delete;
     Team& operator=(const Team&) = delete;
 
     ~Team() {
-        if (workers_.empty()) return;
-        {
-            std::lock_guard<std::mutex> lk(mu_);
-            stop_.store(true, std::memory_order_seq_cst);
-        }
-        wake_cv_.notify_all();
-        for (auto& t : workers_) t.join();
+        if (crew_ != nullptr && !own_) crew_->release();
     }
 
     int size() const { return nt_; }
 
-    // The members a loop pays for: one per `per_member` ns of single-thread work in `ns` (one
-    // step's work for a region, the whole loop's for for_chunks), at least 1, at most the team and
-    // the number of chunks.
-    int members_for(double ns, int64_t nchunks, double per_member = kStepNsPerMember) const {
-        const double unit = per_member * grain_;
-        const double m = unit > 0.0 ? ns / unit : static_cast<double>(nt_);
-        int k = m >= static_cast<double>(nt_) ? nt_ : (m >= 1.0 ? static_cast<int>(m) : 1);
-        if (nchunks < k) k = nchunks < 1 ? 1 : static_cast<int>(nchunks);
-        return k;
+    // The members a region of `nsteps` steps of `ns` single-thread ns each (nchunks chunks a
+    // step) pays for: team_members on this team. A one-off loop is nsteps = 1 (its wake-up
+    // counts); the default, a region of many steps.
+    int members_for(double ns, int64_t nchunks, int64_t nsteps = kManySteps) const {
+        return team_members(nt_, ns, nchunks, nsteps);
     }
 
     // body(c) for every chunk c in [0, nchunks): on the whole team when `parallel` (at most one
@@ -143,10 +216,7 @@ public:
     void for_chunks_on(int members, int64_t nchunks, F&& body) {
         if (nchunks <= 0) return;
         if (members <= 1 || nt_ == 1 || nchunks == 1) {
-            for (int64_t c = 0; c < nchunks; ++c) {
-                poll_cancel();
-                body(c);
-            }
+            serial_chunks(nchunks, body);
             return;
         }
         if (members > nchunks) members = static_cast<int>(nchunks);
@@ -166,22 +236,16 @@ public:
         if (nsteps <= 0) return;
         if (members > nt_) members = nt_;
         if (members <= 1) {
-            for (int64_t s = 0; s < nsteps; ++s) {
-                poll_cancel();  // Ctrl-C (cancel.hpp): once per dependent step
-                const int64_t C = std::max<int64_t>(1, nchunks(s));
-                for (int64_t c = 0; c < C; ++c) body(s, c, 0);
-                if (!combine(s)) break;
-            }
+            serial_steps(nsteps, nchunks, body, combine);
             return;
         }
         using Ctx = Region<typename std::remove_reference<NChunks>::type,
                            typename std::remove_reference<Body>::type,
                            typename std::remove_reference<Combine>::type>;
         Ctx ctx{&nchunks, &body, &combine, nsteps};
-        start_workers(members);
-        const uint64_t g = open(members, &ctx, &Team::run_member<Ctx>);
+        open(members, &ctx, &Team::run_member<Ctx>);
         run_member<Ctx>(this, &ctx, 0);
-        close(g);
+        close();
     }
 
 private:
@@ -190,6 +254,25 @@ private:
     static constexpr int kOffBits = 24;  // claim counter: (step + 1) << 24 | next offset
     static constexpr int64_t kStop = int64_t{1} << 62;
 
+    // The serial paths, not inlined into the caller either (see run_member)
+    template <class F>
+    SC_NOINLINE static void serial_chunks(int64_t nchunks, F& body) {
+        for (int64_t c = 0; c < nchunks; ++c) {
+            poll_cancel();
+            body(c);
+        }
+    }
+    template <class NChunks, class Body, class Combine>
+    SC_NOINLINE static void serial_steps(int64_t nsteps, NChunks& nchunks, Body& body,
+                                         Combine& combine) {
+        for (int64_t s = 0; s < nsteps; ++s) {
+            poll_cancel();  // Ctrl-C (cancel.hpp): once per dependent step
+            const int64_t C = std::max<int64_t>(1, nchunks(s));
+            for (int64_t c = 0; c < C; ++c) body(s, c, 0);
+            if (!combine(s)) break;
+        }
+    }
+
     template <class N, class B, class C>
     struct Region {
         N* nchunks;
@@ -197,7 +280,6 @@ private:
         C* combine;
         int64_t nsteps;
     };
-    using RunFn = void (*)(Team*, void*, int);
 
     // next chunk of member o's home range in step s (C chunks, M members), or -1
     int64_t claim(int o, int M, int64_t s, int64_t C) {
@@ -248,10 +330,13 @@ private:
         }
     }
 
+    // not inlined into the caller: member 0 runs the same compiled body as the workers (inlined
+    // into a large caller, a chunk body's accumulator was spilled to the stack in its inner
+    // loop: soa_matvec's chunks ran 1.5x slower on the calling thread)
     template <class Ctx>
-    static void run_member(Team* t, void* vctx, int k) {
+    SC_NOINLINE static void run_member(Team* t, void* vctx, int k) {
         Ctx& x = *static_cast<Ctx*>(vctx);
-        const int M = t->members_.load(std::memory_order_relaxed);
+        const int M = t->members_;
         // a late joiner starts at the step in progress
         int64_t s = k == 0 ? 0 : t->ready_.load(std::memory_order_acquire) - 1;
         try {
@@ -283,40 +368,20 @@ private:
         }
     }
 
-    uint64_t open(int members, void* ctx, RunFn run) {
-        members_.store(members, std::memory_order_relaxed);
-        ctx_ = ctx;
-        run_ = run;
+    void open(int members, void* ctx, RunFn run) {
+        members_ = members;
         for (int k = 0; k < members; ++k)
             slots_[static_cast<size_t>(k)].v.store(0, std::memory_order_relaxed);
         done_.store(0, std::memory_order_relaxed);
-        ready_.store(1, std::memory_order_relaxed);
-        const uint64_t g = gen_.load(std::memory_order_relaxed) + 1;
-        gen_.store(g, std::memory_order_seq_cst);
-        if (sleepers_.load(std::memory_order_seq_cst) > 0) {
-            { std::lock_guard<std::mutex> lk(mu_); }
-            wake_cv_.notify_all();
-        }
-        return g;
+        ready_.store(1, std::memory_order_seq_cst);
+        crew_->ensure(members - 1);
+        for (int w = 1; w < members; ++w) crew_->post(w - 1, this, ctx, run, w);
     }
 
-    // wait for the workers that joined region g (each finishes at most the chunk it holds)
-    void close(uint64_t g) {
-        closed_.store(g, std::memory_order_seq_cst);
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; active_.load(std::memory_order_seq_cst) != 0; ++i) {
-            SC_CPU_RELAX();
-            if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > kSpin) break;
-        }
-        if (yields_) {
-            while (active_.load(std::memory_order_seq_cst) != 0 &&
-                   std::chrono::steady_clock::now() - t0 < kYield)
-                std::this_thread::yield();
-        }
-        if (active_.load(std::memory_order_seq_cst) != 0) {
-            std::unique_lock<std::mutex> lk(mu_);
-            done_cv_.wait(lk, [&] { return active_.load(std::memory_order_seq_cst) == 0; });
-        }
+    // wait for the workers that joined the region (each finishes at most the chunk it holds);
+    // those that had not started are called off
+    void close() {
+        for (int w = 1; w < members_; ++w) crew_->retire(w - 1);
         std::exception_ptr e;
         {
             std::lock_guard<std::mutex> lk(mu_);
@@ -325,78 +390,26 @@ private:
         if (e) std::rethrow_exception(e);
     }
 
-    void start_workers(int members) {
-        // worker w (1-based) is member w of every region it joins
-        while (static_cast<int>(workers_.size()) + 1 < members) {
-            const int w = static_cast<int>(workers_.size()) + 1;
-            workers_.emplace_back([this, w] { work(w); });
-        }
-    }
-
-    void leave() {
-        if (active_.fetch_sub(1, std::memory_order_seq_cst) == 1) {
-            { std::lock_guard<std::mutex> lk(mu_); }
-            done_cv_.notify_all();
-        }
-    }
-
-    void work(int w) {
-        uint64_t seen = 0;
-        for (;;) {
-            // a short spin (the next region of an algorithm is usually microseconds away),
-            // then sleep
-            const auto t0 = std::chrono::steady_clock::now();
-            for (int i = 0; gen_.load(std::memory_order_acquire) == seen &&
-                            !stop_.load(std::memory_order_acquire);
-                 ++i) {
-                SC_CPU_RELAX();
-                if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > kSpin) break;
-            }
-            if (yields_) {
-                while (gen_.load(std::memory_order_acquire) == seen &&
-                       !stop_.load(std::memory_order_acquire) &&
-                       std::chrono::steady_clock::now() - t0 < kYield)
-                    std::this_thread::yield();
-            }
-            if (gen_.load(std::memory_order_seq_cst) == seen && !stop_.load()) {
-                std::unique_lock<std::mutex> lk(mu_);
-                sleepers_.fetch_add(1, std::memory_order_seq_cst);
-                while (gen_.load(std::memory_order_seq_cst) == seen && !stop_.load())
-                    wake_cv_.wait(lk);
-                sleepers_.fetch_sub(1, std::memory_order_relaxed);
-            }
-            if (stop_.load()) return;
-            const uint64_t g = gen_.load(std::memory_order_acquire);
-            seen = g;
-            if (w >= members_.load(std::memory_order_relaxed)) continue;  // not needed
-            active_.fetch_add(1, std::memory_order_seq_cst);
-            if (closed_.load(std::memory_order_seq_cst) >= g) {  // woke too late for region g
-                leave();
-                continue;
-            }
-            run_(this, ctx_, w);
-            leave();
-        }
-    }
-
     const int nt_;
     const bool yields_ = team_wait_yields();
-    const double grain_ = team_grain();
     std::unique_ptr<Padded<std::atomic<uint64_t>>[]> slots_;  // per-member claim counters
-    std::vector<std::thread> workers_;
+    Crew* crew_ = nullptr;
+    std::unique_ptr<Crew> own_;  // a private crew (nested team), joined with the team
+    int members_ = 1;
     std::mutex mu_;
-    std::condition_variable wake_cv_, step_cv_, done_cv_;
+    std::condition_variable step_cv_;
     alignas(64) std::atomic<int64_t> ready_{0};  // steps < ready_ - 1 are done; kStop: over
     alignas(64) std::atomic<int64_t> done_{0};   // chunks of the current step reported
-    alignas(64) std::atomic<uint64_t> gen_{0};   // regions opened
-    std::atomic<int> members_{1};
-    void* ctx_ = nullptr;
-    RunFn run_ = nullptr;
-    alignas(64) std::atomic<uint64_t> closed_{0};  // regions closed
-    std::atomic<int> active_{0};                   // workers inside a region
-    std::atomic<int> sleepers_{0}, step_sleepers_{0};
-    std::atomic<bool> stop_{false};
+    alignas(64) std::atomic<int> step_sleepers_{0};
     std::exception_ptr error_;  // guarded by mu_
 };
+
+// Probes of the model's constants on this machine (tools/threads_table.py --probe-only): the
+// median wall ns a step of a region on `members` awake threads costs beyond its work divided
+// among them (its barrier; each step `members` chunks of `chunk_units` ~ns of arithmetic; the
+// median, so that steps in which another process preempted a member do not count), and the ns
+// of an empty one-off loop on `members` threads whose workers were asleep (the wake-up).
+double team_probe_step_ns(int members, int64_t nsteps, int64_t chunk_units);
+double team_probe_wake_ns(int members, int reps);
 
 }  // namespace sc

@@ -26,10 +26,10 @@ int64_t weighted_rpcholesky(const KernelSpec& K, const double* sw, double* d, do
     std::unique_ptr<double[]> cum(new double[static_cast<size_t>(n)]);
     const int64_t nch = (n + kCols - 1) / kCols;
     Team team(n_threads);
-    // a step: n kernel entries and ~i n multiply-adds; a member per ~6 us of the average step
+    // i1 - i0 steps of n kernel entries and ~i n multiply-adds
     const double step_ns = static_cast<double>(n) *
                            (entry_ns(K.d) + 0.25 * static_cast<double>(i0 + i1) / 2.0);
-    const int M = team.members_for(step_ns, nch);
+    const int M = team.members_for(step_ns, nch, i1 - i0);
     // the pivot of step i and its column's scale, chosen by the serial part of the step
     int64_t s = 0, stop = i1;
     double sws = 0.0, inv = 0.0;

@@ -102,8 +102,7 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
     const int64_t nch = (n + kRows - 1) / kRows;
     Team team(n_threads);
     team.for_chunks_on(
-        team.members_for(static_cast<double>(n) * static_cast<double>(n) * entry_ns(K.d), nch,
-                         kLoopNsPerMember),
+        team.members_for(static_cast<double>(n) * static_cast<double>(n) * entry_ns(K.d), nch, 1),
         nch,
         [&](int64_t c) {
             alignas(64) double buf[kSoABlock];
@@ -137,7 +136,7 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
     // chunks are (row, block) pairs, so the one-row calls of RPCholesky use every thread
     team.for_chunks_on(
         team.members_for(static_cast<double>(nr) * static_cast<double>(nc) * entry_ns(K.d),
-                         nr * nb, kLoopNsPerMember),
+                         nr * nb, 1),
         nr * nb, [&](int64_t c) {
             const int64_t a = c / nb, lo = (c - a * nb) * kSoABlock;
             kEval(K, rows[a], P, lo, std::min(nc, lo + kSoABlock), out + a * nc + lo);
@@ -156,8 +155,7 @@ void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, doub
     const double inv = 1.0 / static_cast<double>(n);
     Team team(n_threads);
     team.for_chunks_on(
-        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nr,
-                         kLoopNsPerMember),
+        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nr, 1),
         nr, [&](int64_t a) { out[a] = soa_sum(K, rows[a], P, 0, n) * inv; });
 }
 
@@ -167,7 +165,7 @@ void diag(const KernelSpec& K, double* out, int n_threads) {
     const int64_t nch = (K.n + kPoints - 1) / kPoints;
     // one entry at a time: ~10x the cost of an entry in a block
     team.for_chunks_on(
-        team.members_for(10.0 * static_cast<double>(K.n) * entry_ns(K.d), nch, kLoopNsPerMember),
+        team.members_for(10.0 * static_cast<double>(K.n) * entry_ns(K.d), nch, 1),
         nch, [&](int64_t c) {
             for (int64_t i = c * kPoints; i < std::min(K.n, (c + 1) * kPoints); ++i)
                 out[i] = soa_entry(K, i, i);

@@ -83,8 +83,8 @@ void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score,
     const SoAView& P = all.view();
     const int64_t nch = (n + kChunk - 1) / kChunk;
     Team team(n_threads);
-    // one member per ~6 us of a step's kernel evaluations (n of them)
-    const int M = team.members_for(static_cast<double>(n) * entry_ns(K.d), nch);
+    // m steps of n kernel evaluations each
+    const int M = team.members_for(static_cast<double>(n) * entry_ns(K.d), nch, m);
     std::vector<Padded<Slot>> slot(static_cast<size_t>(M));
     // step t: add the column of out[t - 1] (step 0: write the diagonal), out[t] = first argmin;
     // each member keeps the best of its chunks, the last arriver takes the best of the members

@@ -20,6 +20,9 @@ cdef extern from "stein_kernel.hpp" nogil:
 
 cdef extern from "parallel.hpp" nogil:
     int sc_omp_max_threads "sc::omp_max_threads"()
+    int sc_team_members "sc::team_members"(int nt, double step_ns, int64_t nchunks, int64_t nsteps)
+    double sc_team_probe_step_ns "sc::team_probe_step_ns"(int members, int64_t nsteps, int64_t chunk_units)
+    double sc_team_probe_wake_ns "sc::team_probe_wake_ns"(int members, int reps)
 
 
 cdef extern from "dksd.hpp" nogil:

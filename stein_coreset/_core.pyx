@@ -167,6 +167,29 @@ def omp_max_threads():
     return sc_omp_max_threads()
 
 
+def _team_members(int nt, double step_ns, int64_t nchunks, int64_t nsteps=1):
+    """The members a region of ``nsteps`` steps of ``step_ns`` single-thread ns each (``nchunks``
+    chunks a step) runs on, out of a team of ``nt`` (parallel.hpp's cost model); tests only."""
+    return sc_team_members(nt, step_ns, nchunks, nsteps)
+
+
+def _team_probe_step_ns(int members, int64_t nsteps=20000, int64_t chunk_units=2000):
+    """Wall ns a step of a region on ``members`` awake threads costs beyond its work divided
+    among them (the barrier); each step has ``members`` chunks of ~``chunk_units`` ns."""
+    cdef double r
+    with nogil:
+        r = sc_team_probe_step_ns(members, nsteps, chunk_units)
+    return r
+
+
+def _team_probe_wake_ns(int members, int reps=20):
+    """Wall ns of an empty one-off loop on ``members`` threads whose workers were asleep."""
+    cdef double r
+    with nogil:
+        r = sc_team_probe_wake_ns(members, reps)
+    return r
+
+
 def gram(Kernel K, const int64_t[::1] rows, cols=None, int n_threads=1):
     """(len(rows), len(cols) or n) block of the kernel matrix."""
     cdef const int64_t[::1] cv

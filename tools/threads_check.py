@@ -15,7 +15,8 @@
     one thread.
 (d) the load average before and after.
 
-The speed-up table over 1, 2, 4, 8, 16 threads is tools/threads_table.py.
+The speed-up table over 1, 2, 8, 16 threads (and the team's barrier and wake-up costs:
+``--probe-only``) is tools/threads_table.py.
 
 Inputs are the biased Gaussian chain of compare_peers.py (target N(0, I), sample shifted and
 over-dispersed); coreset size 128. Run it on an otherwise idle machine.

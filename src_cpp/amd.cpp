@@ -80,8 +80,9 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
     const double ninf = -std::numeric_limits<double>::infinity();
     const int64_t nch = (n + kRows - 1) / kRows;
     // a step reads F once (n r floats, two passes over each row in cache) and takes an exp per
-    // row: ~0.5 ns per entry of F on one core; a member per ~6 us of that
-    const int M = team.members_for(0.5 * static_cast<double>(n * (r + 4)), nch);
+    // row: ~0.5 ns per entry of F on one core (team_members weighs it against the barriers)
+    const int M = team.members_for(0.5 * static_cast<double>(n * (r + 4)), nch,
+                                   std::max<int64_t>(steps, 1));
     std::unique_ptr<double[]> logv_(new double[static_cast<size_t>(n)]);  // no zero-fill
     double* logv = logv_.get();
     // per-chunk partials: F^T w, F^T v at the start; then (max, sum, F^T e) every step
@@ -181,7 +182,7 @@ double lowrank_quad(const double* F, int64_t si, int64_t sk, const double* res, 
     std::vector<double> part(static_cast<size_t>(nch * (r + 1)), 0.0);
     Team team(n_threads);
     const double ns = 0.5 * static_cast<double>(m) * static_cast<double>(r + 1);
-    const int M = team.members_for(ns, nch);
+    const int M = team.members_for(ns, nch, 1);  // a one-off loop: it pays for its wake-up
     team.for_chunks_on(M, nch, [&](int64_t ch) {
         double* a = part.data() + ch * (r + 1);
         const int64_t a0 = ch * kRows, a1 = std::min(m, a0 + kRows);

@@ -14,7 +14,9 @@
 namespace sc {
 
 namespace {
-constexpr int64_t kRows = 2048;  // rows per chunk (fixed: results independent of team size)
+// rows per chunk (fixed: results independent of team size); small enough that n = 2^12 has 8
+// chunks, so a member that wakes late for a step still finds chunks of its own to run
+constexpr int64_t kRows = 512;
 
 // <F_i, u> with 8 independent accumulators (a single one is a latency chain the compiler may
 // not reorder); a fixed order, so the value does not depend on the build's vector width.

@@ -179,6 +179,21 @@ void halve_together(Team& team, std::vector<Halving>& hs) {
 
 }  // namespace
 
+namespace {
+// single-thread ns of a round: 2 ncore half^2 entries in ncore independent halvings
+double round_ns(int64_t ncore, int64_t half, int64_t d) {
+    return 2.0 * static_cast<double>(ncore) * static_cast<double>(half) *
+           static_cast<double>(half) * entry_ns(d);
+}
+}  // namespace
+
+bool kt_split_pairs_together(int n_threads, int64_t ncore, int64_t half, int64_t d) {
+    if (ncore >= n_threads) return false;
+    // the round's work split as finely as the team: does it pay for a second member? (sized
+    // by its ncore halvings it could not: the first round has one)
+    return team_members(n_threads, round_ns(ncore, half, d), n_threads, 1) > 1;
+}
+
 void kt_split_uniforms(int64_t N, int t, uint64_t seed, double* out) {
     const int64_t row = N / 2;
     int64_t size = N;
@@ -222,12 +237,9 @@ void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double 
             return Halving(K, cur.data() + l * size, size, log_mult, s, u,
                            next.data() + (2 * l) * half, next.data() + (2 * l + 1) * half);
         };
-        // a round's work: 2 ncore half^2 entries in ncore independent halvings
-        const double work = 2.0 * static_cast<double>(ncore) * static_cast<double>(half) *
-                            static_cast<double>(half) * entry_ns(K.d);
-        const int outer = team.members_for(work, ncore, 1);
-        if (ncore >= nthreads || outer == 1) {
+        if (!kt_split_pairs_together(nthreads, ncore, half, K.d)) {
             // enough coresets for the team (or too little work): one whole halving per chunk
+            const int outer = team.members_for(round_ns(ncore, half, K.d), ncore, 1);
             team.for_chunks_on(outer, ncore, [&](int64_t l) {
                 Halving h = make(l);
                 h.run(0, h.pairs);

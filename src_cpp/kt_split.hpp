@@ -34,6 +34,12 @@ int64_t kt_split_size(int64_t N, int t);
 void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double delta,
               uint64_t seed, const double* uniforms, int64_t* out, int n_threads);
 
+// How kt_split runs a round of `ncore` halvings of 2 half points each on a team of n_threads
+// (d: the dimension, for the work estimate): true, the halvings together pair by pair (fewer
+// halvings than threads, and work enough for a second member); false, one whole halving per
+// member. Never changes a result.
+bool kt_split_pairs_together(int n_threads, int64_t ncore, int64_t half, int64_t d);
+
 // The uniforms kt_split draws from `seed` when `uniforms` is null, in the layout of its
 // `uniforms` argument (t * (N / 2) values): kt_split(seed) and kt_split(uniforms = these) give
 // the same coresets. The CUDA backend draws its uniforms here, so both backends split alike.

@@ -76,6 +76,8 @@ cdef extern from "stein_thinning.hpp" nogil:
 
 cdef extern from "kt_split.hpp" nogil:
     int64_t sc_kt_split_size "sc::kt_split_size"(int64_t N, int t)
+    bint sc_kt_split_pairs_together "sc::kt_split_pairs_together"(int n_threads, int64_t ncore,
+                                                                 int64_t half, int64_t d)
     void sc_kt_split "sc::kt_split"(const KernelSpec& K, const int64_t* idx, int64_t N, int t,
                                     double delta, uint64_t seed, const double* uniforms,
                                     int64_t* out, int n_threads) except +

@@ -348,6 +348,17 @@ def kt_split(Kernel K, const int64_t[::1] idx, int t, double delta, uint64_t see
     return out
 
 
+def _kt_split_round_modes(int64_t N, int t, int64_t d, int n_threads):
+    """For each of KT-SPLIT's t rounds on N points: True where its halvings run together pair
+    by pair on the team, False where each runs whole on one member (tests)."""
+    out = []
+    cdef int64_t size = N
+    for j in range(t):
+        out.append(bool(sc_kt_split_pairs_together(max(n_threads, 1), 1 << j, size // 2, d)))
+        size //= 2
+    return out
+
+
 def kt_split_uniforms(int64_t N, int t, uint64_t seed):
     """The (t * (N // 2),) uniforms kt_split draws from ``seed`` (its ``uniforms`` layout)."""
     if t < 0 or t > 40 or N < 0:

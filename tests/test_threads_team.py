@@ -53,6 +53,30 @@ def test_team_members_never_uses_more_members_than_pay():
         prev = m
 
 
+def test_kt_split_first_round_runs_on_the_team():
+    """The first round of KT-SPLIT (one halving, the largest: half of kt's KT-SPLIT work) runs
+    pair by pair on the team when its work pays for a second member. It used to be sized by its
+    one halving, so it ran on one thread whatever n_threads was (cpu/wall 1.00 at n = 2^16)."""
+    n, t, d = 1 << 14, 7, 2
+    modes = _core._kt_split_round_modes(n, t, d, 2)
+    assert modes[0] is True
+    assert modes[1:] == [False] * (t - 1)  # 2^j >= 2 halvings: one per member
+    # 16 threads: together until a round has a halving per member
+    assert _core._kt_split_round_modes(n, t, d, 16) == [True] * 4 + [False] * 3
+    assert _core._kt_split_round_modes(n, t, d, 1) == [False] * t
+    assert _core._kt_split_round_modes(64, 3, d, 2) == [False] * 3  # too little work
+    # and whichever way a round runs, the split is the same
+    from stein_coreset.algorithms._native import kt_split
+
+    X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((4096, d))
+    kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(8)))
+    outs = [kt_split(kern.bind(X, -X, n_threads=k), np.arange(4096), 4, 0.5, 3)
+            for k in (1, 2, 3)]
+    assert _core._kt_split_round_modes(4096, 4, d, 2)[0] is True
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
+
+
 def test_team_probes_measure_positive_costs():
     assert _core._team_probe_step_ns(2, 2000) > -1e6  # noise may make it slightly negative
     assert math.isfinite(_core._team_probe_step_ns(1, 100))

@@ -177,14 +177,12 @@ void halve_together(Team& team, std::vector<Halving>& hs) {
     }
 }
 
-}  // namespace
-
-namespace {
 // single-thread ns of a round: 2 ncore half^2 entries in ncore independent halvings
 double round_ns(int64_t ncore, int64_t half, int64_t d) {
     return 2.0 * static_cast<double>(ncore) * static_cast<double>(half) *
            static_cast<double>(half) * entry_ns(d);
 }
+
 }  // namespace
 
 bool kt_split_pairs_together(int n_threads, int64_t ncore, int64_t half, int64_t d) {

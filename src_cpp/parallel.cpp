@@ -137,18 +137,8 @@ void Crew::retire(int i) {
     if (w.state.compare_exchange_strong(st, Worker::kIdle, std::memory_order_seq_cst))
         return;  // called off before it started: it never touches the team
     // running: it finishes at most the chunk it holds
-    constexpr std::chrono::microseconds kSpin{30}, kYield{2000};
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int k = 0; w.state.load(std::memory_order_acquire) != Worker::kIdle; ++k) {
-        SC_CPU_RELAX();
-        if ((k & 63) == 63 && std::chrono::steady_clock::now() - t0 > kSpin) break;
-    }
-    if (yields_) {
-        while (w.state.load(std::memory_order_acquire) != Worker::kIdle &&
-               std::chrono::steady_clock::now() - t0 < kYield)
-            std::this_thread::yield();
-    }
-    if (w.state.load(std::memory_order_seq_cst) != Worker::kIdle) {
+    if (!spin_then_yield(
+            [&w] { return w.state.load(std::memory_order_acquire) == Worker::kIdle; }, yields_)) {
         std::unique_lock<std::mutex> lk(done_mu_);
         done_waiters_.fetch_add(1, std::memory_order_seq_cst);
         while (w.state.load(std::memory_order_seq_cst) != Worker::kIdle) done_cv_.wait(lk);
@@ -157,22 +147,15 @@ void Crew::retire(int i) {
 }
 
 void Crew::work(Worker& w) {
-    constexpr std::chrono::microseconds kSpin{30}, kYield{2000};
     for (;;) {
         int st = w.state.load(std::memory_order_acquire);
         if (st == Worker::kIdle) {
             // a short spin (the next region of an algorithm is usually microseconds away),
             // then sleep on this worker's own condition variable
-            const auto t0 = std::chrono::steady_clock::now();
-            for (int k = 0; w.state.load(std::memory_order_acquire) == Worker::kIdle; ++k) {
-                SC_CPU_RELAX();
-                if ((k & 63) == 63 && std::chrono::steady_clock::now() - t0 > kSpin) break;
-            }
-            if (yields_) {
-                while (w.state.load(std::memory_order_acquire) == Worker::kIdle &&
-                       std::chrono::steady_clock::now() - t0 < kYield)
-                    std::this_thread::yield();
-            }
+            if (spin_then_yield(
+                    [&w] { return w.state.load(std::memory_order_acquire) != Worker::kIdle; },
+                    yields_))
+                continue;
             std::unique_lock<std::mutex> lk(w.mu);
             w.sleeping.store(true, std::memory_order_seq_cst);
             while (w.state.load(std::memory_order_seq_cst) == Worker::kIdle) w.cv.wait(lk);

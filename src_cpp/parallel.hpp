@@ -85,6 +85,27 @@
 
 namespace sc {
 
+// How an idle thread waits (header comment), its first two phases: spin for kSpinWait, then, with
+// STEIN_CORESET_TEAM_WAIT=yield, yield the CPU until kYieldWait has passed since the start. True
+// once done() holds; false: the caller goes to sleep (on its condition variable, rechecking
+// done() under its mutex).
+constexpr std::chrono::microseconds kSpinWait{30};
+constexpr std::chrono::microseconds kYieldWait{2000};
+
+template <class Done>
+bool spin_then_yield(Done&& done, bool yields) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; !done(); ++i) {
+        SC_CPU_RELAX();
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > kSpinWait) break;
+    }
+    if (yields) {
+        while (!done() && std::chrono::steady_clock::now() - t0 < kYieldWait)
+            std::this_thread::yield();
+    }
+    return done();
+}
+
 // omp_get_max_threads(): the OpenMP team-size limit in force for the calling thread
 // (OMP_NUM_THREADS, a threadpoolctl limit), or 0 in a build without OpenMP. Read-only.
 int omp_max_threads();
@@ -249,8 +270,6 @@ public:
     }
 
 private:
-    static constexpr std::chrono::microseconds kSpin{30};
-    static constexpr std::chrono::microseconds kYield{2000};
     static constexpr int kOffBits = 24;  // claim counter: (step + 1) << 24 | next offset
     static constexpr int64_t kStop = int64_t{1} << 62;
 
@@ -302,17 +321,8 @@ private:
     bool wait_step(int64_t s) {
         int64_t r = ready_.load(std::memory_order_acquire);
         if (r <= s) {
-            const auto t0 = std::chrono::steady_clock::now();
-            for (int i = 0; (r = ready_.load(std::memory_order_acquire)) <= s; ++i) {
-                SC_CPU_RELAX();
-                if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > kSpin) break;
-            }
-            if (r <= s && yields_) {
-                while ((r = ready_.load(std::memory_order_acquire)) <= s &&
-                       std::chrono::steady_clock::now() - t0 < kYield)
-                    std::this_thread::yield();
-            }
-            if (r <= s) {
+            if (!spin_then_yield([&] { return (r = ready_.load(std::memory_order_acquire)) > s; },
+                                 yields_)) {
                 std::unique_lock<std::mutex> lk(mu_);
                 step_sleepers_.fetch_add(1, std::memory_order_seq_cst);
                 while ((r = ready_.load(std::memory_order_seq_cst)) <= s) step_cv_.wait(lk);

@@ -19,7 +19,9 @@
 // and the result does not depend on the block order. The host captures many steps in one CUDA
 // graph and replays it.
 
+#ifndef SC_BLOCK  // threads per block; the CPU simulator of the tests builds smaller blocks
 #define SC_BLOCK 256
+#endif
 
 struct KP {
     const double* U;

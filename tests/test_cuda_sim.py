@@ -1,0 +1,163 @@
+"""The ``cuda`` backend's kernels and their host driver, run on the CPU simulator.
+
+tests/cudasim.py compiles stein_coreset/_cuda/kernels.cu with g++ against a model of CUDA's
+execution (threads, __syncthreads, shared memory per block, concurrent blocks for the grid
+barriers, graphs as replayed launches) and stands in for CuPy, so
+:class:`stein_coreset._cuda.CudaKernel` runs unchanged. Every kernel is checked against the C++
+evaluator and loops on the same input, as tests/test_cuda_backend.py does on a GPU, but on any
+machine with a C++ compiler: a kernel's logic is tested in CI, which has no GPU.
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+
+import stein_coreset as sc
+from stein_coreset.algorithms import _native
+from stein_coreset.engine import KernelMatrix
+from stein_coreset.kernels import centred_kernel_matrix
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
+
+N = 150
+BASES = [sc.IMQ(sigma=2.0), sc.IMQ(sigma=1.5, beta=-0.3), sc.Gaussian(sigma=1.7),
+         sc.Matern(sigma=2.0, nu=1.5), sc.Matern(sigma=2.0, nu=2.5)]
+
+
+@pytest.fixture
+def sim(monkeypatch):
+    import cudasim
+
+    return cudasim.install(monkeypatch)
+
+
+@pytest.fixture(params=["persistent", "graph"])
+def loop_mode(request, monkeypatch):
+    monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", request.param)
+    return request.param
+
+
+def _chain(n=N, d=3, seed=7):
+    rng = np.random.default_rng(seed)
+    X = 0.7 + 1.5 * rng.standard_normal((n, d))
+    return X, -X
+
+
+def _pair(cp, base=BASES[0], kind="stein", n=N, d=3):
+    """(C++ kernel matrix, the CudaKernel of the same matrix on the simulator)."""
+    from stein_coreset._cuda import CudaKernel
+
+    X, S = _chain(n, d)
+    if kind == "centred":
+        Kc = centred_kernel_matrix(base, X)
+    elif kind == "stein":
+        Kc = sc.SteinKernel(base).bind(X, S)
+    else:
+        Kc = KernelMatrix(base, X)
+    assert Kc.backend == "cpu"
+
+    def dev(a):
+        return None if a is None else cp.asarray(a)
+
+    Kg = CudaKernel(int(Kc.base.code), float(Kc.base.sigma), float(Kc.base.beta), dev(Kc.U),
+                    dev(Kc.T), dev(Kc.mean), Kc.mean_all)
+    return Kc, Kg
+
+
+class _OnDevice:
+    """What the engine's loop module needs of a kernel matrix with backend "cuda"."""
+
+    backend = "cuda"
+
+    def __init__(self, Kg):
+        self._k = Kg
+        self.n = Kg.n
+
+    def cuda(self):
+        return self._k
+
+
+@pytest.mark.parametrize("base", BASES, ids=repr)
+@pytest.mark.parametrize("kind", ["stein", "base", "centred"])
+def test_simulated_blocks_diag_and_products_match_cpp(sim, base, kind):
+    Kc, Kg = _pair(sim, base, kind)
+    rows = np.array([0, 5, N - 1, 5, 123])
+    np.testing.assert_allclose(sim.asnumpy(Kg.gram(rows)), Kc.block(rows), rtol=1e-12,
+                               atol=1e-13)
+    cols = np.array([3, 3, 100])
+    np.testing.assert_allclose(sim.asnumpy(Kg.gram(rows, cols)), Kc.block(rows, cols),
+                               rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(sim.asnumpy(Kg.diag()), Kc.diag(), rtol=1e-12, atol=1e-13)
+    w = np.random.default_rng(0).random(Kc.n)
+    np.testing.assert_allclose(sim.asnumpy(Kg.matvec(sim.asarray(w))), Kc.matvec(w),
+                               rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("base", BASES[::2], ids=repr)
+def test_simulated_stein_thinning_picks_what_the_cpp_loop_picks(sim, base, loop_mode):
+    Kc, Kg = _pair(sim, base)
+    for m in (1, 7, 40):
+        np.testing.assert_array_equal(_native.stein_thinning(_OnDevice(Kg), m),
+                                      _native.stein_thinning(Kc, m))
+
+
+def test_simulated_persistent_stein_thinning_spans_launches(sim, monkeypatch):
+    """More steps than one persistent launch: the state carried between launches."""
+    from stein_coreset import _cuda
+
+    monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", 9)
+    monkeypatch.setattr(_cuda, "GRAPH_STEPS", 4)
+    Kc, Kg = _pair(sim)
+    for mode in ("persistent", "graph"):
+        monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", mode)
+        np.testing.assert_array_equal(Kg.stein_thinning(31), _native.stein_thinning(Kc, 31))
+
+
+@pytest.mark.parametrize("kind", ["stein", "centred"])
+@pytest.mark.parametrize("n_idx,t", [(128, 3), (150, 4), (64, 6)])
+def test_simulated_kt_split_matches_cpp_for_the_same_seed(sim, kind, n_idx, t, loop_mode):
+    Kc, Kg = _pair(sim, kind=kind)
+    idx = np.random.default_rng(n_idx).integers(0, Kc.n, n_idx).astype(np.int64)
+    a = _native.kt_split(Kc, idx, t, 0.5, 99)
+    b = _native.kt_split(_OnDevice(Kg), idx, t, 0.5, 99)
+    assert b.shape == a.shape
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("sorted_sweeps", [False, True])
+@pytest.mark.parametrize("passes", [1, 3])
+def test_simulated_kt_swap_matches_cpp(sim, passes, sorted_sweeps):
+    Kc, Kg = _pair(sim)
+    I0 = np.random.default_rng(3).integers(0, Kc.n, 12).astype(np.int64)
+    a, b = I0.copy(), I0.copy()
+    na = _native.kt_swap_refine(Kc, a, passes, sorted_sweeps)
+    nb = _native.kt_swap_refine(_OnDevice(Kg), b, passes, sorted_sweeps)
+    np.testing.assert_array_equal(a, b)
+    assert na == nb > 0
+
+
+def test_simulator_catches_a_wrong_kernel(monkeypatch):
+    """The comparison can fail: Stein thinning that adds k_P once instead of twice is caught."""
+    import cudasim
+
+    from stein_coreset import _cuda
+
+    cp = cudasim.install(monkeypatch)
+    src = _cuda.cuda_source()
+    assert src.count("s += 2.0 * kp_entry(K, j, i);") == 2
+    bad = src.replace("s += 2.0 * kp_entry(K, j, i);", "s += kp_entry(K, j, i);")
+    module = cp.RawModule(code=bad)
+    monkeypatch.setattr(_cuda, "_module", lambda device_id: module)
+    Kc, Kg = _pair(cp)
+    assert not np.array_equal(Kg.stein_thinning(40), _native.stein_thinning(Kc, 40))
+
+
+def test_simulator_rewrites_shared_declarations_per_block():
+    import cudasim
+
+    out = cudasim.rewrite_shared("__shared__ long long a[4], b[N]; __shared__ bool last;")
+    assert out == ("auto& a = sim::shared<long long[4]>(0); "
+                   "auto& b = sim::shared<long long[N]>(1); "
+                   "auto& last = sim::shared<bool>(2);")
+

@@ -202,8 +202,9 @@ def _resolve_kernel(kernel, X, n_threads: int) -> SteinKernel:
     on X (a new object when anything is resolved; the caller's kernel is never changed). Its
     base is also the base kernel of the unbiased baselines.
 
-    ``None``: :data:`~stein_coreset.kernels.DEFAULT_KERNEL` (scale-free); a base kernel alone: identity M (its sigma
-    was chosen in the coordinates of X); a ``SteinKernel``: its own M (``None`` = identity)."""
+    ``None``: :data:`~stein_coreset.kernels.DEFAULT_KERNEL` (scale-free); a base kernel alone:
+    identity M (its sigma was chosen in the coordinates of X); a ``SteinKernel``: its own M
+    (``None`` = identity)."""
     if kernel is None:
         kernel = DEFAULT_KERNEL
     if isinstance(kernel, RadialKernel):
@@ -351,13 +352,13 @@ def compress(
     method : str
         One of :data:`METHODS` (``docs/api.md`` lists each one with its options).
     kernel : SteinKernel or base kernel, optional
-        Default (:data:`~stein_coreset.kernels.DEFAULT_KERNEL`, scale-free): the Stein kernel of IMQ(beta=-1/2) with
-        the preconditioner M = diag(per-coordinate variance of X) and the median M-distance
-        bandwidth (debiased methods), or that IMQ base in the same M-norm centred at the input
-        (unbiased baselines). Rescaling a coordinate of X (and its scores inversely) selects the
-        same points. ``SteinKernel(M=...)`` overrides M (``M=None``: the identity); a base
-        kernel alone uses the identity. A kernel without a bandwidth is resolved once per call
-        into a new object (never changed in place): ``res.info["bandwidth"]``,
+        Default (:data:`~stein_coreset.kernels.DEFAULT_KERNEL`, scale-free): the Stein kernel of
+        IMQ(beta=-1/2) with the preconditioner M = diag(per-coordinate variance of X) and the median
+        M-distance bandwidth (debiased methods), or that IMQ base in the same M-norm centred at the
+        input (unbiased baselines). Rescaling a coordinate of X (and its scores inversely) selects
+        the same points. ``SteinKernel(M=...)`` overrides M (``M=None``: the identity); a base
+        kernel alone uses the identity. A kernel without a bandwidth is resolved once per call into
+        a new object (never changed in place): ``res.info["bandwidth"]``,
         ``res.info["preconditioner"]`` ("scale" | "identity" | "given"), ``res.info["scale"]``
         (the per-coordinate standard deviations of "scale"), and the kernel itself,
         ``res.info["stein_kernel"]`` (``sc.ksd(res.points, S[res.indices], res.weights,

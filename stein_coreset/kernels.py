@@ -231,7 +231,8 @@ def median_bandwidth(
 
 
 def _scale_preconditioner(X, xp) -> np.ndarray:
-    """M = "scale" on X: the (d,) host per-coordinate variances (1 where a coordinate is constant)."""
+    """M = "scale" on X: the (d,) host per-coordinate variances (1 where a coordinate is
+    constant)."""
     M = aa.to_host(xp.var(X, axis=0))
     return np.where(M > 0, M, 1.0)
 

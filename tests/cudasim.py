@@ -4,7 +4,8 @@
 :class:`stein_coreset._cuda.CudaKernel` uses, over NumPy arrays. Its ``RawModule`` compiles the
 CUDA source with g++ against ``cudasim_runtime.hpp`` (each CUDA thread an OS thread,
 ``__syncthreads`` a barrier, ``__shared__`` memory per block, a grid of at most ``sms`` blocks
-run concurrently so the persistent kernels' grid barriers work), and CUDA graphs are recorded
+run concurrently so the persistent kernels' grid barriers work, warps of ``warp`` lanes that
+meet at each shuffle), and CUDA graphs are recorded
 launches replayed in order. So the kernels and the host code that drives them — steps, state
 in device memory, grid barriers, graph replays — run unchanged, and the tests compare them with
 the C++ loops on any machine. Blocks are small (``block`` threads) to keep the thread count low.
@@ -87,10 +88,11 @@ def kernel_signatures(src: str, cxx: str = "g++") -> dict[str, list[tuple[str, s
 class SimModule:
     """The CUDA source built for the simulator: ``get_function(name)`` as in cupy.RawModule."""
 
-    def __init__(self, code: str, block: int, sms: int, fake, prelude: str = ""):
+    def __init__(self, code: str, block: int, sms: int, fake, prelude: str = "", warp: int = 8):
         if prelude and code.startswith(prelude):
             code = code[len(prelude):]
-        body = f"#define SC_BLOCK {block}\n" + rewrite_shared(code)
+        defines = f"#define SC_BLOCK {block}\n#define SC_WARP {warp}\n"
+        body = defines + rewrite_shared(code)
         self.signatures = kernel_signatures(body)
         wrappers = []
         for name, params in self.signatures.items():
@@ -99,7 +101,7 @@ class SimModule:
                 f'extern "C" void sim_launch_{name}(unsigned gx, unsigned gy, unsigned bx, '
                 f"void** a) {{ sim::launch(gx, gy, bx, {sms}u, [&] {{ {name}({call}); }}); }}"
             )
-        full = (f'#include "{RUNTIME}"\n' + body + "\n" + "\n".join(wrappers) + "\n")
+        full = (defines + f'#include "{RUNTIME}"\n' + body + "\n" + "\n".join(wrappers) + "\n")
         key = hashlib.sha256((full + RUNTIME.read_text()).encode()).hexdigest()[:16]
         build = Path(tempfile.gettempdir()) / "stein_coreset_cudasim"
         build.mkdir(exist_ok=True)
@@ -170,7 +172,8 @@ class FakeArray(np.ndarray):
         self[...] = host
 
 
-def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "") -> types.ModuleType:
+def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "",
+              warp: int = 8) -> types.ModuleType:
     """A ``cupy`` stand-in over NumPy whose RawModule runs on the simulator."""
     cp = types.ModuleType("cupy")
     cp.__path__ = []
@@ -245,18 +248,19 @@ def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "") -> types.ModuleT
         runtime=types.SimpleNamespace(getDeviceCount=lambda: 1,
                                       memGetInfo=lambda: (8 << 30, 16 << 30)),
     )
-    cp.RawModule = lambda code, options=(): SimModule(code, block, sms, cp, prelude)
+    cp.RawModule = lambda code, options=(): SimModule(code, block, sms, cp, prelude, warp)
     return cp
 
 
-def install(monkeypatch, block: int = 16, sms: int = 3):
+def install(monkeypatch, block: int = 16, sms: int = 3, warp: int = 8):
     """Put the fake CuPy in ``sys.modules`` and point :mod:`stein_coreset._cuda` at the
-    simulator (its modules and block size); returns the fake module."""
+    simulator (its modules, block and warp size); returns the fake module."""
     from stein_coreset import _cuda
 
-    cp = fake_cupy(block, sms, _cuda._PRELUDE)
+    cp = fake_cupy(block, sms, _cuda._PRELUDE, warp)
     monkeypatch.setitem(sys.modules, "cupy", cp)
     monkeypatch.setattr(_cuda, "BLOCK", block)
+    monkeypatch.setattr(_cuda, "WARP", warp)
     cache = {}
 
     def module(device_id):

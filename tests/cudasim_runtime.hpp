@@ -25,6 +25,10 @@ struct dim3 {
 };
 
 constexpr int kSlots = 64;
+#ifndef SC_WARP
+#define SC_WARP 32
+#endif
+constexpr unsigned kMaxWarps = 64;
 
 // The threads of one block: a barrier over its live threads, and its shared memory.
 struct Block {
@@ -33,6 +37,10 @@ struct Block {
     unsigned size = 0, live = 0, arrived = 0;
     unsigned long gen = 0, endgen = 0;
     void* slots[kSlots] = {};
+    // warps: lanes tid / SC_WARP meet at a shuffle; each exchanges through its slot
+    unsigned wlive[kMaxWarps] = {}, warrived[kMaxWarps] = {};
+    unsigned long wgen[kMaxWarps] = {};
+    unsigned long long wbuf[kMaxWarps * SC_WARP] = {};
 
     ~Block() {
         for (void* p : slots) std::free(p);
@@ -51,18 +59,52 @@ struct Block {
             cv.wait(lk, [&] { return gen != g; });
         }
     }
+    void warp_sync_locked(std::unique_lock<std::mutex>& lk, unsigned w) {
+        const unsigned long g = wgen[w];
+        if (++warrived[w] == wlive[w]) {
+            warrived[w] = 0;
+            ++wgen[w];
+            cv.notify_all();
+        } else {
+            cv.wait(lk, [&] { return wgen[w] != g; });
+        }
+    }
+    // lane `lane` of warp w offers v and receives the value lane `src` offered
+    unsigned long long exchange(unsigned w, unsigned lane, unsigned long long v, unsigned src) {
+        std::unique_lock<std::mutex> lk(m);
+        wbuf[w * SC_WARP + lane] = v;
+        warp_sync_locked(lk, w);
+        const unsigned long long out = wbuf[w * SC_WARP + (src < SC_WARP ? src : lane)];
+        warp_sync_locked(lk, w);
+        return out;
+    }
+    void reset_warps() {
+        for (unsigned t = 0; t < size; ++t) {
+            wlive[t / SC_WARP] = 0;
+            warrived[t / SC_WARP] = 0;
+        }
+        for (unsigned t = 0; t < size; ++t) ++wlive[t / SC_WARP];
+    }
     // A thread returned from the kernel: it no longer counts at __syncthreads, and the block
     // ends when every thread has returned (the next block then starts with all threads).
-    void end_block() {
+    void end_block(unsigned tid) {
         std::unique_lock<std::mutex> lk(m);
         const unsigned long eg = endgen;
         --live;
+        const unsigned w = tid / SC_WARP;
+        --wlive[w];
         if (live == 0) {
             live = size;
             arrived = 0;
+            reset_warps();
             ++endgen;
             cv.notify_all();
             return;
+        }
+        if (warrived[w] > 0 && warrived[w] == wlive[w]) {
+            warrived[w] = 0;
+            ++wgen[w];
+            cv.notify_all();
         }
         if (arrived > 0 && arrived == live) release_locked();
         cv.wait(lk, [&] { return endgen != eg; });
@@ -96,6 +138,7 @@ void launch(unsigned gx, unsigned gy, unsigned bx, unsigned concurrent, F&& body
     for (unsigned g = 0; g < groups; ++g) {
         blocks.emplace_back(new Block);
         blocks.back()->size = blocks.back()->live = bx;
+        blocks.back()->reset_warps();
     }
     std::vector<std::thread> team;
     for (unsigned g = 0; g < groups; ++g) {
@@ -108,12 +151,24 @@ void launch(unsigned gx, unsigned gy, unsigned bx, unsigned concurrent, F&& body
                     ctx.gdim = dim3{gx, gy, 1};
                     ctx.block = blocks[g].get();
                     body();
-                    blocks[g]->end_block();
+                    blocks[g]->end_block(tx);
                 }
             });
         }
     }
     for (auto& t : team) t.join();
+}
+
+template <class T>
+T shfl(T v, unsigned src) {
+    static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
+    unsigned long long b = 0, r;
+    std::memcpy(&b, &v, sizeof(T));
+    const unsigned tid = ctx.tid.x;
+    r = ctx.block->exchange(tid / SC_WARP, tid % SC_WARP, b, src);
+    T out;
+    std::memcpy(&out, &r, sizeof(T));
+    return out;
 }
 
 template <class T>
@@ -151,6 +206,11 @@ using sim::dim3;
 #define __syncthreads() (sim::ctx.block->sync())
 #define __threadfence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define atomicAdd(p, v) sim::atomic_add((p), (v))
+#define __shfl_sync(mask, v, src) sim::shfl((v), (unsigned)(src))
+#define __shfl_down_sync(mask, v, d) \
+    sim::shfl((v), (unsigned)(threadIdx.x % SC_WARP) + (unsigned)(d))
+#define __shfl_xor_sync(mask, v, x) \
+    sim::shfl((v), (unsigned)(threadIdx.x % SC_WARP) ^ (unsigned)(x))
 #define atomicExch(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
 
 #define SC_TARGET

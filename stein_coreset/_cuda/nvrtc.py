@@ -10,10 +10,11 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import re
 
 from . import NVRTC_OPTIONS, cuda_source
 
-__all__ = ["find_nvrtc", "compile_ptx"]
+__all__ = ["find_nvrtc", "compile_ptx", "resource_usage"]
 
 
 def find_nvrtc() -> str | None:
@@ -41,8 +42,9 @@ def find_nvrtc() -> str | None:
     return cands[0] if cands else None
 
 
-def compile_ptx(arch: str = "compute_90", source: str | None = None) -> str:
-    """PTX of the CUDA source for ``arch``; raises RuntimeError with NVRTC's log on failure."""
+def _compile(arch: str, source: str | None, extra: tuple = ()):
+    """(PTX, NVRTC's log) of the CUDA source for ``arch``; RuntimeError with the log on
+    failure."""
     path = find_nvrtc()
     if path is None:
         raise FileNotFoundError("no libnvrtc found (pip install nvidia-cuda-nvrtc-cu12)")
@@ -53,7 +55,7 @@ def compile_ptx(arch: str = "compute_90", source: str | None = None) -> str:
     if rc != 0:
         raise RuntimeError(f"nvrtcCreateProgram failed with code {rc}")
     try:
-        opts = [o.encode() for o in (*NVRTC_OPTIONS, f"--gpu-architecture={arch}")]
+        opts = [o.encode() for o in (*NVRTC_OPTIONS, f"--gpu-architecture={arch}", *extra)]
         arr = (ctypes.c_char_p * len(opts))(*opts)
         rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
         size = ctypes.c_size_t()
@@ -65,6 +67,37 @@ def compile_ptx(arch: str = "compute_90", source: str | None = None) -> str:
         lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
         ptx = ctypes.create_string_buffer(size.value)
         lib.nvrtcGetPTX(prog, ptx)
-        return ptx.value.decode()
+        return ptx.value.decode(), log.value.decode()
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def compile_ptx(arch: str = "compute_90", source: str | None = None) -> str:
+    """PTX of the CUDA source for ``arch``; raises RuntimeError with NVRTC's log on failure."""
+    return _compile(arch, source)[0]
+
+
+def resource_usage(arch: str = "sm_90", source: str | None = None) -> dict:
+    """What ptxas gives each kernel for a real ``arch`` (machine code, as the driver would load
+    it): ``{entry: {"registers": per thread, "smem": static shared bytes, "spill": spill-store
+    bytes}}``. A persistent kernel's grid barrier needs its blocks resident together, so this
+    is what says, without a GPU, that one block per multiprocessor fits."""
+    log = _compile(arch, source, ("--ptxas-options=-v",))[1]
+    out, name = {}, None
+    for line in log.splitlines():
+        m = re.search(r"Function properties for (\w+)", line)
+        if m:
+            name = m.group(1)
+            out[name] = {"registers": 0, "smem": 0, "spill": 0}
+            continue
+        if name is None:
+            continue
+        m = re.search(r"(\d+) bytes spill stores", line)
+        if m:
+            out[name]["spill"] = int(m.group(1))
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            out[name]["registers"] = int(m.group(1))
+            sm = re.search(r"(\d+) bytes smem", line)
+            out[name]["smem"] = int(sm.group(1)) if sm else 0
+    return out

@@ -99,12 +99,35 @@ def test_cuda_source_compiles_with_nvrtc():
     ptx = nvrtc.compile_ptx("compute_90")
     entries = set(re.findall(r"\.entry (\w+)", ptx))
     assert {"kp_gram", "kp_diag", "kp_matvec_partial", "sum_rows", "kp_index_sum", "st_step",
-            "kts_step", "kts_swap_step"} <= entries
+            "kts_step", "kts_swap_step", "st_persistent", "kts_persistent"} <= entries
+    from stein_coreset._cuda import AMD_KPL
+
+    assert {f"amd_lowrank_k{k}" for k in AMD_KPL} <= entries
     # the scalar math is the shared header's, not a copy
     from stein_coreset._cuda import cuda_source
 
     src = cuda_source()
     assert "radial_local" in src and "imq_half_local" in src
+
+
+def test_persistent_kernels_fit_one_block_per_multiprocessor():
+    """A persistent kernel's grid barrier waits for every block, so one block of BLOCK threads
+    per multiprocessor must be resident at once (else it deadlocks): ptxas's registers and
+    static shared memory for sm_90 (64K registers, 48 KiB static shared memory per block), and
+    no spills in the AMD kernels, whose rows live in registers."""
+    from stein_coreset._cuda import BLOCK, nvrtc
+
+    if nvrtc.find_nvrtc() is None:
+        pytest.skip("no libnvrtc")
+    use = nvrtc.resource_usage("sm_90")
+    persistent = [k for k in use if k.endswith("_persistent") or k.startswith("amd_lowrank")]
+    assert len(persistent) == 8
+    for name in persistent:
+        regs = -(-use[name]["registers"] // 8) * 8  # allocated in units of 8 per thread
+        assert regs * BLOCK <= 65536, (name, use[name])
+        assert use[name]["smem"] <= 48 * 1024, (name, use[name])
+        if name.startswith("amd_lowrank"):
+            assert use[name]["spill"] == 0, (name, use[name])
 
 
 def test_nvrtc_reports_a_syntax_error_with_its_log():
@@ -248,3 +271,48 @@ def test_cuda_refuses_a_block_larger_than_the_device_before_allocating():
     with pytest.raises(MemoryError, match="GiB of device memory"):
         Kg.cuda().check_fits(1e16, "a test buffer")
     Kg.cuda().check_fits(8.0, "eight bytes")
+
+
+@pytest.mark.parametrize("n,r", [(5000, 40), (3000, 300), (100, 7)])
+def test_cuda_fused_amd_gives_the_cpp_weights(n, r, monkeypatch):
+    """AMD on a low-rank K' (Alg. F.2) by the fused kernel (STEIN_CORESET_CUDA_AMD=fused),
+    across persistent launches, against the C++ loop and the device's array-API loop."""
+    from stein_coreset import _cuda
+    from stein_coreset.algorithms.amd import LowRankPlusDiagonal, amd
+
+    cp = _cupy()
+    monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", 64)
+    rng = np.random.default_rng(n)
+    F = 0.3 * rng.standard_normal((n, r))
+    dg = np.sum(F * F, axis=1) + rng.random(n)
+    w0 = rng.random(n)
+    w0[::5] = 0.0
+    w0 /= w0.sum()
+    ref = amd(LowRankPlusDiagonal(F, dg), 150, w0)
+    opg = LowRankPlusDiagonal(cp.asarray(F), cp.asarray(dg))
+    monkeypatch.setenv("STEIN_CORESET_CUDA_AMD", "fused")
+    fused = cp.asnumpy(amd(opg, 150, cp.asarray(w0)))
+    monkeypatch.setenv("STEIN_CORESET_CUDA_AMD", "xp")
+    xp = cp.asnumpy(amd(opg, 150, cp.asarray(w0)))
+    np.testing.assert_allclose(fused, ref, rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(xp, ref, rtol=1e-8, atol=1e-300)
+
+
+def test_cuda_lskt_with_fused_amd_matches_cpu(monkeypatch):
+    cp = _cupy()
+    X, S = _chain(4096, 4, seed=9)
+    kern = sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(8))))
+    ref = sc.compress(X, S, size=64, method="lskt", kernel=kern, seed=3)
+    monkeypatch.setenv("STEIN_CORESET_CUDA_AMD", "fused")
+    got = sc.compress(cp.asarray(X), cp.asarray(S), size=64, method="lskt", kernel=kern, seed=3)
+    assert got.ksd == pytest.approx(ref.ksd, rel=1e-6)
+
+
+def test_cuda_amd_mode_is_validated(monkeypatch):
+    from stein_coreset._cuda import amd_mode
+
+    monkeypatch.delenv("STEIN_CORESET_CUDA_AMD", raising=False)
+    assert amd_mode() == "xp"
+    monkeypatch.setenv("STEIN_CORESET_CUDA_AMD", "fast")
+    with pytest.raises(ValueError, match="STEIN_CORESET_CUDA_AMD"):
+        amd_mode()

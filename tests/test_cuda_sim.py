@@ -137,6 +137,71 @@ def test_simulated_kt_swap_matches_cpp(sim, passes, sorted_sweeps):
     assert na == nb > 0
 
 
+def _amd_problem(n, r, seed=0):
+    """(F float32, res, w0) of an AMD problem: a support with holes, positive residual."""
+    rng = np.random.default_rng(seed)
+    F = (0.5 * rng.standard_normal((n, r))).astype(np.float32)
+    res = rng.random(n)
+    w = rng.random(n)
+    w[::7] = 0.0
+    return F, res, w / w.sum()
+
+
+@pytest.mark.parametrize("n,r,t0,steps", [
+    (150, 5, 0, 9),     # one lane's column each (KPL 1 at the simulator's 8-lane warps)
+    (61, 20, 3, 6),     # a later round (t0 > 0), r not a multiple of the warp (KPL 4)
+    (5, 3, 0, 4),       # fewer rows than warps: most warps hold no row
+    (90, 130, 0, 3),    # KPL 32 (r > 16 warps of 8 columns)
+    (40, 7, 2, 0),      # no steps: w, v untouched
+])
+def test_simulated_fused_amd_matches_the_cpp_steps(sim, n, r, t0, steps):
+    """The fused AMD kernel's iterates are the C++ loop's, up to the order of double sums."""
+    from stein_coreset import _core, _cuda
+
+    F, res, w0 = _amd_problem(n, r)
+    eta = 0.05
+    wc, vc = w0.copy(), w0.copy()
+    _core.amd_lowrank(F, res, wc, vc, t0, steps, eta, 1)
+    wd, vd = sim.asarray(w0), sim.asarray(w0)
+    _cuda.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, t0, steps, eta)
+    np.testing.assert_allclose(np.asarray(wd), wc, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(np.asarray(vd), vc, rtol=1e-12, atol=0)
+    assert np.all(np.asarray(wd)[::7] == 0.0)  # off the support for good
+    if steps:
+        assert not np.allclose(wc, w0)  # the steps moved the weights
+
+
+def test_simulated_fused_amd_spans_launches_and_underflow(sim, monkeypatch):
+    """Steps split over persistent launches carry F^T w, F^T v and the pending normalisation
+    between them; a large step size drives weights to underflow (log domain, v_i = 0)."""
+    from stein_coreset import _core, _cuda
+
+    monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", 4)
+    F, res, w0 = _amd_problem(70, 6, seed=1)
+    for eta, steps in ((0.05, 11), (400.0, 9)):
+        wc, vc = w0.copy(), w0.copy()
+        _core.amd_lowrank(F, res, wc, vc, 0, steps, eta, 1)
+        wd, vd = sim.asarray(w0), sim.asarray(w0)
+        seen = []
+        _cuda.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, 0, steps, eta, seen.append)
+        assert seen == sorted({min(s, steps) for s in range(4, steps + 4, 4)})
+        np.testing.assert_allclose(np.asarray(wd), wc, rtol=1e-11, atol=1e-300)
+        np.testing.assert_allclose(np.asarray(vd), vc, rtol=1e-11, atol=1e-300)
+    assert np.count_nonzero(vc == 0.0) > np.count_nonzero(w0 == 0.0)  # some v_i underflowed
+
+
+def test_fused_amd_refuses_a_rank_it_does_not_hold(sim):
+    from stein_coreset import _cuda
+
+    F, res, w0 = _amd_problem(10, 3)
+    big = sim.zeros((10, _cuda.WARP * _cuda.AMD_KPL[-1] + 1), dtype=np.float32)
+    with pytest.raises(ValueError, match="rank"):
+        _cuda.amd_lowrank(big, sim.asarray(res), sim.asarray(w0), sim.asarray(w0), 0, 2, 0.1)
+    with pytest.raises(ValueError, match="contiguous"):
+        _cuda.amd_lowrank(sim.asarray(F), sim.asarray(res), sim.asarray(w0)[::2],
+                          sim.asarray(w0), 0, 2, 0.1)
+
+
 def test_simulator_catches_a_wrong_kernel(monkeypatch):
     """The comparison can fail: Stein thinning that adds k_P once instead of twice is caught."""
     import cudasim
@@ -151,6 +216,26 @@ def test_simulator_catches_a_wrong_kernel(monkeypatch):
     monkeypatch.setattr(_cuda, "_module", lambda device_id: module)
     Kc, Kg = _pair(cp)
     assert not np.array_equal(Kg.stein_thinning(40), _native.stein_thinning(Kc, 40))
+
+
+def test_simulator_catches_a_missing_warp_reduction(monkeypatch):
+    """AMD whose rows' dot products skip the sum over the warp's lanes is caught (the
+    shuffles are simulated, not assumed)."""
+    import cudasim
+
+    from stein_coreset import _core, _cuda
+
+    cp = cudasim.install(monkeypatch)
+    src = _cuda.cuda_source()
+    assert src.count("g = warp_sum(g);") == 1
+    module = cp.RawModule(code=src.replace("g = warp_sum(g);", ""))
+    monkeypatch.setattr(_cuda, "_module", lambda device_id: module)
+    F, res, w0 = _amd_problem(60, 20)
+    wc, vc = w0.copy(), w0.copy()
+    _core.amd_lowrank(F, res, wc, vc, 0, 5, 0.05, 1)
+    wd = cp.asarray(w0)
+    _cuda.amd_lowrank(cp.asarray(F), cp.asarray(res), wd, cp.asarray(w0), 0, 5, 0.05)
+    assert not np.allclose(np.asarray(wd), wc, rtol=1e-6)
 
 
 def test_simulator_rewrites_shared_declarations_per_block():

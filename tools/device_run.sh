@@ -4,7 +4,9 @@
 # and the pure-Python packages it lacks), then runs each stage under `timeout`, logs in $OUT.
 #
 #   bash tools/device_run.sh quick   # the CUDA tests and a first timing (about 2 minutes)
-#   bash tools/device_run.sh full    # + gpu_check at 2^14 / 2^16 against the 16 CPU cores and
+#   bash tools/device_run.sh full    # + the device loops (st; AMD array-API vs fused, to pick
+#                                    #   STEIN_CORESET_CUDA_AMD's default),
+#                                    #   gpu_check at 2^14 / 2^16 against the 16 CPU cores and
 #                                    #   goodpoints.jax, lskt at 2^20, the 16-core thread table,
 #                                    #   Dask with CuPy blocks (about 7 minutes)
 #
@@ -82,6 +84,7 @@ fi
 
 # full: the stages in order of importance (the call's own limit may cut the last ones)
 stage_run loops 45 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
+stage_run amd 60 python3 tools/gpu_large.py --amd --n 16384 65536 1048576 --json "$OUT/amd.json"
 stage_run gpu_check 200 python3 tools/gpu_check.py --n 16384 65536 --goodpoints --gp-n 65536 \
     --json "$OUT/gpu_check.json"
 stage_run threads 170 python3 tools/threads_table.py --n 12,14,16 --threads 1,2,4,8,16 \

@@ -4,6 +4,7 @@ and ``stein_coreset.distributed.compress`` with CuPy blocks on a Dask LocalClust
 
     python tools/gpu_large.py --n 1048576 16777216 --json large.json
     python tools/gpu_large.py --dask --n 65536
+    python tools/gpu_large.py --amd --n 16384 65536 1048576
 
 Input: d = 4, X = 0.7 + 1.5 z (drawn on the device), S = -X, Stein IMQ sigma^2 = 2d, size
 ceil(sqrt(n)), tau = 0.4. Peak device memory is the CuPy pool's high-water mark (the pool keeps
@@ -171,6 +172,50 @@ def loops(args) -> list[dict]:
     return rows
 
 
+def amd_modes(args) -> list[dict]:
+    """AMD (Alg. F.2) on a rank ceil(n^tau) K' = F F^T + diag(res) for 7 sqrt(n) steps (App.
+    I.2's cap, no monitor): the device's array-API loop and the fused kernel
+    (STEIN_CORESET_CUDA_AMD), and up to n = 2^16 the C++ loop on the host's cores; seconds and
+    the largest relative difference of the weights to the C++ ones (above 2^16: of the fused
+    kernel's to the array-API loop's)."""
+    import os
+
+    import cupy as cp
+    import numpy as np
+
+    from stein_coreset.algorithms.amd import LowRankPlusDiagonal, amd
+
+    rows = []
+    for n in args.n:
+        r = min(1024, math.ceil(n ** args.tau))
+        steps = math.ceil(7 * math.sqrt(n))
+        rs = cp.random.RandomState(n)
+        F = 0.3 * rs.standard_normal((n, r), dtype=cp.float64)
+        dg = cp.sum(F * F, axis=1) + rs.random_sample(n)
+        op = LowRankPlusDiagonal(F, dg)
+        row = {"n": n, "r": r, "steps": steps}
+        ref = None
+        if n <= 1 << 16:
+            t0 = time.perf_counter()
+            ref = amd(LowRankPlusDiagonal(cp.asnumpy(F), cp.asnumpy(dg)), steps)
+            row["cpu_seconds"] = time.perf_counter() - t0
+        for mode in ("xp", "fused"):
+            os.environ["STEIN_CORESET_CUDA_AMD"] = mode
+            amd(op, 4)  # compile
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            wg = cp.asnumpy(amd(op, steps))
+            row[f"{mode}_seconds"] = time.perf_counter() - t0
+            if ref is None:
+                ref = wg
+            row[f"{mode}_max_rel_diff"] = float(np.max(np.abs(wg - ref) / np.maximum(ref, 1e-300)))
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+        del op, F, dg
+    os.environ.pop("STEIN_CORESET_CUDA_AMD", None)
+    return rows
+
+
 def profile(args) -> list[dict]:
     """cProfile of one warm run of ``--method`` at n (the 30 costliest functions)."""
     import cProfile
@@ -214,6 +259,7 @@ def main(argv=None) -> int:
     p.add_argument("--dask", action="store_true")
     p.add_argument("--diagnose-lskt", action="store_true")
     p.add_argument("--loops", action="store_true")
+    p.add_argument("--amd", action="store_true", help="AMD: array-API loop vs fused kernel")
     p.add_argument("--profile", action="store_true", help="cProfile one run of --method")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -221,6 +267,8 @@ def main(argv=None) -> int:
         rows = diagnose_lskt(args)
     elif args.loops:
         rows = loops(args)
+    elif args.amd:
+        rows = amd_modes(args)
     elif args.profile:
         rows = profile(args)
     else:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available",
-           "loop_mode"]
+           "loop_mode", "amd_mode", "amd_lowrank", "amd_lowrank_fits"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -51,6 +51,10 @@ SYNC_EVERY = 8
 MAX_GRID_Y = 65535
 #: Steps of one persistent launch (the host waits between launches: Ctrl-C, progress).
 PERSISTENT_STEPS = 4096
+#: Lanes of a warp (SC_WARP in kernels.cu).
+WARP = 32
+#: Columns of F each lane of the fused AMD kernel holds (its variants amd_lowrank_k<KPL>).
+AMD_KPL = (1, 2, 4, 8, 16, 32)
 #: Most coresets a persistent KT-SPLIT round decides per step (KTS_MAX_CORESETS in kernels.cu);
 #: deeper rounds take the graph loop.
 KTS_MAX_CORESETS = 1024
@@ -63,6 +67,18 @@ def loop_mode() -> str:
     mode = os.environ.get("STEIN_CORESET_CUDA_LOOP", "persistent")
     if mode not in ("persistent", "graph"):
         raise ValueError(f"STEIN_CORESET_CUDA_LOOP must be 'persistent' or 'graph', got {mode!r}")
+    return mode
+
+
+def amd_mode() -> str:
+    """How AMD's steps on a low-rank K' run on the device: "xp" (the array-API loop, a few
+    CuPy kernels per step) or "fused" (:func:`amd_lowrank`, one persistent kernel per
+    PERSISTENT_STEPS steps). ``STEIN_CORESET_CUDA_AMD`` chooses; default "xp" until the fused
+    kernel has been timed and checked on a GPU (it is checked against the C++ on the CPU
+    simulator, tests/cudasim.py)."""
+    mode = os.environ.get("STEIN_CORESET_CUDA_AMD", "xp")
+    if mode not in ("xp", "fused"):
+        raise ValueError(f"STEIN_CORESET_CUDA_AMD must be 'xp' or 'fused', got {mode!r}")
     return mode
 
 
@@ -101,6 +117,70 @@ def _module(device_id: int):
 
 def _blocks(n: int) -> int:
     return max(1, (int(n) + BLOCK - 1) // BLOCK)
+
+
+def _multiprocessors(device_id: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
+
+
+def amd_lowrank_fits(r: int) -> bool:
+    """Whether the fused AMD kernel takes a factor of rank r (r <= WARP * max(AMD_KPL))."""
+    return 0 < int(r) <= WARP * AMD_KPL[-1]
+
+
+def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) -> None:
+    """AMD steps t0+1..t0+steps (Alg. F.2) on K' = F F^T + diag(res), on the device, in place
+    on (w, v): the steps of ``src_cpp/amd.cpp`` (same updates, log domain, online-max sums),
+    fused in one persistent kernel that reads each row of F once per step and synchronises the
+    grid once per step, launched every PERSISTENT_STEPS steps (the host waits between launches:
+    Ctrl-C, ``progress(steps done)``).
+
+    F is a C-ordered (n, r) float32 CuPy array, res, w, v (n,) float64 CuPy arrays on F's
+    device; r must satisfy :func:`amd_lowrank_fits`. The sums run in a fixed order set by the
+    grid (one block per multiprocessor), so a device gives the same weights every run; they
+    differ from the C++ loop's by the order of the double sums only."""
+    import cupy as cp
+
+    n, r = int(F.shape[0]), int(F.shape[1])
+    steps = int(steps)
+    if not amd_lowrank_fits(r):
+        raise ValueError(f"the fused AMD kernel takes rank 1..{WARP * AMD_KPL[-1]}, got {r}")
+    if steps <= 0 or n == 0:
+        return
+    for name, a in (("w", w), ("v", v)):
+        if a.dtype != np.float64 or a.shape != (n,) or not a.flags.c_contiguous:
+            raise ValueError(f"{name} must be a contiguous ({n},) float64 array")
+    kpl = next(k for k in AMD_KPL if WARP * k >= r)
+    device_id = int(F.device.id)
+    with cp.cuda.Device(device_id):
+        F = cp.ascontiguousarray(F, dtype=cp.float32)
+        res = cp.ascontiguousarray(res, dtype=cp.float64)
+        wpb = BLOCK // WARP
+        nb = max(1, min(_multiprocessors(device_id), -(-n // wpb)))
+        P = 2 * r + 2
+        logv = cp.empty(n, dtype=cp.float64)
+        Ftw = cp.zeros(r, dtype=cp.float64)
+        Ftv = cp.zeros(r, dtype=cp.float64)
+        part = cp.empty(2 * nb * P, dtype=cp.float64)
+        wpart = cp.empty(nb * wpb * P, dtype=cp.float64)
+        st = cp.zeros(2, dtype=cp.float64)
+        bar = cp.zeros(2, dtype=cp.uint32)
+        fn = _module(device_id).get_function(f"amd_lowrank_k{kpl}")
+        stream = cp.cuda.Stream(non_blocking=True)
+        cp.cuda.Device(device_id).synchronize()  # w, v as the work queued before left them
+        with stream:
+            for s0 in range(0, steps, PERSISTENT_STEPS):
+                s1 = min(steps, s0 + PERSISTENT_STEPS)
+                fn((nb,), (BLOCK,), (
+                    F, res, np.int64(n), np.int32(r), w, v, logv, Ftw, Ftv, part, wpart, st,
+                    bar, np.int64(t0), np.int64(s0), np.int64(s1), np.int64(steps),
+                    np.float64(eta),
+                ))
+                stream.synchronize()
+                if progress is not None:
+                    progress(s1)
 
 
 class CudaKernel:
@@ -272,7 +352,7 @@ class CudaKernel:
 
     def _multiprocessors(self) -> int:
         if self.sms is None:
-            self.sms = int(self.cp.cuda.Device(self.device_id).attributes["MultiProcessorCount"])
+            self.sms = _multiprocessors(self.device_id)
         return self.sms
 
     def _stein_thinning_persistent(self, m: int, progress=None) -> np.ndarray:

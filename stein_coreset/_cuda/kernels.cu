@@ -517,3 +517,248 @@ extern "C" __global__ void kts_persistent(KP_PARAMS, const long long* cur, long 
     }
     if (blockIdx.x == 0 && threadIdx.x == 0 && end > s0) state[0] = end;
 }
+
+// ---- AMD on K' = F F^T + diag(res) (Alg. F.2, the steps of src_cpp/amd.cpp) ---------------
+// One persistent launch runs steps s0 .. s1-1 of a call of `steps` steps (t = t0 + 1 + s).
+// A warp owns rows gw, gw + GW, ... (gw its index in the grid, GW the warps in the grid) and
+// runs each row with its lanes over the columns of F (lane l holds k = l + j SC_WARP, j <
+// KPL): the row's dot with u = F^T z_t, its log-domain mirror update, and the online-max sum
+// of e_i F_i, with F's row read once and kept in registers. Warps' partials are merged by
+// their block in warp order, then every block merges all blocks' partials in block order
+// after one grid barrier (the same arithmetic in every block, so all hold the same F^T w,
+// F^T v in shared memory), so a step costs one grid barrier, and the result depends on the
+// grid shape only (fixed for a device), not on timing. Partials are double-buffered by
+// parity. Only lane 0 reads and writes a row's scalars (w, v, logv) and broadcasts them, so
+// lanes never race on them. The first launch (s0 = 0) also computes log v, F^T w and F^T v;
+// the last (s1 = steps) applies the last step's normalisation. Between launches, block 0
+// leaves F^T w, F^T v in Ftw, Ftv and (beta, log-normaliser) of the last step in st.
+#ifndef SC_WARP
+#define SC_WARP 32
+#endif
+#define AMD_MAX_KPL 32
+#define AMD_MAX_R (AMD_MAX_KPL * SC_WARP)
+
+// The sum of x over the warp, added in a fixed tree order, in every lane.
+__device__ __forceinline__ double warp_sum(double x) {
+    for (int o = SC_WARP / 2; o > 0; o >>= 1) x += __shfl_down_sync(0xffffffffu, x, o);
+    return __shfl_sync(0xffffffffu, x, 0);
+}
+
+__device__ __forceinline__ double amd_beta(long long t) { return 2.0 / (double)(t + 1); }
+
+template <int KPL>
+__device__ void amd_lowrank_run(const float* F, const double* res, long long n, int r,
+                                double* w, double* v, double* logv, double* Ftw, double* Ftv,
+                                double* part, double* wpart, double* st, unsigned int* bar,
+                                long long t0, long long s0, long long s1, long long steps,
+                                double eta) {
+    const double ninf = -1.0 / 0.0;
+    __shared__ double sftw[AMD_MAX_R], sftv[AMD_MAX_R], su[AMD_MAX_R];
+    __shared__ unsigned int gen;
+    const int lane = threadIdx.x % SC_WARP, warp = threadIdx.x / SC_WARP;
+    const int wpb = blockDim.x / SC_WARP;
+    const unsigned int nb = gridDim.x;
+    const long long gw = (long long)blockIdx.x * wpb + warp, GW = (long long)nb * wpb;
+    const long long P = 2 * (long long)r + 2;  // a partial: max, sum, r (or 2 r) sums
+    double* wp = wpart + gw * P;
+    if (threadIdx.x == 0) gen = ((volatile unsigned int*)bar)[1];
+    double pb = st[0], pl = st[1];  // the previous step's beta and log-normaliser
+    if (s0 == 0) {
+        double a[KPL], b[KPL];
+        for (int j = 0; j < KPL; ++j) a[j] = b[j] = 0.0;
+        for (long long i = gw; i < n; i += GW) {
+            double wi = 0.0, vi = 0.0;
+            if (lane == 0) {
+                wi = w[i];
+                vi = v[i];
+                logv[i] = vi > 0.0 ? log(vi) : ninf;
+            }
+            wi = __shfl_sync(0xffffffffu, wi, 0);
+            vi = __shfl_sync(0xffffffffu, vi, 0);
+            if (wi == 0.0 && vi == 0.0) continue;
+            const float* Fi = F + i * r;
+            for (int j = 0; j < KPL; ++j) {
+                const int k = lane + j * SC_WARP;
+                if (k < r) {
+                    const double f = (double)Fi[k];
+                    a[j] += wi * f;
+                    b[j] += vi * f;
+                }
+            }
+        }
+        for (int j = 0; j < KPL; ++j) {
+            const int k = lane + j * SC_WARP;
+            if (k < r) {
+                wp[2 + k] = a[j];
+                wp[2 + r + k] = b[j];
+            }
+        }
+        __syncthreads();
+        double* bp = part + (long long)blockIdx.x * P;  // buffer 0
+        for (int k = threadIdx.x; k < 2 * r; k += blockDim.x) {
+            double s = 0.0;
+            for (int q = 0; q < wpb; ++q) s += wpart[((long long)blockIdx.x * wpb + q) * P + 2 + k];
+            bp[2 + k] = s;
+        }
+        grid_barrier(bar, nb, &gen);
+        const volatile double* vp = part;
+        for (int k = threadIdx.x; k < r; k += blockDim.x) {
+            double sa = 0.0, sb = 0.0;
+            for (unsigned int q = 0; q < nb; ++q) {
+                sa += vp[q * P + 2 + k];
+                sb += vp[q * P + 2 + r + k];
+            }
+            sftw[k] = sa;
+            sftv[k] = sb;
+        }
+    } else {
+        for (int k = threadIdx.x; k < r; k += blockDim.x) {
+            sftw[k] = Ftw[k];
+            sftv[k] = Ftv[k];
+        }
+    }
+    __syncthreads();
+    for (long long s = s0; s < s1; ++s) {
+        const long long t = t0 + 1 + s;
+        const double beta = amd_beta(t), cst = 2.0 * (double)t * eta;
+        for (int k = threadIdx.x; k < r; k += blockDim.x)
+            su[k] = (1.0 - beta) * sftw[k] + beta * sftv[k];
+        __syncthreads();
+        double ul[KPL], a[KPL], fk[KPL];
+        for (int j = 0; j < KPL; ++j) {
+            const int k = lane + j * SC_WARP;
+            ul[j] = k < r ? su[k] : 0.0;
+            a[j] = 0.0;
+        }
+        double Mw = ninf, sw = 0.0;
+        for (long long i = gw; i < n; i += GW) {
+            double lg = 0.0, zi = 0.0;
+            int skip = 0;
+            if (lane == 0) {
+                lg = logv[i];
+                double wi = w[i], vi = v[i];
+                if (s > 0) {  // the end of step s - 1 on this row
+                    if (lg == ninf) {
+                        wi *= 1.0 - pb;
+                    } else {
+                        lg -= pl;
+                        vi = exp(lg);
+                        wi = (1.0 - pb) * wi + pb * vi;
+                        logv[i] = lg;
+                        v[i] = vi;
+                    }
+                    w[i] = wi;
+                }
+                skip = lg == ninf;
+                zi = (1.0 - beta) * wi + beta * vi;
+            }
+            if (__shfl_sync(0xffffffffu, skip, 0)) continue;
+            const float* Fi = F + i * r;
+            double g = 0.0;
+            for (int j = 0; j < KPL; ++j) {
+                const int k = lane + j * SC_WARP;
+                fk[j] = k < r ? (double)Fi[k] : 0.0;
+                g += fk[j] * ul[j];
+            }
+            g = warp_sum(g);
+            double lv = 0.0;
+            if (lane == 0) {
+                lv = lg - cst * (g + res[i] * zi);
+                logv[i] = lv;
+            }
+            lv = __shfl_sync(0xffffffffu, lv, 0);
+            if (lv > Mw) {
+                const double f = exp(Mw - lv);
+                sw *= f;
+                for (int j = 0; j < KPL; ++j) a[j] *= f;
+                Mw = lv;
+            }
+            const double e = exp(lv - Mw);
+            sw += e;
+            for (int j = 0; j < KPL; ++j) a[j] += e * fk[j];
+        }
+        if (lane == 0) {
+            wp[0] = Mw;
+            wp[1] = sw;
+        }
+        for (int j = 0; j < KPL; ++j) {
+            const int k = lane + j * SC_WARP;
+            if (k < r) wp[2 + k] = a[j];
+        }
+        __syncthreads();
+        const long long buf = ((s + 1) & 1) * (long long)nb * P;
+        {
+            const double* wb = wpart + (long long)blockIdx.x * wpb * P;
+            double Mb = ninf;
+            for (int q = 0; q < wpb; ++q) Mb = wb[q * P] > Mb ? wb[q * P] : Mb;
+            double* bp = part + buf + (long long)blockIdx.x * P;
+            for (int k = threadIdx.x; k < r + 1; k += blockDim.x) {  // k = r: the sum
+                double s2 = 0.0;
+                for (int q = 0; q < wpb; ++q) {
+                    if (wb[q * P] == ninf) continue;
+                    const double f = exp(wb[q * P] - Mb);
+                    s2 += f * (k < r ? wb[q * P + 2 + k] : wb[q * P + 1]);
+                }
+                if (k < r) bp[2 + k] = s2; else bp[1] = s2;
+            }
+            if (threadIdx.x == 0) bp[0] = Mb;
+        }
+        grid_barrier(bar, nb, &gen);
+        const volatile double* vp = part + buf;
+        double M = ninf;
+        for (unsigned int q = 0; q < nb; ++q) M = vp[q * P] > M ? vp[q * P] : M;
+        double sum = 0.0;
+        for (unsigned int q = 0; q < nb; ++q)
+            if (vp[q * P] != ninf) sum += exp(vp[q * P] - M) * vp[q * P + 1];
+        for (int k = threadIdx.x; k < r; k += blockDim.x) {
+            double acc = 0.0;
+            for (unsigned int q = 0; q < nb; ++q)
+                if (vp[q * P] != ninf) acc += exp(vp[q * P] - M) * vp[q * P + 2 + k];
+            const double ftv = acc / sum;
+            sftv[k] = ftv;
+            sftw[k] = (1.0 - beta) * sftw[k] + beta * ftv;
+        }
+        pb = beta;
+        pl = M + log(sum);
+        __syncthreads();
+    }
+    if (s1 == steps && s1 > s0) {  // the last step's normalisation
+        for (long long i = gw; i < n; i += GW) {
+            if (lane != 0) continue;
+            const double lg = logv[i];
+            if (lg == ninf) {
+                w[i] *= 1.0 - pb;
+            } else {
+                const double vi = exp(lg - pl);
+                v[i] = vi;
+                w[i] = (1.0 - pb) * w[i] + pb * vi;
+            }
+        }
+    }
+    if (blockIdx.x == 0) {
+        for (int k = threadIdx.x; k < r; k += blockDim.x) {
+            Ftw[k] = sftw[k];
+            Ftv[k] = sftv[k];
+        }
+        if (threadIdx.x == 0) {
+            st[0] = pb;
+            st[1] = pl;
+        }
+    }
+}
+
+#define AMD_LOWRANK_ENTRY(KPL)                                                                \
+    extern "C" __global__ void amd_lowrank_k##KPL(                                            \
+        const float* F, const double* res, long long n, int r, double* w, double* v,          \
+        double* logv, double* Ftw, double* Ftv, double* part, double* wpart, double* st,      \
+        unsigned int* bar, long long t0, long long s0, long long s1, long long steps,         \
+        double eta) {                                                                         \
+        amd_lowrank_run<KPL>(F, res, n, r, w, v, logv, Ftw, Ftv, part, wpart, st, bar, t0,    \
+                             s0, s1, steps, eta);                                             \
+    }
+AMD_LOWRANK_ENTRY(1)
+AMD_LOWRANK_ENTRY(2)
+AMD_LOWRANK_ENTRY(4)
+AMD_LOWRANK_ENTRY(8)
+AMD_LOWRANK_ENTRY(16)
+AMD_LOWRANK_ENTRY(32)

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _array_api as aa
 from .. import _core
+from .._cuda import amd_lowrank as cuda_amd_lowrank
+from .._cuda import amd_lowrank_fits, amd_mode
 from .._progress import counter_bar, polled
 from ..engine import KernelMatrix
 
@@ -121,9 +124,26 @@ def affine_weights(KJ: np.ndarray):
     return _core.affine_weights(np.ascontiguousarray(KJ, dtype=np.float64))
 
 
+def amd_backend(backend: str, xp, r: int) -> str:
+    """Who runs AMD's steps (Alg. F.2) on a rank-r F F^T + diag(res) held in namespace ``xp``,
+    asked for ``backend`` ("auto", "cpu", "cuda" or "xp"): "cpu" (the C++ loop, NumPy arrays),
+    "cuda" (the fused kernel, CuPy arrays, when :func:`stein_coreset._cuda.amd_mode` is "fused"
+    and the rank fits) or "xp" (the array-API loop, two products with F per step)."""
+    if aa.is_numpy(xp) and backend in ("auto", "cpu"):
+        return "cpu"
+    if (aa.is_cupy(xp) and backend in ("auto", "cuda") and amd_mode() == "fused"
+            and amd_lowrank_fits(r)):
+        return "cuda"
+    return "xp"
+
+
 def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, n_threads: int) -> None:
-    """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); (w, v) updated in place."""
-    _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta), int(n_threads))
+    """AMD steps t0+1..t0+steps (Alg. F.2) on F F^T + diag(res); (w, v) updated in place: in
+    C++ for NumPy arrays, by the fused CUDA kernel for CuPy arrays (:func:`amd_backend`)."""
+    if isinstance(F, np.ndarray):
+        _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta), int(n_threads))
+    else:
+        cuda_amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta))
 
 
 def lowrank_quad(F, res, c, rows, n_threads: int) -> float:

@@ -223,15 +223,17 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         The engine's vocabulary (:data:`stein_coreset.engine.BACKENDS`); pass the kernel
         matrix's :attr:`~stein_coreset.engine.KernelMatrix.backend`, as :func:`low_rank_debias`
         does. "cpu" runs the steps in C++ (``src_cpp/amd.cpp``), fused so that each step reads F
-        once, parallel over fixed row chunks (results independent of the thread count); only
-        for a :class:`LowRankPlusDiagonal` on NumPy arrays, which "auto" sends there. "xp" and
-        "cuda" run the namespace-generic loop (two products with F per step; CuPy arrays run it
-        on the device). On a :class:`LowRankPlusDiagonal` every backend steps on
-        :meth:`LowRankPlusDiagonal.rounded`, F rounded to float32 (the C++ pass is
+        once, parallel over fixed row chunks (results independent of the thread count); only for a
+        :class:`LowRankPlusDiagonal` on NumPy arrays, which "auto" sends there. "cuda" (and "auto"
+        on CuPy arrays) runs the same fused steps as one persistent CUDA kernel when
+        ``STEIN_CORESET_CUDA_AMD=fused`` and the rank is at most 1024
+        (:func:`stein_coreset._cuda.amd_mode`), else the namespace-generic loop; "xp" always runs
+        that loop (two products with F per step). On a :class:`LowRankPlusDiagonal` every backend
+        steps on :meth:`LowRankPlusDiagonal.rounded`, F rounded to float32 (the C++ pass is
         memory-bound and stores F in float32; sums are in double; the relative change of K' is
-        ~1e-7, far below its distance to K), so the backends give the same iterates up to the
-        order of their double sums (~1e-14 relative), not merely up to the rounding of F.
-        "cpp" and "array_api" are accepted for "cpu" and "xp".
+        ~1e-7, far below its distance to K), so the backends give the same iterates up to the order
+        of their double sums (~1e-14 relative), not merely up to the rounding of F. "cpp" and
+        "array_api" are accepted for "cpu" and "xp".
     engine : str, optional
         The former name of ``backend``.
     n_threads : int, optional
@@ -258,15 +260,18 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     matrix-vector products plus O(n T) arithmetic; the updates run in the log domain, so weights
     that underflow stay exactly representable.
     """
+    from ._native import amd_backend
+
     op = _operator(K)
     xp, dev, n = op.xp, op.device, op.n
-    native_ok = isinstance(op, LowRankPlusDiagonal) and aa.is_numpy(xp)
     if engine is not None:
         backend = engine
     backend = _check_backend(backend)
-    if backend == "cpu" and not native_ok:
+    lowrank = isinstance(op, LowRankPlusDiagonal)
+    runs_on = amd_backend(backend, xp, int(op.F.shape[1])) if lowrank else "xp"
+    if backend == "cpu" and runs_on != "cpu":
         raise ValueError("backend='cpu' needs a LowRankPlusDiagonal on NumPy arrays")
-    native = native_ok and backend in ("auto", "cpu")
+    native = runs_on in ("cpu", "cuda")
     if isinstance(steps, bool) or not isinstance(steps, int) and not hasattr(steps, "__index__"):
         raise TypeError(f"steps must be an integer, got {type(steps).__name__}")
     steps = int(steps)
@@ -337,19 +342,24 @@ def _amd_native(
     op: LowRankPlusDiagonal, steps: int, w0, eta: float, progress: bool, n_threads: int,
     track, check_every: int,
 ):
-    """The C++ loop on ``op.rounded()`` (F stored in float32: relative error ~1e-7 in F F^T,
-    far below the low-rank approximation error of K' itself)."""
-    import numpy as np
-
+    """The fused loop, C++ on NumPy arrays, CUDA on CuPy arrays, on ``op.rounded()`` (F stored
+    in float32: relative error ~1e-7 in F F^T, far below the low-rank approximation error of K'
+    itself)."""
     from ._native import amd_lowrank
 
     # K' -> 2^-2e K' and eta -> 2^2e eta leave every iterate unchanged, exactly (powers of two);
     # e puts max|F| near 1, so float32 storage of F neither overflows nor underflows.
     F, e = op.factor32()
-    res = np.ascontiguousarray(np.ldexp(np.asarray(op.residual, dtype=np.float64), -2 * e))
+    xp = op.xp
+    if aa.is_numpy(xp):
+        import numpy as np
+
+        res = np.ascontiguousarray(np.ldexp(np.asarray(op.residual, dtype=np.float64), -2 * e))
+    else:  # the same values: a product with a power of two rounds as ldexp does
+        res = xp.astype(op.residual, xp.float64) * math.ldexp(1.0, -2 * e)
     eta = math.ldexp(eta, 2 * e)
-    w = np.array(w0, dtype=np.float64, copy=True)
-    v = w.copy()
+    w = xp.asarray(w0, dtype=xp.float64, copy=True)
+    v = xp.asarray(w, copy=True)
     if track is not None:
         chunk = check_every
     else:

@@ -190,6 +190,16 @@ T atomic_add(T* p, T v) {
     }
 }
 
+template <class T>
+T atomic_max(T* p, T v) {
+    static_assert(std::is_integral_v<T>, "atomicMax on integers only");
+    T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+    while (old < v &&
+           !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    }
+    return old;
+}
+
 }  // namespace sim
 
 using sim::dim3;
@@ -206,6 +216,7 @@ using sim::dim3;
 #define __syncthreads() (sim::ctx.block->sync())
 #define __threadfence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define atomicAdd(p, v) sim::atomic_add((p), (v))
+#define atomicMax(p, v) sim::atomic_max((p), (v))
 #define __shfl_sync(mask, v, src) sim::shfl((v), (unsigned)(src))
 #define __shfl_down_sync(mask, v, d) \
     sim::shfl((v), (unsigned)(threadIdx.x % SC_WARP) + (unsigned)(d))

@@ -99,7 +99,8 @@ def test_cuda_source_compiles_with_nvrtc():
     ptx = nvrtc.compile_ptx("compute_90")
     entries = set(re.findall(r"\.entry (\w+)", ptx))
     assert {"kp_gram", "kp_diag", "kp_matvec_partial", "sum_rows", "kp_index_sum", "st_step",
-            "kts_step", "kts_swap_step", "st_persistent", "kts_persistent"} <= entries
+            "kts_step", "kts_swap_step", "st_persistent", "kts_persistent",
+            "wrpc_persistent"} <= entries
     from stein_coreset._cuda import AMD_KPL
 
     assert {f"amd_lowrank_k{k}" for k in AMD_KPL} <= entries
@@ -121,7 +122,7 @@ def test_persistent_kernels_fit_one_block_per_multiprocessor():
         pytest.skip("no libnvrtc")
     use = nvrtc.resource_usage("sm_90")
     persistent = [k for k in use if k.endswith("_persistent") or k.startswith("amd_lowrank")]
-    assert len(persistent) == 8
+    assert len(persistent) == 9
     for name in persistent:
         regs = -(-use[name]["registers"] // 8) * 8  # allocated in units of 8 per thread
         assert regs * BLOCK <= 65536, (name, use[name])
@@ -316,3 +317,31 @@ def test_cuda_amd_mode_is_validated(monkeypatch):
     monkeypatch.setenv("STEIN_CORESET_CUDA_AMD", "fast")
     with pytest.raises(ValueError, match="STEIN_CORESET_CUDA_AMD"):
         amd_mode()
+
+
+@pytest.mark.parametrize("kind", ["stein", "centred"])
+def test_cuda_weighted_rpcholesky_matches_cpp(kind, loop_mode):
+    """Weighted RPCholesky (Alg. F.1) on the device — the persistent kernel, or with the graph
+    loops the array-API loop — draws the C++'s pivots and gives its factor."""
+    from stein_coreset.algorithms import weighted_rpcholesky
+
+    cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0), centred=kind == "centred", n=3000)
+    w = np.random.default_rng(4).random(Kc.n)
+    w[::7] = 0.0
+    w /= w.sum()
+    for rank in (1, 60):
+        pc, Fc = weighted_rpcholesky(Kc, w, rank, np.random.default_rng(rank))
+        pg, Fg = weighted_rpcholesky(Kg, cp.asarray(w), rank, np.random.default_rng(rank))
+        np.testing.assert_array_equal(pg, pc)
+        np.testing.assert_allclose(cp.asnumpy(Fg), Fc, rtol=1e-10, atol=1e-13)
+
+
+def test_cuda_low_rank_methods_match_cpu_with_the_device_loops(loop_mode):
+    cp = _cupy()
+    X, S = _chain(4096, 4, seed=11)
+    kern = sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(8))))
+    for method in ("lskt", "lsc", "ct"):
+        ref = sc.compress(X, S, size=64, method=method, kernel=kern, seed=3)
+        got = sc.compress(cp.asarray(X), cp.asarray(S), size=64, method=method, kernel=kern,
+                          seed=3)
+        assert got.ksd == pytest.approx(ref.ksd, rel=1e-6), method

@@ -137,6 +137,62 @@ def test_simulated_kt_swap_matches_cpp(sim, passes, sorted_sweeps):
     assert na == nb > 0
 
 
+def _rpc_state(K, n, rank, seed):
+    """(sw, d, Ft, pivots, u, tol) at the start of weighted RPCholesky, as rpcholesky.py sets
+    it up: weights with zeros, d = diag(K) w."""
+    rng = np.random.default_rng(seed)
+    w = rng.random(n)
+    w[::9] = 0.0
+    w /= w.sum()
+    sw = np.sqrt(w)
+    d = np.asarray(K.diag(), dtype=np.float64) * w
+    d = np.where(d > 0.0, d, 0.0)
+    Ft = np.zeros((rank, n))
+    piv = np.zeros(rank, dtype=np.int64)
+    return sw, d, Ft, piv, rng.random(rank), 1e-14 * float(np.sum(d))
+
+
+@pytest.mark.parametrize("kind", ["stein", "centred", "base"])
+@pytest.mark.parametrize("n,rank,chunks", [(150, 12, 1), (150, 12, 4), (37, 30, 2), (7, 5, 1)])
+def test_simulated_weighted_rpcholesky_matches_cpp(sim, kind, n, rank, chunks):
+    """The device loop draws the C++'s pivots and computes its factor term by term (the same
+    bits), its residual diagonal too, whether run in one launch or in several."""
+    Kc, Kg = _pair(sim, kind=kind, n=n)
+    sw, d, Ft, piv, u, tol = _rpc_state(Kc, n, rank, seed=n + rank)
+    dc, Fc, pc = d.copy(), Ft.copy(), piv.copy()
+    dd, Fd, pd = sim.asarray(d), sim.asarray(Ft), sim.asarray(piv)
+    swd = sim.asarray(sw)
+    bounds = np.linspace(0, rank, chunks + 1).astype(int)
+    for i0, i1 in zip(bounds[:-1], bounds[1:], strict=True):
+        rc = _native.weighted_rpcholesky(Kc, sw, dc, Fc, pc, i0, i1, u[i0:i1], tol)
+        rg = _native.weighted_rpcholesky(_OnDevice(Kg), swd, dd, Fd, pd, i0, i1, u[i0:i1], tol)
+        assert rg == rc
+    np.testing.assert_array_equal(np.asarray(pd), pc)
+    assert len(set(pc[:rc].tolist())) == rc  # distinct pivots
+    np.testing.assert_allclose(np.asarray(Fd), Fc, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(dd), dc, rtol=1e-12, atol=1e-15)
+
+
+def test_simulated_weighted_rpcholesky_stops_where_the_cpp_stops(sim):
+    """A kernel matrix of rank 4 (four distinct points, repeated): the residual vanishes and
+    both loops stop at the same step, with the same pivots."""
+    from stein_coreset._cuda import CudaKernel
+
+    X = np.repeat(np.random.default_rng(2).standard_normal((4, 3)), 12, axis=0)
+    Kc = KernelMatrix(sc.Gaussian(sigma=1.5), X)
+    Kg = CudaKernel(int(Kc.base.code), float(Kc.base.sigma), float(Kc.base.beta),
+                    sim.asarray(Kc.U))
+    sw, d, Ft, piv, u, tol = _rpc_state(Kc, 48, 10, seed=5)
+    dd, Fd, pd = sim.asarray(d), sim.asarray(Ft), sim.asarray(piv)
+    rc = _native.weighted_rpcholesky(Kc, sw, d, Ft, piv, 0, 10, u, tol)
+    rg = Kg.weighted_rpcholesky(sim.asarray(sw), dd, Fd, pd, 0, 10, u, tol)
+    assert rg == rc < 10
+    np.testing.assert_array_equal(np.asarray(pd)[:rc], piv[:rc])
+    with pytest.raises(ValueError, match="rank"):
+        Kg.weighted_rpcholesky(sim.asarray(sw), dd, sim.zeros((5000, 48)), sim.zeros(5000,
+                               dtype=np.int64), 0, 1, u, tol)
+
+
 def _amd_problem(n, r, seed=0):
     """(F float32, res, w0) of an AMD problem: a support with holes, positive residual."""
     rng = np.random.default_rng(seed)

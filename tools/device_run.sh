@@ -54,6 +54,11 @@ K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X)
 a = _native.stein_thinning(K, 3000)
 b = _native.stein_thinning(sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(cp.asnumpy(X), -cp.asnumpy(X)), 3000)
 assert (a == b).all(), 'persistent picks differ'
+from stein_coreset.algorithms import weighted_rpcholesky
+Kh = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(cp.asnumpy(X), -cp.asnumpy(X))
+p1, _ = weighted_rpcholesky(K, rank=50, rng=1)
+p2, _ = weighted_rpcholesky(Kh, rank=50, rng=1)
+assert (p1 == p2).all(), 'persistent RPCholesky pivots differ'
 print('persistent loop smoke test: ok')") >> "$LOG" 2>&1; then
     echo "persistent loop smoke test FAILED: using STEIN_CORESET_CUDA_LOOP=graph" | tee -a "$LOG"
     export STEIN_CORESET_CUDA_LOOP=graph

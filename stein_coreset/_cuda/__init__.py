@@ -55,6 +55,9 @@ PERSISTENT_STEPS = 4096
 WARP = 32
 #: Columns of F each lane of the fused AMD kernel holds (its variants amd_lowrank_k<KPL>).
 AMD_KPL = (1, 2, 4, 8, 16, 32)
+#: Largest rank of the device's weighted RPCholesky loop (WRPC_MAX_RANK in kernels.cu: the
+#: pivot's row of F in shared memory); larger ranks take the array-API loop.
+WRPC_MAX_RANK = 4096
 #: Most coresets a persistent KT-SPLIT round decides per step (KTS_MAX_CORESETS in kernels.cu);
 #: deeper rounds take the graph loop.
 KTS_MAX_CORESETS = 1024
@@ -375,6 +378,38 @@ class CudaKernel:
                 if progress is not None:
                     progress(t1)
             return cp.asnumpy(out)
+
+    def weighted_rpcholesky(self, sw, d, Ft, pivots, i0: int, i1: int, u, tol: float) -> int:
+        """Steps i0..i1-1 of weighted RPCholesky (Alg. F.1, src_cpp/rpcholesky.cpp) on
+        diag(sw) K diag(sw), in place on the device state: d (n,), Ft = F^T (rank, n) and the
+        int64 pivots (rank,), C-ordered CuPy arrays; u the host draws of the steps. One
+        persistent launch, two grid barriers a step; the step it stopped at (i1 unless the
+        residual vanished). Same pivots as the C++ unless a draw falls within rounding of a
+        boundary of cumsum(d) (the sum of d is added in another order); the column's terms in
+        the C++'s order, so the factors differ by the kernel entries' last bits (~1e-16)."""
+        cp = self.cp
+        n, rank = self.n, int(Ft.shape[0])
+        i0, i1 = int(i0), int(i1)
+        if rank > WRPC_MAX_RANK:
+            raise ValueError(f"the device RPCholesky loop takes rank <= {WRPC_MAX_RANK}, "
+                             f"got {rank}")
+        if Ft.shape != (rank, n) or d.shape != (n,) or pivots.shape != (rank,):
+            raise ValueError(f"need d ({n},), Ft ({rank}, {n}) and pivots ({rank},)")
+        if i1 <= i0:
+            return i0
+        nb = min(self._multiprocessors(), _blocks(n))
+        stream = self._loop_stream()
+        with self._dev(), stream:
+            tsum = cp.empty(_blocks(n), dtype=cp.float64)
+            part = cp.empty(nb, dtype=cp.float64)
+            state = cp.asarray(np.array([i1, -1], dtype=np.int64))
+            bar = cp.zeros(2, dtype=cp.uint32)
+            ud = cp.asarray(np.ascontiguousarray(np.asarray(u)[: i1 - i0], dtype=np.float64))
+            self._fn("wrpc_persistent")((nb,), (BLOCK,), self._params + (
+                sw, d, Ft, pivots, np.int64(i0), np.int64(i1), ud, np.float64(tol), tsum,
+                part, state, bar))
+            stream.synchronize()
+            return int(cp.asnumpy(state)[0])
 
     def kt_split(self, idx, t: int, delta: float, uniforms) -> np.ndarray:
         """KT-SPLIT (Alg. D.2's halving, src_cpp/kt_split.hpp) of the host index sequence idx

@@ -18,8 +18,8 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _core
+from .._cuda import WRPC_MAX_RANK, amd_lowrank_fits, amd_mode, loop_mode
 from .._cuda import amd_lowrank as cuda_amd_lowrank
-from .._cuda import amd_lowrank_fits, amd_mode
 from .._progress import counter_bar, polled
 from ..engine import KernelMatrix
 
@@ -155,9 +155,22 @@ def lowrank_quad(F, res, c, rows, n_threads: int) -> float:
                                     int(n_threads)))
 
 
+def has_rpcholesky_loop(K: KernelMatrix, rank: int) -> bool:
+    """Whether weighted RPCholesky's steps at this rank run as a compiled loop on K's backend:
+    the C++ ("cpu"), or the persistent CUDA kernel ("cuda" with the persistent loops,
+    :func:`stein_coreset._cuda.loop_mode`, and rank <= WRPC_MAX_RANK). Else the caller runs
+    the array-API loop."""
+    if K.backend == "cpu":
+        return True
+    return K.backend == "cuda" and loop_mode() == "persistent" and int(rank) <= WRPC_MAX_RANK
+
+
 def weighted_rpcholesky(K: KernelMatrix, sw, d, Ft, pivots, i0: int, i1: int, u, tol: float) -> int:
     """Steps i0..i1-1 of weighted RPCholesky (Alg. F.1) on diag(sw) K diag(sw), in place on the
-    state (residual diagonal d, F^T of shape (rank, n), pivots); the step it stopped at."""
+    state (residual diagonal d, F^T of shape (rank, n), pivots) in K's namespace; the step it
+    stopped at."""
+    if K.backend == "cuda":
+        return K.cuda().weighted_rpcholesky(sw, d, Ft, pivots, int(i0), int(i1), u, float(tol))
     return int(_core.weighted_rpcholesky(K.handle(), sw, d, Ft, pivots, int(i0), int(i1), u,
                                          float(tol), K.n_threads))
 

@@ -43,9 +43,10 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     -----
     O(n r) kernel evaluations, O(n r^2) arithmetic, O(n r) memory; never forms K. NumPy inputs
     run the loop in C++ (``src_cpp/rpcholesky.cpp``: the pivot columns from the kernel's cached
-    structure-of-arrays layout, the update on the thread team); other namespaces draw the
-    pivots on the device (a cumulative sum and a search), so no length-n array crosses to the
-    host. Both draw the same pivots from the same generator and follow the same order of
+    structure-of-arrays layout, the update on the thread team); CuPy arrays run it as one
+    persistent CUDA kernel (two grid barriers a step; with ``STEIN_CORESET_CUDA_LOOP=graph``,
+    or a rank above 4096, the array-API loop); other namespaces draw the pivots on the device
+    (a cumulative sum and a search). No length-n array crosses to the host. Both draw the same pivots from the same generator and follow the same order of
     operations for each step i of Alg. F.1 (Chen et al., 2022, Alg. 2.1 on the reweighted
     matrix): the pivot s is the first index with ``cumsum(d)_s > u_i sum(d)``; its residual
     ``g_s = K'_ss - sum_{k<i} F_sk^2`` is summed on its own, sequentially; the column
@@ -66,7 +67,7 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev) if w is None else w
     # one draw per requested pivot, up front: both paths consume the generator alike
     u = rng.random(rank)
-    factor = _factor_native if K.backend == "cpu" else _factor_array_api
+    factor = _factor_native if _native.has_rpcholesky_loop(K, rank) else _factor_array_api
     piv, F, scale, sw = factor(K, w, rank, u, progress)
     if math.isnan(scale):
         raise FloatingPointError("weighted_rpcholesky: the kernel diagonal has NaN entries")
@@ -78,16 +79,22 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
 
 
 def _factor_native(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool):
-    """The C++ loop (src_cpp/rpcholesky.cpp) on the cached SoA layout of K: F is built as the
-    rows of F^T (each pivot writes one contiguous row), returned as a (n, r) view."""
-    n = K.n
-    wh = np.asarray(aa.to_host(w), dtype=np.float64)
-    sw = np.sqrt(np.clip(wh, 0.0, None))
-    d = np.asarray(aa.to_host(K.diag()), dtype=np.float64) * wh
-    d = np.where(d > 0.0, d, 0.0)
-    scale = float(np.sum(d))
-    Ft = np.zeros((rank, n), dtype=np.float64)
-    piv = np.zeros(rank, dtype=np.int64)
+    """The compiled loop of K's backend: C++ (src_cpp/rpcholesky.cpp) on the cached SoA layout
+    of K, or the persistent CUDA kernel on the device arrays. F is built as the rows of F^T
+    (each pivot writes one contiguous row), returned as a (n, r) view."""
+    xp, dev, n = K.xp, K.device, K.n
+    if aa.is_numpy(xp):
+        wh = np.asarray(aa.to_host(w), dtype=np.float64)
+        sw = np.sqrt(np.clip(wh, 0.0, None))
+        d = np.asarray(aa.to_host(K.diag()), dtype=np.float64) * wh
+    else:
+        wh = xp.astype(w, xp.float64)
+        sw = xp.sqrt(xp.clip(wh, 0.0, None))
+        d = K.diag() * wh
+    d = xp.where(d > 0.0, d, 0.0)
+    scale = float(xp.sum(d))
+    Ft = xp.zeros((rank, n), dtype=xp.float64, device=dev)
+    piv = xp.zeros((rank,), dtype=xp.int64, device=dev)
     chunk = max(1, math.ceil(rank / 25)) if progress else rank
     starts = range(0, rank, chunk)
     if progress:
@@ -100,7 +107,7 @@ def _factor_native(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool)
         r = _native.weighted_rpcholesky(K, sw, d, Ft, piv, i0, i1, u[i0:i1], 1e-14 * scale)
         if r < i1:
             break
-    return piv[:r].copy(), Ft[:r].T, scale, sw
+    return aa.to_host(piv[:r], np.int64), xp.permute_dims(Ft[:r, ...], (1, 0)), scale, sw
 
 
 def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool):

@@ -930,11 +930,15 @@ extern "C" __global__ void wrpc_persistent(KP_PARAMS, const double* sw, double* 
             double x = 0.0;
             if (j < n) {
                 double g = kp_entry(K, s, j) * sw[j] * sws;
-                for (long long k = 0; k < i; ++k) {
-                    const double a = Fs[k];
-                    if (a == 0.0) continue;
-                    g -= Ft[k * n + j] * a;
+                long long k = 0;
+                for (; k + 8 <= i; k += 8) {  // eight loads in flight, then the terms in order
+                    double f[8];
+                    for (int q = 0; q < 8; ++q) f[q] = Ft[(k + q) * n + j];
+                    for (int q = 0; q < 8; ++q)
+                        if (Fs[k + q] != 0.0) g -= f[q] * Fs[k + q];
                 }
+                for (; k < i; ++k)
+                    if (Fs[k] != 0.0) g -= Ft[k * n + j] * Fs[k];
                 const double f = g * inv;
                 Ft[i * n + j] = f;
                 const double dj = res[j] - f * f;

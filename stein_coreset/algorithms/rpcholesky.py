@@ -41,20 +41,20 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
 
     Notes
     -----
-    O(n r) kernel evaluations, O(n r^2) arithmetic, O(n r) memory; never forms K. NumPy inputs
-    run the loop in C++ (``src_cpp/rpcholesky.cpp``: the pivot columns from the kernel's cached
-    structure-of-arrays layout, the update on the thread team); CuPy arrays run it as one
-    persistent CUDA kernel (two grid barriers a step; with ``STEIN_CORESET_CUDA_LOOP=graph``,
-    or a rank above 4096, the array-API loop); other namespaces draw the pivots on the device
-    (a cumulative sum and a search). No length-n array crosses to the host. Both draw the same pivots from the same generator and follow the same order of
-    operations for each step i of Alg. F.1 (Chen et al., 2022, Alg. 2.1 on the reweighted
-    matrix): the pivot s is the first index with ``cumsum(d)_s > u_i sum(d)``; its residual
-    ``g_s = K'_ss - sum_{k<i} F_sk^2`` is summed on its own, sequentially; the column
-    ``g = K'_{:s} - F_{:, <i} F_{s, <i}^T`` is scaled by the reciprocal ``1 / sqrt(g_s)``; and
-    ``d <- max(d - F_{:i}^2, 0)`` with ``d_s = 0``. The factors then agree to rounding (the
-    kernel entries and the column update are summed in different orders, ~1e-15 relative) and
-    the pivots are identical unless a draw falls within that rounding of a boundary of
-    ``cumsum(d)``.
+    O(n r) kernel evaluations, O(n r^2) arithmetic, O(n r) memory; never forms K. NumPy inputs run
+    the loop in C++ (``src_cpp/rpcholesky.cpp``: the pivot columns from the kernel's cached
+    structure-of-arrays layout, the update on the thread team); CuPy arrays run it as one persistent
+    CUDA kernel (two grid barriers a step; with ``STEIN_CORESET_CUDA_LOOP=graph``, or a rank above
+    4096, the array-API loop); other namespaces draw the pivots on the device (a cumulative sum and
+    a search). No length-n array crosses to the host. Both draw the same pivots from the same
+    generator and follow the same order of operations for each step i of Alg. F.1 (Chen et al.,
+    2022, Alg. 2.1 on the reweighted matrix): the pivot s is the first index with
+    ``cumsum(d)_s > u_i sum(d)``; its residual ``g_s = K'_ss - sum_{k<i} F_sk^2`` is summed on
+    its own, sequentially; the column ``g = K'_{:s} - F_{:, <i} F_{s, <i}^T`` is scaled by the
+    reciprocal ``1 / sqrt(g_s)``; and ``d <- max(d - F_{:i}^2, 0)`` with ``d_s = 0``. The
+    factors then agree to rounding (the kernel entries and the column update are summed in
+    different orders, ~1e-15 relative) and the pivots are identical unless a draw falls within
+    that rounding of a boundary of ``cumsum(d)``.
     """
     xp, dev, n = K.xp, K.device, K.n
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)

@@ -140,6 +140,20 @@ def is_cupy(xp) -> bool:
     return array_api_compat.is_cupy_namespace(xp)
 
 
+def device_memory(x) -> tuple[int, int, int] | None:
+    """(bytes available, bytes in all, device id) of the CUDA device holding the CuPy array
+    ``x`` — the driver's free bytes plus what CuPy's pool holds unused — or None for an array
+    that is not on a CUDA device."""
+    if not array_api_compat.is_cupy_array(x):
+        return None
+    import cupy
+
+    dev_id = int(x.device.id)
+    with cupy.cuda.Device(dev_id):
+        free, total = cupy.cuda.runtime.memGetInfo()
+        return int(free + cupy.get_default_memory_pool().free_bytes()), int(total), dev_id
+
+
 def to_host(x, dtype=np.float64) -> np.ndarray:
     """Copy an array of any namespace into a C-contiguous NumPy array (one explicit transfer)."""
     if isinstance(x, np.ndarray):

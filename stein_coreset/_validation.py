@@ -115,9 +115,20 @@ def physical_memory() -> int | None:
         return None
 
 
-def check_buffer(nbytes: float, name: str, what: str) -> None:
-    """Refuse, before allocating, a buffer larger than the machine's memory (the estimate and
-    the argument that set it in the message)."""
+def check_buffer(nbytes: float, name: str, what: str, like=None) -> None:
+    """Refuse, before allocating, a buffer larger than the memory it will live in (the estimate
+    and the argument that set it in the message): the free memory of the CUDA device that holds
+    ``like`` (a CuPy array), else this machine's physical memory."""
+    dev = None if like is None else aa.device_memory(like)
+    if dev is not None:
+        avail, total, dev_id = dev
+        if nbytes > avail:
+            raise ValueError(
+                f"{name}: {what} would need {nbytes / 2**30:.3g} GiB of device memory; "
+                f"{avail / 2**30:.3g} GiB of {total / 2**30:.3g} GiB are free on CUDA device "
+                f"{dev_id}"
+            )
+        return
     total = physical_memory()
     if total is not None and nbytes > total:
         raise ValueError(

@@ -291,11 +291,14 @@ def _check_cross_terms(xp, X, S) -> None:
 _LOG_MAX = math.log(np.finfo(np.float64).max)
 
 
-def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None) -> None:
-    """Refuse, before any work, a run whose largest buffers exceed the machine's memory.
+def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None,
+                  like=None) -> None:
+    """Refuse, before any work, a run whose largest buffers exceed the memory they live in (the
+    machine's, or the free memory of the CUDA device holding ``like``).
 
-    The estimate is an upper bound on the peak of the host buffers: Low-rank Debiasing's
-    (n, r) factor (float64, and its float32 copy for AMD); for RT / CT the (n', r) float64
+    The estimate is an upper bound on the peak of the buffers: Low-rank Debiasing's
+    (n, r) factor (float64, and its float32 copy for AMD; off NumPy, AMD's array-API loop
+    holds a float64 rounding of it instead); for RT / CT the (n', r) float64
     RPCholesky factor (n' <= n the support of the debiasing weights) and RT's (n', r + 1) moment
     matrix beside it, then for the final reweighting the (p, p) kernel block of the support
     (p <= r + 1 for RT, p <= r for CT), its Cholesky factor and an eigendecomposition fallback
@@ -304,7 +307,8 @@ def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None
     peak, what, arg = 0.0, [], "size"
     if spec.debias == "ld":
         r_ld = rank if rank is not None else max(1, round(math.sqrt(n)))
-        peak = 12.0 * n * r_ld
+        # F and AMD's float32 copy; off NumPy, AMD's array-API loop holds F rounded in float64
+        peak = (12.0 if like is None or isinstance(like, np.ndarray) else 16.0) * n * r_ld
         what.append(f"the ({n}, {r_ld}) Low-rank Debiasing factor")
         arg = "rank" if rank is not None else "size"
     if spec.thin in ("rt", "ct"):
@@ -320,6 +324,7 @@ def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None
             peak, arg,
             f"method {method!r} with n = {n}, size = {size}"
             + (f", rank = {rank}" if rank is not None else "") + f" ({' and '.join(what)})",
+            like=like,
         )
 
 
@@ -481,7 +486,7 @@ def compress(
     if spec.target == "stein":
         _check_cross_terms(xp, X, S)
     _check_counts(method, spec, opts, n, rank)
-    _check_memory(method, spec, n, size, rank)
+    _check_memory(method, spec, n, size, rank, like=X)
 
     # -- the kernel, resolved once: selection and res.ksd use the same one ----------------
     stein = _resolve_kernel(kernel, X, n_threads)

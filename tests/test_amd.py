@@ -262,3 +262,27 @@ def test_low_rank_quad_in_cpp_is_the_quadratic_form_and_thread_independent(layou
         a, b = value(ops[0]), value(ops[1])
         assert a == b
         assert math.isclose(a, dense, rel_tol=1e-13) and math.isclose(a, xp_value, rel_tol=1e-13)
+
+
+def test_rounding_the_factor_slab_by_slab_gives_the_whole_rounding(xp, monkeypatch):
+    """Off NumPy, factor32 and rounded_factor round F one bounded slab of rows at a time (the
+    temporaries of a whole-array pass were a second (n, r) float64 array on the device); the
+    result is the whole-array rounding, whatever the slab."""
+    import importlib
+
+    from stein_coreset._array_api import to_host
+
+    amd_mod = importlib.import_module("stein_coreset.algorithms.amd")  # the module, not amd()
+
+    rng = np.random.default_rng(3)
+    F = rng.standard_normal((203, 9))
+    ref = LowRankPlusDiagonal(F, np.sum(F * F, axis=1) + 1.0)
+    want = ref.rounded_factor()
+    G0, e0 = ref.factor32()
+    for slab in (amd_mod.SLAB_ENTRIES, 40, 9, 1):
+        monkeypatch.setattr(amd_mod, "SLAB_ENTRIES", slab)
+        op = LowRankPlusDiagonal(xp.asarray(F), xp.asarray(ref.diag()))
+        np.testing.assert_array_equal(to_host(op.rounded_factor()), want)
+        G, e = op.factor32()
+        assert e == e0
+        np.testing.assert_array_equal(to_host(G, np.float32), G0)

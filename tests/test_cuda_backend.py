@@ -345,3 +345,10 @@ def test_cuda_low_rank_methods_match_cpu_with_the_device_loops(loop_mode):
         got = sc.compress(cp.asarray(X), cp.asarray(S), size=64, method=method, kernel=kern,
                           seed=3)
         assert got.ksd == pytest.approx(ref.ksd, rel=1e-6), method
+
+
+def test_cuda_refuses_a_low_rank_run_larger_than_the_device_before_any_work():
+    cp = _cupy()
+    X = cp.asarray(np.random.default_rng(0).standard_normal((1 << 20, 4)))
+    with pytest.raises(ValueError, match="GiB of device memory"):
+        sc.compress(X, -X, size=64, method="lskt", tau=1.0)

@@ -302,3 +302,17 @@ def test_simulator_rewrites_shared_declarations_per_block():
                    "auto& b = sim::shared<long long[N]>(1); "
                    "auto& last = sim::shared<bool>(2);")
 
+
+
+def test_buffers_for_device_arrays_are_checked_against_the_device_memory(sim, monkeypatch):
+    """The stand-in CuPy's device has 8 GiB free of 16: a larger buffer for its arrays is
+    refused with the estimate and the device's figures; host arrays keep the host's limit."""
+    from stein_coreset import _validation as val
+
+    monkeypatch.setattr(val, "physical_memory", lambda: 32 * 2**30)
+    a = sim.zeros(3)
+    val.check_buffer(7.5 * 2**30, "rank", "a test buffer", like=a)
+    with pytest.raises(ValueError, match=r"rank: a test buffer would need 9 GiB of device "
+                                         r"memory; 8 GiB of 16 GiB are free on CUDA device 0"):
+        val.check_buffer(9 * 2**30, "rank", "a test buffer", like=a)
+    val.check_buffer(9 * 2**30, "rank", "a test buffer", like=np.zeros(3))  # host: 9 GiB fits

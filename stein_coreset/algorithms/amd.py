@@ -13,6 +13,11 @@ from .._threads import effective_n_threads
 __all__ = ["amd", "LowRankPlusDiagonal"]
 
 
+#: Entries of F in one slab of :meth:`LowRankPlusDiagonal.factor32` and ``rounded_factor`` off
+#: NumPy (the temporaries beside the (n, r) results).
+SLAB_ENTRIES = 1 << 23
+
+
 class LowRankPlusDiagonal:
     """The matrix ``K' = F F^T + diag(k - rowsum(F * F))``: a low-rank factor with its diagonal
     corrected to the true diagonal ``k`` (Sec. 3.1), never formed.
@@ -90,10 +95,17 @@ class LowRankPlusDiagonal:
         top = max(float(xp.max(F)), -float(xp.min(F)))  # no (n, r) |F|
         return math.frexp(top)[1] if 0.0 < top < math.inf else 0
 
+    def _row_slabs(self):
+        """Row ranges of at most SLAB_ENTRIES entries of F: the temporaries of an elementwise
+        pass over F stay one bounded slab (64 MiB in float64), not a second (n, r) array."""
+        rows = max(1, SLAB_ENTRIES // max(1, int(self.F.shape[1])))
+        return [(i, min(self.n, i + rows)) for i in range(0, self.n, rows)]
+
     def factor32(self):
-        """``(G, e)``: ``G = float32(2^-e F)`` in F's namespace and on its device (C-ordered for
-        NumPy) and ``e = storage_exponent()``. Scaling by a power of two is exact, so ``2^e G``
-        is F rounded to single precision (what the C++ AMD loop reads)."""
+        """``(G, e)``: ``G = float32(2^-e F)`` in F's namespace and on its device (C-ordered)
+        and ``e = storage_exponent()``. Scaling by a power of two is exact, so ``2^e G`` is F
+        rounded to single precision (what the C++ AMD loop reads). Peak memory: G and one
+        bounded slab beside F."""
         xp, F = self.xp, self.F
         e = self.storage_exponent()
         if aa.is_numpy(xp):  # C order (as _core takes it), no float64 temporary
@@ -102,19 +114,23 @@ class LowRankPlusDiagonal:
             G = np.empty(F.shape, dtype=np.float32)
             np.multiply(F, math.ldexp(1.0, -e), out=G, casting="unsafe")
         else:
-            G = xp.astype(F * math.ldexp(1.0, -e), xp.float32)
+            G = xp.empty(F.shape, dtype=xp.float32, device=self.device)
+            for i0, i1 in self._row_slabs():
+                G[i0:i1, ...] = xp.astype(F[i0:i1, ...] * math.ldexp(1.0, -e), xp.float32)
         return G, e
 
     def rounded_factor(self):
         """F rounded to single precision at the scale of :meth:`storage_exponent` and back to
         float64: the exact values the C++ AMD loop multiplies by, computed in F's namespace and
-        on its device (no host copy); ``|rounded_factor() - F| <= 2^-24 |F|`` for entries above
-        ``2^(e - 126)``."""
-        xp = self.xp
-        G, e = self.factor32()
-        out = xp.astype(G, xp.float64)
-        del G
-        out *= math.ldexp(1.0, e)  # exact
+        on its device (no host copy), one bounded slab at a time beside the result;
+        ``|rounded_factor() - F| <= 2^-24 |F|`` for entries above ``2^(e - 126)``."""
+        xp, F = self.xp, self.F
+        e = self.storage_exponent()
+        down, up = math.ldexp(1.0, -e), math.ldexp(1.0, e)  # exact
+        out = xp.empty(F.shape, dtype=xp.float64, device=self.device)
+        for i0, i1 in self._row_slabs():
+            G = xp.astype(F[i0:i1, ...] * down, xp.float32)
+            out[i0:i1, ...] = xp.astype(G, xp.float64) * up
         return out
 
     def rounded(self) -> LowRankPlusDiagonal:

@@ -63,7 +63,7 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
         raise ValueError(f"rank must be >= 1, got {rank}")
     rank = min(rank, n)
     val.check_buffer(8.0 * n * rank, "rank",
-                     f"the ({n}, {rank}) float64 factor of weighted RPCholesky")
+                     f"the ({n}, {rank}) float64 factor of weighted RPCholesky", like=K.U)
     w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev) if w is None else w
     # one draw per requested pivot, up front: both paths consume the generator alike
     u = rng.random(rank)

@@ -82,3 +82,19 @@ def test_no_private_attribute_of_another_module_is_used():
                 continue
             bad.append(f"{path.relative_to(ROOT)}:{node.lineno} {owner}.{attr}")
     assert not bad, "\n".join(bad)
+
+
+def test_the_source_passes_the_lint_rules_of_pyproject():
+    """ruff with pyproject's [tool.ruff] rules, so the README's test command catches what CI's
+    lint would (a 154-column docstring line once reached CI unseen)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if not (ROOT / "pyproject.toml").exists():
+        pytest.skip("not a source checkout")
+    cmd = [shutil.which("ruff")] if shutil.which("ruff") else [sys.executable, "-m", "ruff"]
+    proc = subprocess.run([*cmd, "check", "--no-cache", str(ROOT)], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert "No module named ruff" not in proc.stderr, "ruff is in the test extras: pip install ruff"
+    assert proc.returncode == 0, proc.stdout + proc.stderr

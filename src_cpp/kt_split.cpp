@@ -192,6 +192,24 @@ bool kt_split_pairs_together(int n_threads, int64_t ncore, int64_t half, int64_t
     return team_members(n_threads, round_ns(ncore, half, d), n_threads, 1) > 1;
 }
 
+// One round of `ncore` independent halvings of 2 half points each, halving l made by make(l).
+template <class Make>
+void halve_round(Team& team, const KernelSpec& K, int64_t ncore, int64_t half, Make&& make) {
+    if (!kt_split_pairs_together(team.size(), ncore, half, K.d)) {
+        // enough coresets for the team (or too little work): one whole halving per chunk
+        const int outer = team.members_for(round_ns(ncore, half, K.d), ncore, 1);
+        team.for_chunks_on(outer, ncore, [&](int64_t l) {
+            Halving h = make(l);
+            h.run(0, h.pairs);
+        });
+    } else {
+        std::vector<Halving> hs;
+        hs.reserve(static_cast<size_t>(ncore));
+        for (int64_t l = 0; l < ncore; ++l) hs.push_back(make(l));
+        halve_together(team, hs);
+    }
+}
+
 void kt_split_uniforms(int64_t N, int t, uint64_t seed, double* out) {
     const int64_t row = N / 2;
     int64_t size = N;
@@ -235,23 +253,23 @@ void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double 
             return Halving(K, cur.data() + l * size, size, log_mult, s, u,
                            next.data() + (2 * l) * half, next.data() + (2 * l + 1) * half);
         };
-        if (!kt_split_pairs_together(nthreads, ncore, half, K.d)) {
-            // enough coresets for the team (or too little work): one whole halving per chunk
-            const int outer = team.members_for(round_ns(ncore, half, K.d), ncore, 1);
-            team.for_chunks_on(outer, ncore, [&](int64_t l) {
-                Halving h = make(l);
-                h.run(0, h.pairs);
-            });
-        } else {
-            std::vector<Halving> hs;
-            hs.reserve(static_cast<size_t>(ncore));
-            for (int64_t l = 0; l < ncore; ++l) hs.push_back(make(l));
-            halve_together(team, hs);
-        }
+        halve_round(team, K, ncore, half, make);
         cur.swap(next);
         size = half;
     }
     std::copy(cur.begin(), cur.end(), out);
+}
+
+void kt_halvings(const KernelSpec& K, const int64_t* blocks, int64_t B, int64_t N, double delta,
+                 const uint64_t* seeds, int64_t* out, int n_threads) {
+    if (B < 1 || N < 2) return;
+    Team team(n_threads < 1 ? 1 : n_threads);
+    const double log_mult = 2.0 * std::log(2.0 * static_cast<double>(N) / delta);
+    const int64_t half = N / 2;
+    halve_round(team, K, B, half, [&](int64_t l) {
+        return Halving(K, blocks + l * N, N, log_mult, halving_seed(seeds[l], 0, 0), nullptr,
+                       out + (2 * l) * half, out + (2 * l + 1) * half);
+    });
 }
 
 }  // namespace sc

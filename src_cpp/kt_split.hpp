@@ -45,4 +45,11 @@ bool kt_split_pairs_together(int n_threads, int64_t ncore, int64_t half, int64_t
 // the same coresets. The CUDA backend draws its uniforms here, so both backends split alike.
 void kt_split_uniforms(int64_t N, int t, uint64_t seed, double* out);
 
+// B independent halvings (kt_split with t = 1) of the rows of blocks (B x N, row-major), as
+// one round: row l halved as kt_split(K, row l, N, 1, delta, seeds[l]) halves it, its two
+// halves at out + (2 l) (N / 2) and out + (2 l + 1) (N / 2). COMPRESS's halvings of a level
+// (Alg. F.3) in one call: on a team they run side by side instead of one after another.
+void kt_halvings(const KernelSpec& K, const int64_t* blocks, int64_t B, int64_t N, double delta,
+                 const uint64_t* seeds, int64_t* out, int n_threads);
+
 }  // namespace sc

@@ -83,6 +83,9 @@ cdef extern from "kt_split.hpp" nogil:
                                     int64_t* out, int n_threads) except +
     void sc_kt_split_uniforms "sc::kt_split_uniforms"(int64_t N, int t, uint64_t seed,
                                                       double* out)
+    void sc_kt_halvings "sc::kt_halvings"(const KernelSpec& K, const int64_t* blocks, int64_t B,
+                                          int64_t N, double delta, const uint64_t* seeds,
+                                          int64_t* out, int n_threads) except +
 
 
 cdef extern from "kt_swap.hpp" nogil:

@@ -348,6 +348,40 @@ def kt_split(Kernel K, const int64_t[::1] idx, int t, double delta, uint64_t see
     return out
 
 
+def kt_halvings(Kernel K, const int64_t[:, ::1] blocks, double delta, const uint64_t[::1] seeds,
+                int n_threads=1):
+    """B independent KT-SPLIT halvings (t = 1) of the rows of the (B, N) blocks, row l from
+    seeds[l] as kt_split(K, blocks[l], 1, delta, seeds[l]): (B, 2, N // 2) int64 halves."""
+    cdef int64_t B = blocks.shape[0], N = blocks.shape[1], l
+    if seeds.shape[0] != B:
+        raise ValueError(f"need one seed per block: {B} blocks, {seeds.shape[0]} seeds")
+    if N < 2:
+        raise ValueError(f"a block of {N} indices cannot be halved")
+    for l in range(B):
+        _check_indices(K, blocks[l], "blocks")
+    out = np.empty((B, 2, N // 2), dtype=np.int64)
+    cdef int64_t[:, :, ::1] ov = out
+    if B:
+        with _Interruptible():
+            with nogil:
+                sc_kt_halvings(K.spec, &blocks[0, 0], B, N, delta, &seeds[0], &ov[0, 0, 0],
+                               n_threads)
+    return out
+
+
+def kt_halving_uniforms(int64_t N, const uint64_t[::1] seeds):
+    """The (B * (N // 2),) uniforms of kt_halvings' rows, row l's from seeds[l] (each
+    kt_split_uniforms(N, 1, seeds[l])), one row after another."""
+    cdef int64_t B = seeds.shape[0], half = N // 2, l
+    out = np.empty(B * half, dtype=np.float64)
+    cdef double[::1] ov = out
+    if out.size:
+        with nogil:
+            for l in range(B):
+                sc_kt_split_uniforms(N, 1, seeds[l], &ov[l * half])
+    return out
+
+
 def _kt_split_round_modes(int64_t N, int t, int64_t d, int n_threads):
     """For each of KT-SPLIT's t rounds on N points: True where its halvings run together pair
     by pair on the team, False where each runs whole on one member (tests)."""

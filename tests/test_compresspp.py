@@ -50,8 +50,13 @@ def test_kt_compresspp_matches_recursive_compress_definition(monkeypatch):
         calls.append((idx.size, t, delta))
         return [idx[:: 2**t].copy() for _ in range(2**t)]
 
+    def fake_halvings(K_, blocks, delta, rng, delta_rule="total"):
+        calls.extend((blocks.shape[1], 1, delta) for _ in range(blocks.shape[0]))
+        return blocks[:, ::2].copy()
+
     kt_mod = sys.modules["stein_coreset.algorithms.kernel_thinning"]  # (the name is shadowed)
     monkeypatch.setattr(kt_mod, "kt_split", fake_split)
+    monkeypatch.setattr(kt_mod, "symmetrized_halvings", fake_halvings)
     g = 1
     perm = np.random.default_rng(0).permutation(1024)
 

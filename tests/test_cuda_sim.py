@@ -125,6 +125,25 @@ def test_simulated_kt_split_matches_cpp_for_the_same_seed(sim, kind, n_idx, t, l
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("per_launch", [None, 2])
+def test_simulated_kt_halvings_match_cpp(sim, loop_mode, per_launch, monkeypatch):
+    """COMPRESS's level of halvings as one device round (coreset l the row l, its uniforms
+    from its own seed): each row split as the C++ splits it, also when a persistent round
+    takes the rows a few coresets at a time (per_launch)."""
+    from stein_coreset import _cuda
+
+    if per_launch:
+        monkeypatch.setattr(_cuda, "KTS_MAX_CORESETS", per_launch)
+    Kc, Kg = _pair(sim)
+    blocks = np.random.default_rng(2).integers(0, Kc.n, size=(5, 96)).astype(np.int64)
+    blocks[3] = np.sort(blocks[3] % 6)  # repeated points
+    seeds = np.array([3, 1, 4, 1, 5], dtype=np.uint64) * 2654435761
+    a = _native.kt_halvings(Kc, blocks, 0.25, seeds)
+    b = _native.kt_halvings(_OnDevice(Kg), blocks, 0.25, seeds)
+    assert b.shape == a.shape == (5, 2, 48)
+    np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("sorted_sweeps", [False, True])
 @pytest.mark.parametrize("passes", [1, 3])
 def test_simulated_kt_swap_matches_cpp(sim, passes, sorted_sweeps):

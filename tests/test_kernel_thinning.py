@@ -1,6 +1,7 @@
 """KT-SPLIT, KT-Swap targeting P (Alg. D.3) and Kernel Thinning (Alg. D.2) against definitions."""
 
 import math
+import sys
 from collections import Counter
 
 import numpy as np
@@ -285,3 +286,59 @@ def test_skt_more_swap_sweeps_never_raise_the_ksd():
         one = sc.compress(X, -X, size=32, method="skt", kernel=kern, seed=seed, swap_passes=1)
         dflt = sc.compress(X, -X, size=32, method="skt", kernel=kern, seed=seed)
         assert dflt.ksd <= one.ksd * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("rule", ["total", "per_step"])
+def test_symmetrized_halvings_equal_the_halving_definition_row_by_row(rule):
+    """COMPRESS's level of halvings as one round (kernel_thinning.symmetrized_halvings): row l
+    is the reference walk on the uniforms of its own seed, then the half its coin picks, with
+    the generator drawn seed, coin, seed, coin, ... as B separate calls would draw it; on 1, 2
+    and 3 threads (one halving per member, or all pairs together)."""
+    from stein_coreset import _core
+
+    rng0 = np.random.default_rng(11)
+    K = _stein(n=120)
+    B, N = 5, 40
+    blocks = rng0.integers(0, K.n, size=(B, N))
+    blocks[1] = np.sort(rng0.integers(0, 12, size=N))  # repeats next to each other
+    delta = 0.3
+    d = delta if rule == "total" else delta * N
+    want_rng = np.random.default_rng(4)
+    want = []
+    for row in blocks:
+        seed = int(want_rng.integers(2**63))
+        keep = int(want_rng.integers(2))
+        u = _core.kt_split_uniforms(N, 1, seed)
+        want.append(_reference_halve(K.dense(), row, 2 * math.log(2 * N / d), u)[keep])
+    after = want_rng.bit_generator.state
+    kt_mod = sys.modules["stein_coreset.algorithms.kernel_thinning"]  # (the name is shadowed)
+    for k in (1, 2, 3):
+        rng = np.random.default_rng(4)
+        got = kt_mod.symmetrized_halvings(K.with_threads(k), blocks, delta, rng, rule)
+        np.testing.assert_array_equal(got, np.array(want))
+        assert rng.bit_generator.state == after  # the same draws consumed
+
+
+def test_kt_halvings_equal_separate_kt_split_calls_on_a_team():
+    """The C++ round of B halvings (src_cpp/kt_split.cpp kt_halvings) gives each row what a
+    t = 1 kt_split of that row gives for its seed, whether the round runs halving by halving
+    or pair by pair on the team (fewer rows than threads), and checks its arguments."""
+    from stein_coreset.algorithms import _native
+
+    X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((3000, 3))
+    for B, N in ((6, 512), (1, 2048), (3, 998)):
+        blocks = np.random.default_rng(B).integers(0, 3000, size=(B, N))
+        seeds = np.arange(17, 17 + B, dtype=np.uint64) * 7919
+        for k in (1, 2, 4):
+            K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X, n_threads=k)
+            got = _native.kt_halvings(K, blocks, 0.2, seeds)
+            assert got.shape == (B, 2, N // 2)
+            for l in range(B):
+                np.testing.assert_array_equal(
+                    got[l], _native.kt_split(K, blocks[l], 1, 0.2, int(seeds[l])))
+    from stein_coreset import _core
+
+    with pytest.raises(ValueError, match="one seed per block"):
+        _core.kt_halvings(K.handle(), blocks, 0.2, seeds[:1])
+    with pytest.raises(IndexError, match="out of range"):
+        _core.kt_halvings(K.handle(), blocks + 3000, 0.2, seeds)

@@ -421,8 +421,6 @@ class CudaKernel:
             return idx.reshape(1, N).copy()
         base_log_mult = 2.0 * math.log(2.0 * N * t / delta)
         row = N // 2
-        persistent = loop_mode() == "persistent"
-        nb = min(self._multiprocessors(), _blocks(row))
         stream = self._loop_stream()
         with self._dev(), stream:
             cur = cp.asarray(idx)
@@ -430,34 +428,63 @@ class CudaKernel:
             size = N
             for j in range(t):
                 ncore = 1 << j
-                half = size // 2
-                nxt = cp.full(2 * ncore * half, -1, dtype=cp.int64)
-                acc = cp.zeros(ncore * half, dtype=cp.float64)
-                unif = U[j * row: j * row + ncore * half]
                 log_mult = base_log_mult - 2.0 * j * math.log(2.0)
-                if persistent and ncore <= KTS_MAX_CORESETS:
-                    sig2b = cp.zeros(nb * ncore, dtype=cp.float64)
-                    state = cp.zeros(1, dtype=cp.int64)
-                    bar = cp.zeros(2, dtype=cp.uint32)
-                    pfn = self._fn("kts_persistent")
-                    for s1 in range(PERSISTENT_STEPS, half + PERSISTENT_STEPS, PERSISTENT_STEPS):
-                        pfn((nb,), (BLOCK,), self._params + (
-                            cur, np.int64(size), np.int64(ncore), nxt, acc, sig2b, unif, state,
-                            bar, np.float64(log_mult), np.int64(min(s1, half))))
-                        stream.synchronize()
-                else:
-                    sig2 = cp.zeros(ncore, dtype=cp.float64)
-                    kst = cp.zeros(ncore, dtype=cp.int64)
-                    counters = cp.zeros(ncore, dtype=cp.uint32)
-                    args = self._params + (
-                        cur, np.int64(size), nxt, acc, sig2, unif, kst, counters,
-                        np.float64(log_mult),
-                    )
-                    self._run_steps(self._fn("kts_step"), (_blocks(half), ncore), args, half,
-                                    stream)
-                cur = nxt
-                size = half
+                cur = self._kt_round(cur, size, ncore, U[j * row: j * row + row], log_mult,
+                                     stream)
+                size //= 2
             return cp.asnumpy(cur).reshape(1 << t, size)
+
+    def kt_halvings(self, blocks, delta: float, uniforms) -> np.ndarray:
+        """B independent halvings (src_cpp/kt_split.hpp's kt_halvings) of the rows of the
+        (B, N) host int64 blocks with the given uniforms (``_core.kt_halving_uniforms``): one
+        KT-SPLIT round of B coresets side by side, (B, 2, N // 2) host int64 halves."""
+        cp = self.cp
+        blocks = np.ascontiguousarray(blocks, dtype=np.int64)
+        B, N = blocks.shape
+        half = N // 2
+        log_mult = 2.0 * math.log(2.0 * N / delta)
+        # a persistent round decides at most KTS_MAX_CORESETS coresets per step
+        per = KTS_MAX_CORESETS if loop_mode() == "persistent" else B
+        stream = self._loop_stream()
+        out = np.empty((B, 2, half), dtype=np.int64)
+        with self._dev(), stream:
+            U = cp.asarray(np.ascontiguousarray(uniforms, dtype=np.float64))
+            for a in range(0, B, max(per, 1)):
+                b = min(B, a + per)
+                nxt = self._kt_round(cp.asarray(blocks[a:b]).ravel(), N, b - a,
+                                     U[a * half: b * half], log_mult, stream)
+                out[a:b] = cp.asnumpy(nxt).reshape(b - a, 2, half)
+        return out
+
+    def _kt_round(self, cur, size: int, ncore: int, unif, log_mult: float, stream):
+        """One KT-SPLIT round on the device: the ncore coresets of ``size`` points in cur
+        (device int64, coreset l at l * size) halved side by side with the uniforms unif
+        (coreset l's at l * half); returns the 2 ncore halves (left of l at 2 l half)."""
+        cp = self.cp
+        half = size // 2
+        nxt = cp.full(2 * ncore * half, -1, dtype=cp.int64)
+        acc = cp.zeros(ncore * half, dtype=cp.float64)
+        if loop_mode() == "persistent" and ncore <= KTS_MAX_CORESETS:
+            nb = min(self._multiprocessors(), _blocks(ncore * half))
+            sig2b = cp.zeros(nb * ncore, dtype=cp.float64)
+            state = cp.zeros(1, dtype=cp.int64)
+            bar = cp.zeros(2, dtype=cp.uint32)
+            pfn = self._fn("kts_persistent")
+            for s1 in range(PERSISTENT_STEPS, half + PERSISTENT_STEPS, PERSISTENT_STEPS):
+                pfn((nb,), (BLOCK,), self._params + (
+                    cur, np.int64(size), np.int64(ncore), nxt, acc, sig2b, unif, state,
+                    bar, np.float64(log_mult), np.int64(min(s1, half))))
+                stream.synchronize()
+        else:
+            sig2 = cp.zeros(ncore, dtype=cp.float64)
+            kst = cp.zeros(ncore, dtype=cp.int64)
+            counters = cp.zeros(ncore, dtype=cp.uint32)
+            args = self._params + (
+                cur, np.int64(size), nxt, acc, sig2, unif, kst, counters,
+                np.float64(log_mult),
+            )
+            self._run_steps(self._fn("kts_step"), (_blocks(half), ncore), args, half, stream)
+        return nxt
 
     def kt_swap_refine(self, I: np.ndarray, passes: int, sorted_sweeps: bool = False) -> int:
         """KT-Swap (Alg. D.3, src_cpp/kt_swap.hpp) on the host int64 coreset I, in place;

@@ -30,6 +30,7 @@ MAX_CUDA_CORESETS = 65535
 __all__ = [
     "stein_thinning",
     "kt_split",
+    "kt_halvings",
     "kt_swap_refine",
     "kt_swap_ls",
     "recombination",
@@ -84,6 +85,20 @@ def kt_split(K: KernelMatrix, idx: np.ndarray, t: int, delta: float, seed: int, 
         return K.cuda().kt_split(idx, int(t), float(delta), uniforms)
     with _polled("KT-SPLIT", kt_split_units(idx.size, t), progress, "entries"):
         return _core.kt_split(K.handle(), idx, int(t), float(delta), seed, uniforms, K.n_threads)
+
+
+def kt_halvings(K: KernelMatrix, blocks: np.ndarray, delta: float, seeds: np.ndarray,
+                progress: bool = False) -> np.ndarray:
+    """B independent KT-SPLIT halvings (Alg. D.2, t = 1) of the rows of the (B, N) host index
+    array ``blocks`` as one round, row l as ``kt_split(K, blocks[l], 1, delta, seeds[l])``
+    halves it: (B, 2, N // 2) int64 halves. ``progress``: a bar over the C++ walks."""
+    blocks = np.ascontiguousarray(blocks, dtype=np.int64)
+    seeds = np.ascontiguousarray(seeds, dtype=np.uint64)
+    B, N = blocks.shape
+    if K.backend == "cuda" and B <= MAX_CUDA_CORESETS:
+        return K.cuda().kt_halvings(blocks, float(delta), _core.kt_halving_uniforms(N, seeds))
+    with _polled("KT-SPLIT", B * kt_split_units(N, 1), progress, "entries"):
+        return _core.kt_halvings(K.handle(), blocks, float(delta), seeds, K.n_threads)
 
 
 def kt_swap_refine(

@@ -210,25 +210,24 @@ def run_kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=No
     per_total = delta_rule == "total"
     n_halvings = sum(n_in // (base * 4**lv) for lv in range(1, levels + 1))
 
-    blocks = [S[a : a + base] for a in range(0, n_in, base)]
+    blocks = S.reshape(n_in // base, base)
     bar = None
     if progress and n_halvings:
-        from .._progress import progress_bar
+        from .._progress import counter_bar
 
-        bar = iter(progress_bar(range(n_halvings), desc="KT-Compress++ halvings"))
+        bar = counter_bar("KT-Compress++ halvings", n_halvings, unit="halvings")
+    done = 0
     for _ in range(levels):
-        merged = []
-        for b in range(0, len(blocks), 4):
-            Cb = np.concatenate(blocks[b : b + 4])
-            d_k = Cb.size**2 * delta / (4.0 * n_in * 2**g * denom) if per_total else delta
-            halves = _kt.kt_split(K, Cb, 1, d_k, rng, delta_rule=delta_rule, check_input=False)
-            merged.append(halves[int(rng.integers(2))])  # symmetrized halving
-            if bar is not None:
-                next(bar, None)
-        blocks = merged
+        # the level's halvings (every four consecutive outputs concatenated) as one round
+        Cb = blocks.reshape(blocks.shape[0] // 4, 4 * blocks.shape[1])
+        d_k = Cb.shape[1] ** 2 * delta / (4.0 * n_in * 2**g * denom) if per_total else delta
+        blocks = _kt.symmetrized_halvings(K, Cb, d_k, rng, delta_rule)
+        done += Cb.shape[0]
+        if bar is not None:
+            bar.advance_to(done)
     if bar is not None:
-        next(bar, None)  # let the bar finish
-    C = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+        bar.close()
+    C = blocks.ravel()
     d_thin = delta * max(g, 1) / (max(g, 1) + levels * 2**g) if levels and per_total else delta
 
     if thin_kernel is None:

@@ -146,6 +146,26 @@ def _kt_split(K, idx: np.ndarray, t: int, delta: float, rng, uniforms=None,
     return cores
 
 
+def symmetrized_halvings(K: KernelMatrix, blocks: np.ndarray, delta: float, rng,
+                         delta_rule: str = "total") -> np.ndarray:
+    """COMPRESS's halving (Alg. F.3) of every row of the (B, N) host index array ``blocks``:
+    KT-SPLIT with one round (t = 1, ``delta`` as :func:`kt_split` takes it), then one of the
+    two halves kept at random. The B halvings are independent and run as one round of B
+    coresets (side by side on the team or the device); ``rng`` is drawn as B calls of
+    ``kt_split(K, blocks[l], 1, delta, rng)`` each followed by ``rng.integers(2)`` would draw
+    it, so the result is theirs. Returns the (B, N // 2) kept halves."""
+    B, N = blocks.shape
+    seeds = np.empty(B, dtype=np.uint64)
+    keep = np.empty(B, dtype=np.int64)
+    for l in range(B):
+        seeds[l] = int(rng.integers(2**63))
+        keep[l] = int(rng.integers(2))
+    # "per_step": a t = 1 call on N points takes delta' = N delta (see _kt_split)
+    d = delta if delta_rule == "total" else delta * N
+    halves = _native.kt_halvings(K, blocks, d, seeds)
+    return halves[np.arange(B), keep]
+
+
 def _mmd2(K: KernelMatrix, coresets: np.ndarray) -> np.ndarray:
     """MMD^2_{k_P} of each equal-weighted coreset (row) to P; O(L m^2) kernel evaluations."""
     m = coresets.shape[1]

@@ -242,6 +242,33 @@ def test_cuda_kt_split_matches_cpp_for_the_same_seed(kind, N, t, loop_mode):
     assert np.mean(np.all(a == b, axis=1)) == 1.0
 
 
+@pytest.mark.parametrize("B,N,per_launch", [(64, 1024, None), (300, 256, 128), (1, 8192, None)])
+def test_cuda_kt_halvings_match_cpp(B, N, per_launch, loop_mode, monkeypatch):
+    """A COMPRESS level's halvings as one device round (and, per_launch, a persistent round
+    taking the rows that many at a time) split each row as the C++ does."""
+    from stein_coreset import _cuda
+    from stein_coreset.algorithms import _native
+
+    if per_launch:
+        monkeypatch.setattr(_cuda, "KTS_MAX_CORESETS", per_launch)
+    cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0))
+    blocks = np.random.default_rng(B).integers(0, Kc.n, size=(B, N)).astype(np.int64)
+    seeds = np.arange(1, B + 1, dtype=np.uint64) * 0x9E3779B9
+    a = _native.kt_halvings(Kc, blocks, 0.1, seeds)
+    b = _native.kt_halvings(Kg, blocks, 0.1, seeds)
+    assert b.shape == a.shape == (B, 2, N // 2)
+    assert np.mean(np.all(a == b, axis=(1, 2))) == 1.0  # as for kt_split: rounding may flip
+
+
+def test_cuda_compresspp_gives_the_cpu_selection(loop_mode):
+    cp = _cupy()
+    X, S = _chain(2**14, 4, seed=2)
+    ref = sc.compress(X, S, size=128, method="compresspp", seed=5)
+    got = sc.compress(cp.asarray(X), cp.asarray(S), size=128, method="compresspp", seed=5)
+    assert isinstance(got.indices, cp.ndarray)
+    assert got.ksd == pytest.approx(ref.ksd, rel=1e-6)
+
+
 @pytest.mark.parametrize("sorted_sweeps", [False, True])
 @pytest.mark.parametrize("passes", [1, 3])
 def test_cuda_kt_swap_matches_cpp(passes, sorted_sweeps):

@@ -261,12 +261,7 @@ def test_cuda_kt_halvings_match_cpp(B, N, per_launch, loop_mode, monkeypatch):
 
 
 def test_cuda_compresspp_gives_the_cpu_selection(loop_mode):
-    cp = _cupy()
-    X, S = _chain(2**14, 4, seed=2)
-    ref = sc.compress(X, S, size=128, method="compresspp", seed=5)
-    got = sc.compress(cp.asarray(X), cp.asarray(S), size=128, method="compresspp", seed=5)
-    assert isinstance(got.indices, cp.ndarray)
-    assert got.ksd == pytest.approx(ref.ksd, rel=1e-6)
+    _compress_on_both(("compresspp",), 2**14, 128, chain_seed=2, seed=5)
 
 
 @pytest.mark.parametrize("sorted_sweeps", [False, True])
@@ -283,15 +278,22 @@ def test_cuda_kt_swap_matches_cpp(passes, sorted_sweeps):
     assert na == nb
 
 
-def test_cuda_compress_returns_device_arrays_and_the_cpu_selection(loop_mode):
+def _compress_on_both(methods, n, size, chain_seed, seed=3):
+    """compress on NumPy and on CuPy arrays: the CuPy result stays on the device and has the
+    CPU result's KSD (rel. 1e-6, i.e. the same selection up to a rounding tie)."""
     cp = _cupy()
-    X, S = _chain(2048, 4, seed=5)
+    X, S = _chain(n, 4, seed=chain_seed)
     kern = sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(8))))
-    for method in ("st", "skt", "kt"):
-        ref = sc.compress(X, S, size=32, method=method, kernel=kern, seed=3)
-        got = sc.compress(cp.asarray(X), cp.asarray(S), size=32, method=method, kernel=kern, seed=3)
-        assert isinstance(got.indices, cp.ndarray)
-        assert got.ksd == pytest.approx(ref.ksd, rel=1e-6)
+    for method in methods:
+        ref = sc.compress(X, S, size=size, method=method, kernel=kern, seed=seed)
+        got = sc.compress(cp.asarray(X), cp.asarray(S), size=size, method=method, kernel=kern,
+                          seed=seed)
+        assert isinstance(got.indices, cp.ndarray), method
+        assert got.ksd == pytest.approx(ref.ksd, rel=1e-6), method
+
+
+def test_cuda_compress_returns_device_arrays_and_the_cpu_selection(loop_mode):
+    _compress_on_both(("st", "skt", "kt"), 2048, 32, chain_seed=5)
 
 
 def test_cuda_refuses_a_block_larger_than_the_device_before_allocating():
@@ -364,14 +366,7 @@ def test_cuda_weighted_rpcholesky_matches_cpp(kind, loop_mode):
 
 
 def test_cuda_low_rank_methods_match_cpu_with_the_device_loops(loop_mode):
-    cp = _cupy()
-    X, S = _chain(4096, 4, seed=11)
-    kern = sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(8))))
-    for method in ("lskt", "lsc", "ct"):
-        ref = sc.compress(X, S, size=64, method=method, kernel=kern, seed=3)
-        got = sc.compress(cp.asarray(X), cp.asarray(S), size=64, method=method, kernel=kern,
-                          seed=3)
-        assert got.ksd == pytest.approx(ref.ksd, rel=1e-6), method
+    _compress_on_both(("lskt", "lsc", "ct"), 4096, 64, chain_seed=11)
 
 
 def test_cuda_refuses_a_low_rank_run_larger_than_the_device_before_any_work():

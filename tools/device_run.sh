@@ -70,7 +70,8 @@ stage_run tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_bac
     tests/test_rpcholesky.py tests/test_recombination_backends.py \
     tests/test_compress_weighted.py -k "cupy or cuda" -x
 
-if [ "$stage" = second ]; then  # after the full run: loop modes on whole methods, memory
+if [ "$stage" = second ]; then  # after the full run: loop modes on whole methods, memory,
+    # lskt at 2^24
     for mode in persistent graph; do
         STEIN_CORESET_CUDA_LOOP=$mode stage_run "gpu_$mode" 60 python3 tools/gpu_check.py \
             --n 65536 --gpu-only --repeat 2 --methods st skt kt sr sc lskt \
@@ -78,6 +79,13 @@ if [ "$stage" = second ]; then  # after the full run: loop modes on whole method
     done
     stage_run large 60 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
     stage_run dask_gpu 50 python3 tools/gpu_large.py --dask --n 65536
+    # lskt at n = 2^24: LD's (n, r) factor and its AMD copy (16 n r bytes off NumPy) must fit
+    # the device; tau 0.4 (r = 777) needs 209 GB, tau 0.35 (r = 338) 91 GB, tau 0.3 (r = 148)
+    # 40 GB
+    gib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+    tau=0.3; [ "${gib:-0}" -gt 120000 ] && tau=0.35
+    stage_run huge 300 python3 tools/gpu_large.py --n 16777216 --tau "$tau" \
+        --json "$OUT/huge.json"
     exit 0
 fi
 

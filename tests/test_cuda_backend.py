@@ -100,7 +100,7 @@ def test_cuda_source_compiles_with_nvrtc():
     entries = set(re.findall(r"\.entry (\w+)", ptx))
     assert {"kp_gram", "kp_diag", "kp_matvec_partial", "sum_rows", "kp_index_sum", "st_step",
             "kts_step", "kts_swap_step", "st_persistent", "kts_persistent",
-            "wrpc_persistent"} <= entries
+            "wrpc_persistent", "ksls_init", "ksls_persistent"} <= entries
     from stein_coreset._cuda import AMD_KPL
 
     assert {f"amd_lowrank_k{k}" for k in AMD_KPL} <= entries
@@ -122,7 +122,7 @@ def test_persistent_kernels_fit_one_block_per_multiprocessor():
         pytest.skip("no libnvrtc")
     use = nvrtc.resource_usage("sm_90")
     persistent = [k for k in use if k.endswith("_persistent") or k.startswith("amd_lowrank")]
-    assert len(persistent) == 9
+    assert len(persistent) == 10
     for name in persistent:
         regs = -(-use[name]["registers"] // 8) * 8  # allocated in units of 8 per thread
         assert regs * BLOCK <= 65536, (name, use[name])
@@ -258,6 +258,31 @@ def test_cuda_kt_halvings_match_cpp(B, N, per_launch, loop_mode, monkeypatch):
     b = _native.kt_halvings(Kg, blocks, 0.1, seeds)
     assert b.shape == a.shape == (B, 2, N // 2)
     assert np.mean(np.all(a == b, axis=(1, 2))) == 1.0  # as for kt_split: rounding may flip
+
+
+@pytest.mark.parametrize("fmt", [0, 1])
+def test_cuda_kt_swap_ls_matches_cpp(fmt, monkeypatch):
+    """KT-Swap-LS on the device (persistent loop): the C++'s support, weights and w^T K w."""
+    from stein_coreset import _cuda
+    from stein_coreset.algorithms import _native
+
+    monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", "persistent")
+    monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", 7)  # several launches
+    cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0))
+    rng = np.random.default_rng(fmt)
+    supp = rng.choice(Kc.n, 30, replace=False)
+    w = rng.random(30) + 0.2
+    if fmt == 1:
+        w[::4] *= -0.3
+    dense = np.zeros(Kc.n)
+    dense[supp] = w / w.sum()
+    order = np.concatenate([supp, supp[:10]])
+    a, b = dense.copy(), dense.copy()
+    Da = _native.kt_swap_ls(Kc, a, order, fmt)
+    Db = _native.kt_swap_ls(Kg, b, order, fmt)
+    np.testing.assert_array_equal(np.flatnonzero(a), np.flatnonzero(b))
+    np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-15)
+    assert Db == pytest.approx(Da, rel=1e-10)
 
 
 def test_cuda_compresspp_gives_the_cpu_selection(loop_mode):

@@ -486,6 +486,45 @@ class CudaKernel:
             self._run_steps(self._fn("kts_step"), (_blocks(half), ncore), args, half, stream)
         return nxt
 
+    def kt_swap_ls(self, dense: np.ndarray, order: np.ndarray, splx: bool) -> float:
+        """KT-Swap-LS (Alg. G.2, src_cpp/kt_swap_ls.cpp) on the host dense (n,) weights, in
+        place, visiting the indices ``order``; returns w^T K w. g = K w is summed over the
+        support in the C++'s order and D = w^T g added up in sequence as it does, then the
+        swaps run as persistent launches of PERSISTENT_STEPS steps (two grid barriers a step
+        that improves, one otherwise): the same swaps and weights as the C++."""
+        cp = self.cp
+        n = self.n
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        supp = np.flatnonzero(dense)
+        wsupp = np.ascontiguousarray(dense[supp])
+        nb = min(self._multiprocessors(), _blocks(n))
+        stream = self._loop_stream()
+        with self._dev(), stream:
+            w = cp.asarray(np.ascontiguousarray(dense, dtype=np.float64))
+            g = cp.zeros(n, dtype=cp.float64)
+            sd = cp.asarray(supp.astype(np.int64))
+            if supp.size:
+                self._fn("ksls_init")((_blocks(n),), (BLOCK,), self._params + (
+                    sd, cp.asarray(wsupp), np.int64(supp.size), g))
+            gs = cp.asnumpy(g[sd])
+            D = float(np.cumsum(wsupp * gs)[-1]) if supp.size else 0.0
+            kd = self.diag()
+            g2 = cp.empty(n, dtype=cp.float64)
+            pval = cp.empty(2 * nb, dtype=cp.float64)
+            pidx = cp.empty(2 * nb, dtype=cp.int64)
+            dstate = cp.asarray(np.array([D], dtype=np.float64))
+            bar = cp.zeros(2, dtype=cp.uint32)
+            od = cp.asarray(order)
+            fn = self._fn("ksls_persistent")
+            for s0 in range(0, order.size, PERSISTENT_STEPS):
+                s1 = min(order.size, s0 + PERSISTENT_STEPS)
+                fn((nb,), (BLOCK,), self._params + (
+                    w, g, g2, kd, od, np.int64(s0), np.int64(s1), np.int32(bool(splx)), dstate,
+                    pval, pidx, bar))
+                stream.synchronize()
+            dense[...] = cp.asnumpy(w)
+            return float(cp.asnumpy(dstate)[0])
+
     def kt_swap_refine(self, I: np.ndarray, passes: int, sorted_sweeps: bool = False) -> int:
         """KT-Swap (Alg. D.3, src_cpp/kt_swap.hpp) on the host int64 coreset I, in place;
         returns the number of swaps. ``sorted_sweeps``: I is sorted before every sweep (the

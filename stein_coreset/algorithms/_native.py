@@ -115,7 +115,10 @@ def kt_swap_refine(
 
 
 def kt_swap_ls(K: KernelMatrix, dense: np.ndarray, order: np.ndarray, fmt: int) -> float:
-    """KT-Swap-LS (Alg. G.2) in place on the dense (n,) weights; returns w^T K w."""
+    """KT-Swap-LS (Alg. G.2) in place on the dense (n,) weights; returns w^T K w. On the
+    device with the persistent loops; else in C++ (a host copy of the points for CuPy)."""
+    if K.backend == "cuda" and loop_mode() == "persistent":
+        return K.cuda().kt_swap_ls(dense, order, int(fmt) == 0)
     return _core.kt_swap_ls(
         K.handle(), dense, np.ascontiguousarray(order, dtype=np.int64), int(fmt), K.n_threads
     )

@@ -1,4 +1,4 @@
-"""KT-Swap-LS (Alg. G.2): greedy support swaps with exact line search, in C++.
+"""KT-Swap-LS (Alg. G.2): greedy support swaps with exact line search (C++, or CUDA for CuPy).
 
 :func:`kt_swap_ls` checks its arguments and calls :func:`swap_ls_support`, which the weighted
 pipelines (Cholesky thinning, recombination thinning) call directly on trusted host arrays.
@@ -58,7 +58,9 @@ def kt_swap_ls(
     Notes
     -----
     O(n s) kernel evaluations and O(n s) arithmetic with the sufficient statistics
-    g = K w and D = w^T K w (C++, on host copies of the points).
+    g = K w and D = w^T K w: C++ for NumPy (and other host namespaces), one persistent CUDA
+    kernel for CuPy (the C++'s swaps and weights; with ``STEIN_CORESET_CUDA_LOOP=graph`` the
+    C++ on a host copy of the points).
     """
     K = val.with_threads(K, n_threads)
     val.check_kernel_matrix(K)

@@ -1,6 +1,7 @@
 #include "recombination.hpp"
 
 #include "cancel.hpp"
+#include "parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,11 +13,21 @@ namespace sc {
 
 namespace {
 
+// Columns of the QR's update, and entries of Find-BFS's reflection, per chunk: fixed, and each
+// column / entry is computed by one member in the serial order, so a result never depends on
+// the team.
+constexpr int64_t kQrCols = 4;
+constexpr int64_t kBfsEntries = 32;
+// single-thread ns of one multiply-add of these loops (a dependent sum, not vectorised)
+constexpr double kFlopNs = 1.0;
+
 // Orthonormal basis (rows of V, q x N) of the null space of the m x N row-major matrix B,
 // from a Householder QR with column pivoting of B^T. B's rows are equilibrated first (each
 // scaled to max-abs 1), which leaves the null space unchanged and makes the rank decision
-// relative to every row's own scale. Returns q.
-int64_t null_basis(double* B, int64_t m, int64_t N, std::vector<double>& V) {
+// relative to every row's own scale. Returns q. On the team: step k applies reflection k - 1
+// to the columns from k on, chunk by chunk, and takes their squared norms below row k; then
+// one member picks the pivot and forms reflection k.
+int64_t null_basis(double* B, int64_t m, int64_t N, std::vector<double>& V, Team& team) {
     // C = B^T, column-major N x mc over the nonzero rows of B.
     std::vector<double> C;
     C.reserve(static_cast<size_t>(m * N));
@@ -31,71 +42,92 @@ int64_t null_basis(double* B, int64_t m, int64_t N, std::vector<double>& V) {
         ++mc;
     }
     const int64_t kmax = std::min(N, mc);
-    std::vector<double> beta(static_cast<size_t>(kmax), 0.0);
+    std::vector<double> beta(static_cast<size_t>(kmax), 0.0), norm2(static_cast<size_t>(mc));
     const double tol = 10.0 * static_cast<double>(std::max(N, mc)) *
                        std::numeric_limits<double>::epsilon();
     double ref = 0.0;
     int64_t rank = 0;
-    for (int64_t k = 0; k < kmax; ++k) {
-        poll_cancel();
-        // Pivot: the remaining column with the largest norm below row k.
-        int64_t p = k;
-        double best = -1.0;
-        for (int64_t c = k; c < mc; ++c) {
-            const double* col = C.data() + c * N;
-            double s = 0.0;
-            for (int64_t i = k; i < N; ++i) s += col[i] * col[i];
-            if (s > best) {
-                best = s;
-                p = c;
+    auto qr_chunks = [mc](int64_t k) { return (mc - k + kQrCols - 1) / kQrCols; };
+    const int qr_members = team.members_for(2.0 * kFlopNs * static_cast<double>(mc * N),
+                                            qr_chunks(0), kmax);
+    team.steps(
+        qr_members, kmax, qr_chunks,
+        [&](int64_t k, int64_t chunk, int) {
+            const int64_t c0 = k + chunk * kQrCols, c1 = std::min(mc, c0 + kQrCols);
+            for (int64_t c = c0; c < c1; ++c) {
+                double* col = C.data() + c * N;
+                if (k >= 1) {  // reflection k - 1
+                    const double* v = C.data() + (k - 1) * N;
+                    double dot = 0.0;
+                    for (int64_t i = k - 1; i < N; ++i) dot += v[i] * col[i];
+                    dot *= beta[static_cast<size_t>(k - 1)];
+                    for (int64_t i = k - 1; i < N; ++i) col[i] -= dot * v[i];
+                }
+                double s = 0.0;
+                for (int64_t i = k; i < N; ++i) s += col[i] * col[i];
+                norm2[static_cast<size_t>(c)] = s;
             }
-        }
-        const double nrm = std::sqrt(best);
-        if (k == 0) ref = nrm;
-        if (!(nrm > tol * ref)) break;
-        if (p != k) {
-            std::swap_ranges(C.begin() + k * N, C.begin() + (k + 1) * N, C.begin() + p * N);
-        }
-        double* v = C.data() + k * N;  // Householder vector stored in place, entries k..N-1
-        const double alpha = v[k] >= 0.0 ? -nrm : nrm;
-        v[k] -= alpha;
-        double vv = 0.0;
-        for (int64_t i = k; i < N; ++i) vv += v[i] * v[i];
-        beta[k] = 2.0 / vv;
-        for (int64_t c = k + 1; c < mc; ++c) {
-            double* col = C.data() + c * N;
-            double dot = 0.0;
-            for (int64_t i = k; i < N; ++i) dot += v[i] * col[i];
-            dot *= beta[k];
-            for (int64_t i = k; i < N; ++i) col[i] -= dot * v[i];
-        }
-        rank = k + 1;
-    }
-    // Null-space basis: Q e_i for i >= rank, Q = H_0 H_1 ... H_{rank-1}.
+        },
+        [&](int64_t k) {
+            // Pivot: the remaining column with the largest norm below row k.
+            int64_t p = k;
+            double best = -1.0;
+            for (int64_t c = k; c < mc; ++c) {
+                if (norm2[static_cast<size_t>(c)] > best) {
+                    best = norm2[static_cast<size_t>(c)];
+                    p = c;
+                }
+            }
+            const double nrm = std::sqrt(best);
+            if (k == 0) ref = nrm;
+            if (!(nrm > tol * ref)) return false;
+            if (p != k) {
+                std::swap_ranges(C.begin() + k * N, C.begin() + (k + 1) * N, C.begin() + p * N);
+            }
+            double* v = C.data() + k * N;  // Householder vector stored in place, entries k..N-1
+            const double alpha = v[k] >= 0.0 ? -nrm : nrm;
+            v[k] -= alpha;
+            double vv = 0.0;
+            for (int64_t i = k; i < N; ++i) vv += v[i] * v[i];
+            beta[static_cast<size_t>(k)] = 2.0 / vv;
+            rank = k + 1;
+            return true;
+        });
+    // Null-space basis: Q e_i for i >= rank, Q = H_0 H_1 ... H_{rank-1}; one vector per chunk.
     const int64_t q = N - rank;
     V.assign(static_cast<size_t>(q * N), 0.0);
-    for (int64_t a = 0; a < q; ++a) {
-        poll_cancel();
-        double* e = V.data() + a * N;
-        e[rank + a] = 1.0;
-        for (int64_t k = rank - 1; k >= 0; --k) {
-            const double* v = C.data() + k * N;
-            double dot = 0.0;
-            for (int64_t i = k; i < N; ++i) dot += v[i] * e[i];
-            dot *= beta[k];
-            for (int64_t i = k; i < N; ++i) e[i] -= dot * v[i];
-        }
-    }
+    team.for_chunks_on(
+        team.members_for(2.0 * kFlopNs * static_cast<double>(q * rank * N), q, 1), q,
+        [&](int64_t a) {
+            double* e = V.data() + a * N;
+            e[rank + a] = 1.0;
+            for (int64_t k = rank - 1; k >= 0; --k) {
+                const double* v = C.data() + k * N;
+                double dot = 0.0;
+                for (int64_t i = k; i < N; ++i) dot += v[i] * e[i];
+                dot *= beta[static_cast<size_t>(k)];
+                for (int64_t i = k; i < N; ++i) e[i] -= dot * v[i];
+            }
+        });
     return q;
 }
 
 }  // namespace
 
-int64_t find_bfs(double* B, int64_t m, int64_t N, double* x) {
+namespace {
+
+// Find-BFS on the team: the ratio test and the reflection's Householder vector of basis row
+// `top` (serial, O(N + q)) between steps; the reflection of the remaining rows (O(N q)) in
+// chunks of entries.
+int64_t find_bfs_on(double* B, int64_t m, int64_t N, double* x, Team& team) {
     std::vector<double> V;
-    const int64_t q = null_basis(B, m, N, V);
-    std::vector<double> u(static_cast<size_t>(q)), wrow(static_cast<size_t>(N));
-    for (int64_t top = 0; top < q; ++top) {
+    const int64_t q = null_basis(B, m, N, V, team);
+    std::vector<double> u(static_cast<size_t>(std::max<int64_t>(q, 1))),
+        wrow(static_cast<size_t>(N));
+    int64_t k = -1, nr = 0;  // the zeroed column and the rows of the pending reflection
+    double b = 0.0;          // its 2 / |u|^2, 0 when there is nothing to reflect
+    // moves x along basis row `top` and prepares the reflection; false when no step is left
+    auto advance = [&](int64_t top) {
         poll_cancel();
         const double* v = V.data() + top * N;
         // Move along +v or -v, whichever has the larger positive entry (>= 1/sqrt(N), the rows
@@ -109,7 +141,7 @@ int64_t find_bfs(double* B, int64_t m, int64_t N, double* x) {
         }
         const double sgn = vmax >= -vmin ? 1.0 : -1.0;
         // Ratio test: the largest step keeping x >= 0 zeroes x_k.
-        int64_t k = -1;
+        k = -1;
         double tbest = std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < N; ++j) {
             const double vj = sgn * v[j];
@@ -121,7 +153,7 @@ int64_t find_bfs(double* B, int64_t m, int64_t N, double* x) {
                 }
             }
         }
-        if (k < 0) break;  // unreachable for an orthonormal basis
+        if (k < 0) return false;  // unreachable for an orthonormal basis
         if (tbest > 0.0) {
             const double t = sgn * tbest;
             for (int64_t j = 0; j < N; ++j) {
@@ -132,49 +164,68 @@ int64_t find_bfs(double* B, int64_t m, int64_t N, double* x) {
         x[k] = 0.0;
         // Reflect the remaining basis rows top..q-1 so that only row `top` is nonzero in
         // column k, then drop it: rows top+1..q-1 stay orthonormal and vanish at k.
-        const int64_t nr = q - top;
+        nr = q - top;
+        b = 0.0;
         if (nr > 1) {
             double cn = 0.0;
             for (int64_t r = 0; r < nr; ++r) {
-                u[r] = V[(top + r) * N + k];
-                cn += u[r] * u[r];
+                u[static_cast<size_t>(r)] = V[static_cast<size_t>((top + r) * N + k)];
+                cn += u[static_cast<size_t>(r)] * u[static_cast<size_t>(r)];
             }
             cn = std::sqrt(cn);
             const double alpha = u[0] >= 0.0 ? -cn : cn;
             u[0] -= alpha;
             double uu = 0.0;
-            for (int64_t r = 0; r < nr; ++r) uu += u[r] * u[r];
-            if (uu > 0.0) {
-                const double b = 2.0 / uu;
-                std::fill(wrow.begin(), wrow.end(), 0.0);
+            for (int64_t r = 0; r < nr; ++r) uu += u[static_cast<size_t>(r)] * u[static_cast<size_t>(r)];
+            if (uu > 0.0) b = 2.0 / uu;
+        }
+        return true;
+    };
+    if (q > 0 && advance(0)) {
+        const int64_t nchunks = (N + kBfsEntries - 1) / kBfsEntries;
+        team.steps(
+            team.members_for(2.0 * kFlopNs * static_cast<double>(q * N), nchunks, q), q,
+            [nchunks](int64_t) { return nchunks; },
+            [&](int64_t top, int64_t chunk, int) {
+                if (b == 0.0) return;
+                const int64_t j0 = chunk * kBfsEntries, j1 = std::min(N, j0 + kBfsEntries);
+                for (int64_t j = j0; j < j1; ++j) wrow[static_cast<size_t>(j)] = 0.0;
                 for (int64_t r = 0; r < nr; ++r) {
-                    const double ur = u[r];
+                    const double ur = u[static_cast<size_t>(r)];
                     if (ur == 0.0) continue;
                     const double* row = V.data() + (top + r) * N;
-                    for (int64_t j = 0; j < N; ++j) wrow[j] += ur * row[j];
+                    for (int64_t j = j0; j < j1; ++j) wrow[static_cast<size_t>(j)] += ur * row[j];
                 }
                 for (int64_t r = 1; r < nr; ++r) {
-                    const double f = b * u[r];
+                    const double f = b * u[static_cast<size_t>(r)];
                     double* row = V.data() + (top + r) * N;
                     if (f != 0.0) {
-                        for (int64_t j = 0; j < N; ++j) row[j] -= f * wrow[j];
+                        for (int64_t j = j0; j < j1; ++j) row[j] -= f * wrow[static_cast<size_t>(j)];
                     }
-                    row[k] = 0.0;
+                    if (k >= j0 && k < j1) row[k] = 0.0;
                 }
-            }
-        }
+            },
+            [&](int64_t top) { return top + 1 < q && advance(top + 1); });
     }
     int64_t nnz = 0;
     for (int64_t j = 0; j < N; ++j) nnz += x[j] > 0.0;
     return nnz;
 }
 
-int64_t recombination(const double* A, int64_t m, int64_t n, const double* x0, double* x) {
-    return recombination_strided(A, m, n, n, 1, x0, x);
+}  // namespace
+
+int64_t find_bfs(double* B, int64_t m, int64_t N, double* x, int n_threads) {
+    Team team(n_threads);
+    return find_bfs_on(B, m, N, x, team);
+}
+
+int64_t recombination(const double* A, int64_t m, int64_t n, const double* x0, double* x,
+                      int n_threads) {
+    return recombination_strided(A, m, n, n, 1, x0, x, n_threads);
 }
 
 int64_t recombination_strided(const double* A, int64_t m, int64_t n, int64_t rs, int64_t cs,
-                              const double* x0, double* x) {
+                              const double* x0, double* x, int n_threads) {
     std::vector<int64_t> S;
     for (int64_t j = 0; j < n; ++j) {
         if (x0[j] > 0.0) {
@@ -189,6 +240,7 @@ int64_t recombination_strided(const double* A, int64_t m, int64_t n, int64_t rs,
         for (int64_t j : S) x[j] = 0.0;
         return 0;
     }
+    Team team(n_threads);
     const int64_t nb = 2 * m;
     std::vector<double> Ahat(static_cast<size_t>(m * nb)), xhat(static_cast<size_t>(nb));
     std::vector<int64_t> bounds(static_cast<size_t>(nb + 1)), Snew;
@@ -197,9 +249,11 @@ int64_t recombination_strided(const double* A, int64_t m, int64_t n, int64_t rs,
         const int64_t s = static_cast<int64_t>(S.size());
         for (int64_t b = 0; b <= nb; ++b) bounds[b] = (b * s) / nb;
         // Collapse each block to one column: Ahat[:, b] = A[:, I_b] x[I_b], streaming A in its
-        // storage order (rows of a row-major A, or points of a points-major A).
+        // storage order (rows of a row-major A, or points of a points-major A); a chunk is a
+        // row or a block.
+        const double work = kFlopNs * static_cast<double>(m * s);
         if (rs >= cs) {
-            for (int64_t r = 0; r < m; ++r) {
+            team.for_chunks_on(team.members_for(work, m, 1), m, [&](int64_t r) {
                 const double* row = A + r * rs;
                 for (int64_t b = 0; b < nb; ++b) {
                     double acc = 0.0;
@@ -209,11 +263,10 @@ int64_t recombination_strided(const double* A, int64_t m, int64_t n, int64_t rs,
                     }
                     Ahat[r * nb + b] = acc;
                 }
-            }
+            });
         } else {
-            std::vector<double> acc(static_cast<size_t>(m));
-            for (int64_t b = 0; b < nb; ++b) {
-                std::fill(acc.begin(), acc.end(), 0.0);
+            team.for_chunks_on(team.members_for(work, nb, 1), nb, [&](int64_t b) {
+                std::vector<double> acc(static_cast<size_t>(m), 0.0);
                 for (int64_t a = bounds[b]; a < bounds[b + 1]; ++a) {
                     const int64_t j = S[a];
                     const double xj = x[j];
@@ -221,10 +274,10 @@ int64_t recombination_strided(const double* A, int64_t m, int64_t n, int64_t rs,
                     for (int64_t r = 0; r < m; ++r) acc[r] += col[r * rs] * xj;
                 }
                 for (int64_t r = 0; r < m; ++r) Ahat[r * nb + b] = acc[r];
-            }
+            });
         }
         std::fill(xhat.begin(), xhat.end(), 1.0);
-        find_bfs(Ahat.data(), m, nb, xhat.data());
+        find_bfs_on(Ahat.data(), m, nb, xhat.data(), team);
         Snew.clear();
         for (int64_t b = 0; b < nb; ++b) {
             const double f = xhat[b];
@@ -249,7 +302,7 @@ int64_t recombination_strided(const double* A, int64_t m, int64_t n, int64_t rs,
             for (int64_t a = 0; a < s; ++a) B[r * s + a] = A[r * rs + S[a] * cs];
         }
         for (int64_t a = 0; a < s; ++a) xs[a] = x[S[a]];
-        find_bfs(B.data(), m, s, xs.data());
+        find_bfs_on(B.data(), m, s, xs.data(), team);
         for (int64_t a = 0; a < s; ++a) x[S[a]] = xs[a];
     }
     int64_t nnz = 0;

@@ -51,10 +51,11 @@ cdef class Kernel:
 
 cdef extern from "recombination.hpp" nogil:
     int64_t sc_recombination "sc::recombination"(const double* A, int64_t m, int64_t n,
-                                                 const double* x0, double* x) except +
+                                                 const double* x0, double* x,
+                                                 int n_threads) except +
     int64_t sc_recombination_strided "sc::recombination_strided"(
         const double* A, int64_t m, int64_t n, int64_t rs, int64_t cs, const double* x0,
-        double* x) except +
+        double* x, int n_threads) except +
 
 
 cdef extern from "simplex_qp.hpp" nogil:

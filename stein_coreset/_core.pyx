@@ -218,7 +218,8 @@ def gram(Kernel K, const int64_t[::1] rows, cols=None, int n_threads=1):
     return out
 
 
-def recombination(const double[:, ::1] A, const double[::1] x0, bint points_major=False):
+def recombination(const double[:, ::1] A, const double[::1] x0, bint points_major=False,
+                  int n_threads=1):
     """x >= 0 with A x = A x0 and at most rank(A) <= m nonzeros (Alg. G.1).
 
     A is (m, n), or (n, m) holding A^T when ``points_major`` (no transpose copy needed).
@@ -236,7 +237,7 @@ def recombination(const double[:, ::1] A, const double[::1] x0, bint points_majo
     cdef const double* aptr = &A[0, 0] if m > 0 else NULL
     with _Interruptible():
         with nogil:
-            sc_recombination_strided(aptr, m, n, rs, cs, &x0[0], &ov[0])
+            sc_recombination_strided(aptr, m, n, rs, cs, &x0[0], &ov[0], n_threads)
     return out
 
 

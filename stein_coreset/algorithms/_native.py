@@ -124,9 +124,11 @@ def kt_swap_ls(K: KernelMatrix, dense: np.ndarray, order: np.ndarray, fmt: int) 
     )
 
 
-def recombination(A: np.ndarray, x0: np.ndarray, points_major: bool = False) -> np.ndarray:
+def recombination(A: np.ndarray, x0: np.ndarray, points_major: bool = False,
+                  n_threads: int = 1) -> np.ndarray:
     """Recombination (Alg. G.1): x >= 0 with A x = A x0 and at most rank(A) nonzeros."""
-    return _core.recombination(A, np.ascontiguousarray(x0, dtype=np.float64), bool(points_major))
+    return _core.recombination(A, np.ascontiguousarray(x0, dtype=np.float64), bool(points_major),
+                               int(n_threads))
 
 
 def simplex_qp(KJ: np.ndarray, w0: np.ndarray, max_iter: int):

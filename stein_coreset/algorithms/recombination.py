@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
+from .._threads import effective_n_threads
 from ..engine import KernelMatrix
 from . import _native
 from .resample import resample
@@ -26,7 +27,7 @@ from .weights import (
 __all__ = ["recombination", "recombination_thinning"]
 
 
-def recombination(A, x0):
+def recombination(A, x0, *, n_threads: int | None = None):
     """Sparse non-negative vector with the same image: Recombination (Alg. G.1).
 
     Returns ``x >= 0`` with ``A x = A x0`` and at most ``rank(A) <= m`` nonzeros (Tchernychova,
@@ -42,6 +43,8 @@ def recombination(A, x0):
         whichever sign of a null vector has a positive entry, so it is valid without one.
     x0 : (n,) array
         Non-negative weights.
+    n_threads : int or None
+        Threads of the C++ reduction (None: the usable cores); the result does not depend on it.
 
     Returns
     -------
@@ -49,9 +52,12 @@ def recombination(A, x0):
 
     Notes
     -----
-    O(m n + m^3 log(n / m)) time on one core, O(m^2) extra memory besides a copy of A on the
-    host. Rows are equilibrated and the null spaces come from a pivoted Householder QR, so the
-    residual ``A x - A x0`` is at rounding level relative to ``|A| x0`` row by row.
+    O(m n + m^3 log(n / m)) time, O(m^2) extra memory besides a copy of A on the host. Each
+    round's collapse, the pivoted QR's column updates, the null vectors and Find-BFS's
+    reflections run on a team of ``n_threads``, in fixed chunks with every entry summed in one
+    order, so the bits of x do not depend on the team. Rows are equilibrated and the null
+    spaces come from a pivoted Householder QR, so the residual ``A x - A x0`` is at rounding
+    level relative to ``|A| x0`` row by row.
 
     The result is a deterministic function of the bits of ``(A, x0)``, whatever their namespace
     (the reduction always runs on one host copy). It is not a continuous function of them: each
@@ -80,7 +86,7 @@ def recombination(A, x0):
         raise ValueError("x0 has NaN or inf entries")
     if np.any(xh < 0):
         raise ValueError("x0 must be non-negative")
-    x = _native.recombination(Ah, xh, points_major)
+    x = _native.recombination(Ah, xh, points_major, effective_n_threads(n_threads))
     return aa.from_host(x, xp=xp, device=dev)
 
 
@@ -187,6 +193,6 @@ def _recombine(K: KernelMatrix, supp_h: np.ndarray, ws: np.ndarray, rank: int, r
     P[:, :-1] = F if isinstance(F, np.ndarray) else aa.to_host(F)
     P[:, -1] = 1.0
     del F
-    x = _native.recombination(P, ws, True)
+    x = _native.recombination(P, ws, True, K.n_threads)
     keep = x > 0
     return supp_h[keep], x[keep] / x[keep].sum()

@@ -17,68 +17,78 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
     const AllPoints all(K);
     const SoAView& P = all.view();
     Team team(n_threads);
-    // s steps, each a pass of n kernel entries (plus the line search)
-    const int par = team.members_for(static_cast<double>(n) * entry_ns(K.d), nb, s);
-    // col[j] = k_P(x_j, x_i) for all j, block by block
-    auto column = [&](int64_t i, double* col) {
-        team.for_chunks_on(
-            par, nb,
-            [&](int64_t blk) {
-                const int64_t a = blk * kSoABlock;
-                soa_eval(K, i, P, a, std::min(n, a + kSoABlock), col + a);
-            });
-    };
-    std::vector<double> kdiag(static_cast<size_t>(n)), g(static_cast<size_t>(n)),
-        g_old(static_cast<size_t>(n)), col_i(static_cast<size_t>(n)), col_k(static_cast<size_t>(n));
+    std::vector<double> kdiag(static_cast<size_t>(n)), g(static_cast<size_t>(n), 0.0),
+        g2(static_cast<size_t>(n));
     std::vector<double> bD(static_cast<size_t>(nb)), bt(static_cast<size_t>(nb));
     std::vector<int64_t> bk(static_cast<size_t>(nb));
     diag(K, kdiag.data(), n_threads);
-    // g = K w over the support, D = w^T g.
+    // g = K w over the support, D = w^T g: each g_j summed over the support in order.
     std::vector<int64_t> supp;
     for (int64_t j = 0; j < n; ++j) {
         if (w[j] != 0.0) supp.push_back(j);
     }
     const int64_t ns = static_cast<int64_t>(supp.size());
-    std::fill(g.begin(), g.end(), 0.0);
-    for (int64_t a = 0; a < ns; ++a) {
-        poll_cancel();
-        const double wa = w[supp[a]];
-        column(supp[a], col_i.data());
-        for (int64_t j = 0; j < n; ++j) g[j] += wa * col_i[j];
-    }
+    team.for_chunks_on(
+        team.members_for(static_cast<double>(n * ns) * entry_ns(K.d), nb, 1), nb,
+        [&](int64_t blk) {
+            const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
+            double col[kSoABlock];
+            for (int64_t a = 0; a < ns; ++a) {
+                const double wa = w[supp[a]];
+                soa_eval(K, supp[a], P, lo, hi, col);
+                for (int64_t j = lo; j < hi; ++j) g[j] += wa * col[j - lo];
+            }
+        });
     double D = 0.0;
     for (int64_t a = 0; a < ns; ++a) D += w[supp[a]] * g[supp[a]];
 
+    // One region of 2 s steps. Step 2 q visits i = order[q]: the removal of i (renormalised:
+    // g2 = (g - w_i k_P(x_i, .)) / (1 - w_i)) and the line search of every candidate, in fixed
+    // blocks, the blocks' bests combined in order (first argmin). Step 2 q + 1 takes a strictly
+    // better swap: w <- (1 - t) w / (1 - w_i) with w_i = 0, plus t e_k, and g <- (1 - t) g2 +
+    // t k_P(x_k, .), block by block; otherwise g and w stay as they were, exactly. Each entry's
+    // arithmetic is the serial loop's, so the result does not depend on the team.
     const bool splx = fmt == SPLX;
-    for (int64_t step = 0; step < s; ++step) {
-        poll_cancel();
-        const int64_t i = order[step];
-        const double wi = w[i];
-        // Nothing to swap out, or removing i would leave (numerically) no mass behind.
-        if (wi == 0.0 || std::fabs(1.0 - wi) < 1e-9) continue;
-        const double D_old = D;
-        // Remove i, renormalise: (g, D) <- Scale(Add(g, D, i, -w_i), 1 / (1 - w_i)); then the line
-        // search over every candidate k. One pass over fixed blocks (the column of i, the update
-        // of g and the block's best candidate); block bests combined in order: first argmin.
-        const double sc = 1.0 / (1.0 - wi);
-        D = (D - 2.0 * wi * g[i] + wi * wi * kdiag[i]) * sc * sc;
-        const double Dn = D;
-        team.for_chunks_on(
-            par, nb,
-            [&](int64_t blk) {
-                const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
-                soa_eval(K, i, P, lo, hi, col_i.data() + lo);
+    int64_t i = -1, kbest = -1;
+    double wi = 0.0, sc = 1.0, Dn = 0.0, D_old = 0.0, tbest = 0.0;
+    bool search = false, take = false;
+    auto line = [splx](double Dn_, double gj, double kj, double* t_out) {
+        const double den = Dn_ - 2.0 * gj + kj;
+        double t = den > 0.0 ? (Dn_ - gj) / den : 0.0;
+        if (splx) t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
+        *t_out = t;
+        return (1.0 - t) * (1.0 - t) * Dn_ + 2.0 * t * (1.0 - t) * gj + t * t * kj;
+    };
+    // before step 2 q: nothing to swap out, or removing i would leave (numerically) no mass
+    auto visit = [&](int64_t q) {
+        i = order[q];
+        wi = w[i];
+        search = !(wi == 0.0 || std::fabs(1.0 - wi) < 1e-9);
+        if (search) {
+            D_old = D;
+            sc = 1.0 / (1.0 - wi);
+            D = (D - 2.0 * wi * g[i] + wi * wi * kdiag[i]) * sc * sc;
+            Dn = D;
+        }
+    };
+    if (s > 0) visit(0);
+    // s steps, each two passes of n kernel entries
+    const int par = team.members_for(static_cast<double>(n) * entry_ns(K.d), nb, 2 * s);
+    team.steps(
+        par, 2 * s, [nb](int64_t) { return nb; },
+        [&](int64_t step, int64_t blk, int) {
+            const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
+            double col[kSoABlock];
+            if ((step & 1) == 0) {
+                if (!search) return;
+                soa_eval(K, i, P, lo, hi, col);
                 int64_t kl = -1;
                 double Dl = std::numeric_limits<double>::infinity(), tl = 0.0;
                 for (int64_t j = lo; j < hi; ++j) {
-                    g_old[j] = g[j];
-                    const double gj = (g[j] - wi * col_i[j]) * sc;
-                    g[j] = gj;
-                    const double den = Dn - 2.0 * gj + kdiag[j];
-                    double t = den > 0.0 ? (Dn - gj) / den : 0.0;
-                    if (splx) t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
-                    const double Dj = (1.0 - t) * (1.0 - t) * Dn + 2.0 * t * (1.0 - t) * gj +
-                                      t * t * kdiag[j];
+                    const double gj = (g[j] - wi * col[j - lo]) * sc;
+                    g2[j] = gj;
+                    double t;
+                    const double Dj = line(Dn, gj, kdiag[j], &t);
                     if (Dj < Dl) {
                         Dl = Dj;
                         kl = j;
@@ -88,40 +98,44 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
                 bD[static_cast<size_t>(blk)] = Dl;
                 bk[static_cast<size_t>(blk)] = kl;
                 bt[static_cast<size_t>(blk)] = tl;
-            });
-        int64_t kbest = -1;
-        double Dbest = std::numeric_limits<double>::infinity(), tbest = 0.0;
-        for (int64_t blk = 0; blk < nb; ++blk) {
-            if (bD[static_cast<size_t>(blk)] < Dbest) {
-                Dbest = bD[static_cast<size_t>(blk)];
-                kbest = bk[static_cast<size_t>(blk)];
-                tbest = bt[static_cast<size_t>(blk)];
+                return;
             }
-        }
-        if (kbest < 0 || !(Dbest < D_old)) {
-            // No strict improvement (the best is putting i back): keep the old state exactly.
-            g.swap(g_old);
-            D = D_old;
-            continue;
-        }
-        for (int64_t j = 0; j < n; ++j) {
-            if (w[j] != 0.0) w[j] *= sc;
-        }
-        w[i] = 0.0;
-        const double t = tbest, keep = 1.0 - t;
-        for (int64_t j = 0; j < n; ++j) {
-            if (w[j] != 0.0) w[j] *= keep;
-        }
-        w[kbest] += t;
-        team.for_chunks_on(
-            par, nb,
-            [&](int64_t blk) {
-                const int64_t lo = blk * kSoABlock, hi = std::min(n, lo + kSoABlock);
-                soa_eval(K, kbest, P, lo, hi, col_k.data() + lo);
-                for (int64_t j = lo; j < hi; ++j) g[j] = keep * g[j] + t * col_k[j];
-            });
-        D = Dbest;
-    }
+            if (!take) return;
+            const double t = tbest, keep = 1.0 - t;
+            soa_eval(K, kbest, P, lo, hi, col);
+            for (int64_t j = lo; j < hi; ++j) {
+                double wj = w[j];
+                if (wj != 0.0) wj *= sc;
+                if (j == i) wj = 0.0;
+                if (wj != 0.0) wj *= keep;
+                if (j == kbest) wj += t;
+                w[j] = wj;
+                g[j] = keep * g2[j] + t * col[j - lo];
+            }
+        },
+        [&](int64_t step) {
+            if ((step & 1) == 0) {
+                take = false;
+                if (!search) return true;
+                kbest = -1;
+                double Dbest = std::numeric_limits<double>::infinity();
+                tbest = 0.0;
+                for (int64_t blk = 0; blk < nb; ++blk) {
+                    if (bD[static_cast<size_t>(blk)] < Dbest) {
+                        Dbest = bD[static_cast<size_t>(blk)];
+                        kbest = bk[static_cast<size_t>(blk)];
+                        tbest = bt[static_cast<size_t>(blk)];
+                    }
+                }
+                // No strict improvement (the best is putting i back): keep the old state.
+                take = kbest >= 0 && Dbest < D_old;
+                D = take ? Dbest : D_old;
+                return true;
+            }
+            const int64_t q = step / 2 + 1;
+            if (q < s) visit(q);
+            return true;
+        });
     return D;
 }
 

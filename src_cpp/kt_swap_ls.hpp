@@ -20,8 +20,9 @@ enum SwapFormat : int { SPLX = 0, CP = 1 };
 // w (n, in/out): dense weights over all n points of K, summing to 1 (non-negative for SPLX).
 // order (s): the support points to visit, in order. Returns the final D = w^T K w (tracked).
 // Cost: O(n s) kernel evaluations and O(n s) arithmetic.
-// Each swap is two parallel passes over fixed blocks of points (block bests combined in order),
-// so the result does not depend on n_threads.
+// One team region: each swap is two steps over fixed blocks of points (the search, its block
+// bests combined in order; then the update of w and g), so the result does not depend on
+// n_threads.
 double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t s, int fmt,
                   int n_threads);
 

@@ -128,3 +128,59 @@ def test_kt_swap_ls_bad_input(args, err, match):
     K, _, _, _ = _problem()
     with pytest.raises(err, match=match):
         kt_swap_ls(K, *args)
+
+
+def _reference_pass(Kd, dense, order, splx):
+    """Alg. G.2 from its definition, on the dense matrix: for each visited i, remove it and
+    renormalise, line-search every candidate k, and keep the best only if it lowers w^T K w."""
+    w = dense.copy()
+    for i in order:
+        wi = w[i]
+        if wi == 0.0 or abs(1.0 - wi) < 1e-9:
+            continue
+        D_old = w @ Kd @ w
+        v = w.copy()
+        v[i] = 0.0
+        v /= 1.0 - wi
+        g = Kd @ v
+        D = v @ g
+        kd = np.diag(Kd)
+        den = D - 2 * g + kd
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(den > 0, (D - g) / den, 0.0)
+        if splx:
+            t = np.clip(t, 0.0, 1.0)
+        Dk = (1 - t) ** 2 * D + 2 * t * (1 - t) * g + t**2 * kd
+        k = int(np.argmin(Dk))
+        if Dk[k] < D_old * (1 - 1e-12):
+            w = (1 - t[k]) * v
+            w[k] += t[k]
+    return w
+
+
+@pytest.mark.parametrize("fmt", ["splx", "cp"])
+def test_a_whole_pass_matches_the_definition_and_not_the_team(fmt):
+    """Every swap of a pass (visiting the support twice) as the definition makes it, on one
+    team region of two steps a swap; the same bits on 1, 2 and 3 threads."""
+    from stein_coreset import _core
+    from stein_coreset.algorithms.swap_ls import SWAP_LS_FORMATS
+
+    K, Kd, idx, w = _problem(n=2000, seed=4, s=20)
+    if fmt == "cp":
+        w = w + np.random.default_rng(4).normal(0, 0.3, w.size)
+        w /= w.sum()
+    dense = np.zeros(K.n)
+    dense[idx] = w
+    order = np.concatenate([idx, idx]).astype(np.int64)
+    want = _reference_pass(Kd, dense, order, fmt == "splx")
+    outs = []
+    for k in (1, 2, 3):
+        d = dense.copy()
+        D = _core.kt_swap_ls(K.handle(), d, order, SWAP_LS_FORMATS[fmt], k)
+        outs.append(d)
+        assert D == pytest.approx(d @ Kd @ d, rel=1e-9)
+    np.testing.assert_array_equal(np.flatnonzero(outs[0]), np.flatnonzero(want))
+    np.testing.assert_allclose(outs[0], want, rtol=1e-9, atol=1e-13)
+    assert not np.array_equal(np.flatnonzero(want), np.sort(idx))  # swaps happened
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])

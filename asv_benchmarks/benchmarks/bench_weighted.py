@@ -14,7 +14,12 @@ import time
 import numpy as np
 
 import stein_coreset as sc
-from stein_coreset.algorithms import cholesky_thinning, recombination, recombination_thinning
+from stein_coreset.algorithms import (
+    cholesky_thinning,
+    kt_swap_ls,
+    recombination,
+    recombination_thinning,
+)
 
 #: Table I.1 of the paper (seconds; median of 3 runs on one NVIDIA RTX 6000 GPU).
 PAPER_TABLE_I1 = {
@@ -46,23 +51,42 @@ def _thin(K, w, method, tau, seed=0):
 
 
 class Recombination:
-    """Recombination alone on a dense random A with a constant row (target: < 2 s, one core)."""
+    """Recombination alone on a dense random A with a constant row (target: < 2 s), on 1 and 2
+    threads (its QR, null vectors, Find-BFS reflections and collapse run on the team)."""
 
-    params = ([64], [10**5, 10**6])
-    param_names = ["m", "n"]
+    params = ([64, 256], [1 << 16, 10**6], [1, 2])
+    param_names = ["m", "n", "n_threads"]
     timeout = 300
 
-    def setup(self, m, n):
+    def setup(self, m, n, n_threads):
         rng = np.random.default_rng(0)
         self.A = rng.standard_normal((m, n))
         self.A[0] = 1.0
         self.x0 = rng.random(n)
 
-    def time_recombination(self, m, n):
-        recombination(self.A, self.x0)
+    def time_recombination(self, m, n, n_threads):
+        recombination(self.A, self.x0, n_threads=n_threads)
 
-    def peakmem_recombination(self, m, n):
-        recombination(self.A, self.x0)
+    def peakmem_recombination(self, m, n, n_threads):
+        recombination(self.A, self.x0, n_threads=n_threads)
+
+
+class KTSwapLS:
+    """KT-Swap-LS (Alg. G.2) visiting s = 256 support points over n = 2^16 candidates."""
+
+    params = ([1 << 16], [256], [1, 2])
+    param_names = ["n", "s", "n_threads"]
+    timeout = 300
+
+    def setup(self, n, s, n_threads):
+        K, _ = _stein_problem(n)
+        self.K = K.with_threads(n_threads)
+        rng = np.random.default_rng(1)
+        self.idx = rng.choice(n, s, replace=False)
+        self.w = rng.dirichlet(np.ones(s))
+
+    def time_kt_swap_ls(self, n, s, n_threads):
+        kt_swap_ls(self.K, self.idx, self.w, "splx")
 
 
 class WeightedThinning:
@@ -120,12 +144,13 @@ def main():
     if sys.argv[1:] == ["--size-at-input-size"]:
         size_at_input_size()
         return
-    for m, n in [(64, 10**6)]:
+    for m, n in [(64, 10**6), (256, 1 << 16)]:
         case = Recombination()
-        case.setup(m, n)
-        t = time.perf_counter()
-        case.time_recombination(m, n)
-        print(f"recombination m={m} n={n}: {time.perf_counter() - t:.3f} s")
+        case.setup(m, n, 1)
+        for k in (1, 2):
+            t = time.perf_counter()
+            case.time_recombination(m, n, k)
+            print(f"recombination m={m} n={n} n_threads={k}: {time.perf_counter() - t:.3f} s")
     for n in (1 << 14, 1 << 16):
         K, w = _stein_problem(n)
         for method in ("rt", "ct"):

@@ -52,13 +52,6 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
     int64_t i = -1, kbest = -1;
     double wi = 0.0, sc = 1.0, Dn = 0.0, D_old = 0.0, tbest = 0.0;
     bool search = false, take = false;
-    auto line = [splx](double Dn_, double gj, double kj, double* t_out) {
-        const double den = Dn_ - 2.0 * gj + kj;
-        double t = den > 0.0 ? (Dn_ - gj) / den : 0.0;
-        if (splx) t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
-        *t_out = t;
-        return (1.0 - t) * (1.0 - t) * Dn_ + 2.0 * t * (1.0 - t) * gj + t * t * kj;
-    };
     // before step 2 q: nothing to swap out, or removing i would leave (numerically) no mass
     auto visit = [&](int64_t q) {
         i = order[q];
@@ -88,7 +81,7 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
                     const double gj = (g[j] - wi * col[j - lo]) * sc;
                     g2[j] = gj;
                     double t;
-                    const double Dj = line(Dn, gj, kdiag[j], &t);
+                    const double Dj = portable::swap_ls_line(Dn, gj, kdiag[j], splx, &t);
                     if (Dj < Dl) {
                         Dl = Dj;
                         kl = j;

@@ -531,17 +531,6 @@ extern "C" __global__ void ksls_init(KP_PARAMS, const long long* supp, const dou
     g[j] = s;
 }
 
-// The line search for candidate j (g_j the statistic after removing the visited point): the
-// weight t of e_j and the squared MMD D_j it reaches from Dn.
-__device__ __forceinline__ double ksls_line(double Dn, double gj, double kj, int splx,
-                                            double* t_out) {
-    const double den = Dn - 2.0 * gj + kj;
-    double t = den > 0.0 ? (Dn - gj) / den : 0.0;
-    if (splx) t = t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
-    *t_out = t;
-    return (1.0 - t) * (1.0 - t) * Dn + 2.0 * t * (1.0 - t) * gj + t * t * kj;
-}
-
 // Steps s0 .. s1-1 of the swaps as one persistent launch (one block per multiprocessor, all
 // resident). Step s visits i = order[s]: every block computes the new D after removing i (the
 // same arithmetic on the same values), its threads the column k_P(x_i, .), the renormalised
@@ -581,7 +570,7 @@ extern "C" __global__ void ksls_persistent(KP_PARAMS, double* w, double* g, doub
             const double gj = (g[j] - wi * kp_entry(K, i, j)) * sc;
             g2[j] = gj;
             double t;
-            const double Dj = ksls_line(Dn, gj, kd[j], splx, &t);
+            const double Dj = swap_ls_line(Dn, gj, kd[j], splx, &t);
             if (better(Dj, j, bv, bi)) {
                 bv = Dj;
                 bi = j;
@@ -611,7 +600,7 @@ extern "C" __global__ void ksls_persistent(KP_PARAMS, double* w, double* g, doub
             continue;
         }
         double t;
-        ksls_line(Dn, vg2[kb], kd[kb], splx, &t);
+        swap_ls_line(Dn, vg2[kb], kd[kb], splx, &t);
         const double keep = 1.0 - t;
         for (long long j = first; j < n; j += stride) {
             double wj = w[j];

@@ -19,14 +19,17 @@ import time
 import numpy as np
 
 
-def available() -> bool:
+def missing() -> str | None:
+    """Why goodpoints.jax cannot run here (its modules and what they import: JAX, qpsolvers),
+    or None when it can."""
     try:
+        import goodpoints.jax.compress  # noqa: F401
         import goodpoints.jax.kt  # noqa: F401
+        import goodpoints.jax.lr_debias  # noqa: F401
         import jax  # noqa: F401
-
-        return True
-    except Exception:
-        return False
+    except Exception as e:  # ImportError, or a broken JAX install
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 def _setup(X, S, sigma):

@@ -1,0 +1,48 @@
+"""tools/gpu_check.py, the script of the one prepared GPU run (tools/device_run.sh), run here on
+array_api_strict: every code path it takes on the device but the CuPy calls — the agreement
+check, the goodpoints.jax side-by-side and the JSON — so that a broken script or a missing
+import shows up here and not in the device's few minutes."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+gpu_check = pytest.importorskip("gpu_check")
+gpj = pytest.importorskip("goodpoints_jax")
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore")
+def test_gpu_check_scores_goodpoints_jax_beside_every_method_it_compares(
+    tmp_path, monkeypatch, capsys
+):
+    pytest.importorskip("array_api_strict")
+    if gpj.missing() is not None:
+        pytest.skip(f"goodpoints.jax: {gpj.missing()}")
+    monkeypatch.setattr(gpu_check, "GP_WARM_MAX_N", 0)  # one (compiling) call: the test's time
+    out = tmp_path / "table.json"
+    rc = gpu_check.main(["--xp", "strict", "--n", "256", "--methods", "st", "skt", "lskt",
+                         "--goodpoints", "--json", str(out)])
+    assert rc == 0, capsys.readouterr().out
+    table = json.loads(out.read_text())
+    rows = {r["method"]: r for r in table["rows"]}
+    assert set(rows) == {"st", "skt", "lskt"}
+    for r in rows.values():
+        assert r["agree"] and "gp_error" not in r, r
+        assert r["gp_ksd"] > 0.0 and r["gp_s"] > 0.0 and r["gp_includes_compile"]
+    # Stein thinning is deterministic: the authors' code on the same kernel (same bandwidth,
+    # same scores) takes the same greedy steps, so the two KSDs are one number
+    assert rows["st"]["gp_ksd"] == pytest.approx(rows["st"]["ksd_gpu"], rel=1e-9)
+
+
+def test_gpu_check_says_why_goodpoints_jax_cannot_run(monkeypatch, capsys):
+    np = pytest.importorskip("numpy")
+    monkeypatch.setattr(gpj, "missing", lambda: "ModuleNotFoundError: No module named 'x'")
+    X = np.zeros((4, 2))
+    row = gpu_check._goodpoints_row("st", X, X, 2, 0, None, 1.0)
+    assert row == {"gp_error": "not importable: ModuleNotFoundError: No module named 'x'"}
+    assert "No module named 'x'" in capsys.readouterr().out

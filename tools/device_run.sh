@@ -10,10 +10,8 @@
 #                                    #   goodpoints.jax, lskt at 2^20, the 16-core thread table,
 #                                    #   Dask with CuPy blocks (about 7 minutes)
 #
-# Build the wheels first (on any x86-64 machine with Python 3.12):
-#   python3.12 -m pip wheel --no-deps -w .whl .
-#   (and the pure-Python wheels: array-api-compat, array-api-strict, qpsolvers, goodpoints
-#    built for cp312, dask, distributed and their small dependencies)
+# Fill .whl/ first, on any x86-64 machine with Python 3.12 and PyPI (then carry=[".whl"]):
+#   bash tools/device_wheels.sh --check
 set -u
 stage=${1:-quick}
 OUT=${OUT:-/tmp/device_out}
@@ -42,6 +40,8 @@ stage_run() {  # name timeout command...: the whole output into the summary (onl
     nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv
     echo "cores: $(nproc)"; uptime
     python3 -c "import sys, numpy, cupy; print(sys.version); print('numpy', numpy.__version__, 'cupy', cupy.__version__)"
+    python3 -c "import sys; sys.path.insert(0, 'tools'); import goodpoints_jax as g
+print('goodpoints.jax:', g.missing() or 'importable')"
 } >> "$LOG" 2>&1
 
 # the persistent loops rely on every block being resident at once: if a small run does not

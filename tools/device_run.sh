@@ -4,13 +4,15 @@
 # and the pure-Python packages it lacks), then runs each stage under `timeout`, logs in $OUT.
 #
 #   bash tools/device_run.sh quick   # the CUDA tests and a first timing (about 2 minutes)
-#   bash tools/device_run.sh full    # + the device loops (st; AMD array-API vs fused, to pick
-#                                    #   STEIN_CORESET_CUDA_AMD's default),
-#                                    #   gpu_check at 2^14 / 2^16 against the 16 CPU cores and
-#                                    #   goodpoints.jax, lskt at 2^20, the 16-core thread table,
-#                                    #   Dask with CuPy blocks (about 7 minutes)
+#   bash tools/device_run.sh full    # the CUDA tests; gpu_check at 2^14 / 2^16 against the 16
+#                                    # CPU cores and goodpoints.jax; the 16-core thread table;
+#                                    # lskt at 2^20; Dask with CuPy blocks; AMD array-API vs
+#                                    # fused (STEIN_CORESET_CUDA_AMD's default); the loop modes
+#   bash tools/device_run.sh second  # loop modes on whole methods, lskt at 2^20 and 2^24, Dask
 #
-# Fill .whl/ first, on any x86-64 machine with Python 3.12 and PyPI (then carry=[".whl"]):
+# Every stage ends within DEADLINE_S seconds (default 560) of the start, inside the device
+# call's 600 s: run(command="bash tools/device_run.sh full", carry=[".whl"], timeout_s=600).
+# Fill .whl/ first, on any x86-64 machine with Python 3.12 and PyPI:
 #   bash tools/device_wheels.sh --check
 set -u
 stage=${1:-quick}
@@ -24,9 +26,19 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site
 LOG="$OUT/summary.log"
 
+# every stage ends by the deadline (seconds from here; the device call's own limit is 600 s):
+# its timeout is clipped to the time left, and a stage with under 20 s left is skipped
+DEADLINE=$((SECONDS + ${DEADLINE_S:-560}))
+
 stage_run() {  # name timeout command...: the whole output into the summary (only 8 files
     local name=$1 t=$2  # come back from the machine), its tail to stdout
     shift 2
+    local left=$((DEADLINE - SECONDS))
+    if [ "$left" -lt 20 ]; then
+        echo "=== $name SKIPPED: ${left}s left before the deadline" | tee -a "$LOG"
+        return
+    fi
+    [ "$t" -gt "$left" ] && t=$left
     echo "=== $name (timeout ${t}s) start $(date +%T)" | tee -a "$LOG"
     timeout "$t" "$@" > "/tmp/$name.log" 2>&1
     local rc=$?
@@ -95,15 +107,17 @@ if [ "$stage" = quick ]; then
     exit 0
 fi
 
-# full: the stages in order of importance (the call's own limit may cut the last ones)
-stage_run loops 45 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
-stage_run amd 60 python3 tools/gpu_large.py --amd --n 16384 65536 1048576 --json "$OUT/amd.json"
+# full: the stages in the order of the issues' must-show figures (the deadline cuts the last
+# ones): agreement and speed of every method against the 16 cores and goodpoints.jax, the
+# 16-core thread table, lskt at 2^20, Dask; then what picks defaults and explains times
 stage_run gpu_check 200 python3 tools/gpu_check.py --n 16384 65536 --goodpoints --gp-n 65536 \
     --json "$OUT/gpu_check.json"
 stage_run threads 170 python3 tools/threads_table.py --n 12,14,16 --threads 1,2,4,8,16 \
     --st-frac 0.25 --budget-s 150 --json "$OUT/threads_table.json"
 stage_run large 60 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
+stage_run dask_gpu 50 python3 tools/gpu_large.py --dask --n 65536
+stage_run amd 60 python3 tools/gpu_large.py --amd --n 16384 65536 1048576 --json "$OUT/amd.json"
+stage_run loops 45 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
 stage_run diagnose 60 python3 tools/gpu_large.py --diagnose-lskt --n 65536
 stage_run profile 40 python3 tools/gpu_large.py --profile --method lskt --n 65536
-stage_run dask_gpu 50 python3 tools/gpu_large.py --dask --n 65536
 echo "done $(date +%T)" >> "$LOG"

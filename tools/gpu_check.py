@@ -12,8 +12,9 @@ host-transfer volume of each method. Exits non-zero on any disagreement.
 
 ``--goodpoints`` also runs the authors' goodpoints.jax (st, skt, lskt; JAX on the same GPU when
 it has CUDA) on the same input, timed on a second call (the first compiles), and scores its
-output with this library's KSD. ``--json`` writes every row. ``--gpu-only`` skips the CPU
-runs (no agreement check).
+output with this library's KSD. ``--json`` writes every row (rewritten after each row, so a run
+stopped by a time limit keeps what it had). ``--gpu-only`` skips the CPU runs (no agreement
+check).
 
 Needs CuPy and a CUDA device (``pip install ".[gpu]"``); see docs/gpu.md.
 """
@@ -21,6 +22,7 @@ Needs CuPy and a CUDA device (``pip install ".[gpu]"``); see docs/gpu.md.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
@@ -108,6 +110,7 @@ def main(argv=None) -> int:
             f"CuPy {cupy.__version__}, device {dev.id}: "
             f"{cupy.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}"
         )
+    name = device_name(args)
     methods = args.methods or sc.available_methods()
     deterministic = {"standard", "st"}
     failures = []
@@ -160,12 +163,9 @@ def main(argv=None) -> int:
                 args.gp_n is None or n in args.gp_n
             ):
                 rows[-1].update(_goodpoints_row(method, Xh, Sh, size, args.seed, res, t_gpu))
-    if args.json:
-        import json
-
-        with open(args.json, "w") as f:
-            json.dump({"device": device_name(args), "rows": rows, "failures": failures}, f,
-                      indent=1)
+            if args.json:  # after every row: a run stopped by its time limit keeps its rows
+                with open(args.json, "w") as f:
+                    json.dump({"device": name, "rows": rows, "failures": failures}, f, indent=1)
     if failures:
         print(f"DISAGREEMENT: {failures}", file=sys.stderr)
         return 1

@@ -5,13 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <vector>
 
 namespace sc {
 
 namespace {
-constexpr int64_t kCols = 2048;  // entries per chunk of the column update (a multiple of kSoABlock)
+// entries per chunk of the column update (a multiple of kSoABlock): n = 2^15 .. 2^16 points make
+// 32 .. 64 chunks, several per member of a 16-thread team
+constexpr int64_t kCols = 1024;
 }
 
 int64_t weighted_rpcholesky(const KernelSpec& K, const double* sw, double* d, double* Ft,
@@ -23,8 +24,15 @@ int64_t weighted_rpcholesky(const KernelSpec& K, const double* sw, double* d, do
     const AllPoints all(K);
     const SoAView& P = all.view();
     std::vector<double> Fs(static_cast<size_t>(rank));
-    std::unique_ptr<double[]> cum(new double[static_cast<size_t>(n)]);
     const int64_t nch = (n + kCols - 1) / kCols;
+    // per chunk: the sum of d over its entries in index order, written by the chunk that
+    // updates them, so that the serial part of a step reads nch sums and one chunk, not all n
+    std::vector<double> dsum(static_cast<size_t>(nch));
+    for (int64_t c = 0; c < nch; ++c) {
+        double a = 0.0;
+        for (int64_t j = c * kCols; j < std::min(n, (c + 1) * kCols); ++j) a += d[j];
+        dsum[static_cast<size_t>(c)] = a;
+    }
     Team team(n_threads);
     // i1 - i0 steps of n kernel entries and ~i n multiply-adds
     const double step_ns = static_cast<double>(n) *
@@ -34,15 +42,31 @@ int64_t weighted_rpcholesky(const KernelSpec& K, const double* sw, double* d, do
     int64_t s = 0, stop = i1;
     double sws = 0.0, inv = 0.0;
     auto choose = [&](int64_t i) {
-        // cumsum(d) in index order, one pass: its last entry is sum(d), and the pivot is the
-        // first s with cumsum[s] > u sum(d) (cumsum never decreases: d >= 0)
-        double c = 0.0;
-        for (int64_t j = 0; j < n; ++j) cum[j] = c += d[j];
-        const double total = c;
+        // the pivot: the first s whose running sum of d passes u sum(d), the running sum taken
+        // chunk by chunk (the chunks' sums in order, then the entries of the chunk holding it)
+        double total = 0.0;
+        for (int64_t c = 0; c < nch; ++c) total += dsum[static_cast<size_t>(c)];
         if (!(total > tol)) return false;
         const double target = total * u[i - i0];
-        s = std::upper_bound(cum.get(), cum.get() + n, target) - cum.get();
-        if (s >= n) s = n - 1;
+        double pre = 0.0;
+        int64_t c = 0;
+        for (; c < nch && !(pre + dsum[static_cast<size_t>(c)] > target); ++c)
+            pre += dsum[static_cast<size_t>(c)];
+        s = n - 1;  // no chunk passes (the target rounded up to sum(d))
+        if (c < nch) {
+            // the entries' sum may round below the chunk's: then its last positive entry
+            int64_t last = -1;
+            double a = pre;
+            for (int64_t j = c * kCols; j < std::min(n, (c + 1) * kCols); ++j) {
+                if (d[j] > 0.0) last = j;
+                a += d[j];
+                if (a > target) {
+                    last = j;
+                    break;
+                }
+            }
+            if (last >= 0) s = last;
+        }
         // k(x_s, x_s) as the column computes it (the evaluator's block holding s)
         alignas(64) double buf[kSoABlock];
         const int64_t b0 = (s / kSoABlock) * kSoABlock;
@@ -75,12 +99,15 @@ int64_t weighted_rpcholesky(const KernelSpec& K, const double* sw, double* d, do
                 for (int64_t j = j0; j < j1; ++j) g[j - j0] -= fk[j] * a;
             }
             double* fi = Ft + i * n;
+            double ds = 0.0;
             for (int64_t j = j0; j < j1; ++j) {
                 const double f = g[j - j0] * inv;
                 fi[j] = f;
                 const double dj = d[j] - f * f;
                 d[j] = (dj > 0.0 && j != s) ? dj : 0.0;
+                ds += d[j];
             }
+            dsum[static_cast<size_t>(c)] = ds;
         },
         [&](int64_t q) {
             const int64_t i = i0 + q;

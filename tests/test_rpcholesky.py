@@ -89,12 +89,14 @@ def test_weighted_rpcholesky_rejects_bad_rank():
         weighted_rpcholesky(Kmat, rank=0)
 
 
-def test_weighted_rpcholesky_cpp_loop_matches_array_api_loop():
+@pytest.mark.parametrize("n", [300, 2500])
+def test_weighted_rpcholesky_cpp_loop_matches_array_api_loop(n):
     """The C++ loop (NumPy inputs) and the namespace-generic loop draw the same pivots from the
-    same generator and give the same factor up to rounding, and leave the generator alike."""
-    Kmat = _stein_matrix(np, n=300, d=3, seed=4)
+    same generator and give the same factor up to rounding, and leave the generator alike
+    (n = 2500: the C++ finds a pivot through its chunks' sums of d, three chunks)."""
+    Kmat = _stein_matrix(np, n=n, d=3, seed=4)
     rng = np.random.default_rng(9)
-    w = rng.random(300)
+    w = rng.random(n)
     w[::5] = 0.0
     w /= w.sum()
     assert Kmat.uses_cpp

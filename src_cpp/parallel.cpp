@@ -4,6 +4,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__GNUG__) && __has_include(<cxxabi.h>)
+#include <cxxabi.h>
+#endif
+
 #ifdef _WIN32
 #include <process.h>
 #define getpid _getpid
@@ -64,6 +68,64 @@ int team_members(int nt, double step_ns, int64_t nchunks, int64_t nsteps) {
         }
     }
     return best;
+}
+
+// ---- region accounting ------------------------------------------------------------------------
+
+namespace {
+
+std::atomic<bool> g_stats_on{false};
+std::mutex g_stats_mu;
+std::vector<SiteStats> g_stats;  // guarded by g_stats_mu
+
+std::string demangle(const char* name) {
+#if defined(__GNUG__) && __has_include(<cxxabi.h>)
+    int status = 0;
+    char* p = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    if (status == 0 && p != nullptr) {
+        std::string out(p);
+        std::free(p);
+        return out;
+    }
+#endif
+    return name;
+}
+
+}  // namespace
+
+void team_stats_enable(bool on) { g_stats_on.store(on, std::memory_order_relaxed); }
+
+bool team_stats_on() { return g_stats_on.load(std::memory_order_relaxed); }
+
+int& region_depth() {
+    thread_local int depth = 0;
+    return depth;
+}
+
+void team_stats_add(const char* type_name, bool loop, int team, int members, bool nested,
+                    const RegionStats& r) {
+    const std::string site = demangle(type_name);
+    std::lock_guard<std::mutex> lk(g_stats_mu);
+    for (SiteStats& e : g_stats) {
+        if (e.site == site && e.loop == loop && e.team == team && e.members == members &&
+            e.nested == nested) {
+            e.s.regions += r.regions;
+            e.s.steps += r.steps;
+            e.s.chunks += r.chunks;
+            e.s.wall_ns += r.wall_ns;
+            e.s.busy_ns += r.busy_ns;
+            e.s.combine_ns += r.combine_ns;
+            return;
+        }
+    }
+    g_stats.push_back(SiteStats{site, loop, team, members, nested, r});
+}
+
+std::vector<SiteStats> team_stats_take() {
+    std::lock_guard<std::mutex> lk(g_stats_mu);
+    std::vector<SiteStats> out;
+    out.swap(g_stats);
+    return out;
 }
 
 // ---- the crews ----------------------------------------------------------------------------------

@@ -60,8 +60,10 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "cancel.hpp"
@@ -135,6 +137,32 @@ constexpr int64_t kManySteps = int64_t{1} << 20;
 // nchunks)] that minimises nsteps (ceil(C / M) W / C + kBarrierNs M) + kWakeNs (M = 1: nsteps
 // W), the smallest M on ties. A pure function of its arguments and STEIN_CORESET_TEAM_GRAIN.
 int team_members(int nt, double step_ns, int64_t nchunks, int64_t nsteps);
+
+// Region accounting, for tools/threads_table.py --profile: off (one relaxed load a region) until
+// team_stats_enable(true). Then every region adds, to the totals of its call site (the type of
+// its body, demangled), its wall time on the caller, its members' time from each step's start
+// to their last chunk of it (busy), its last arrivers' time in combine (serial: the others wait),
+// its steps and chunks. A region started inside another's chunk counts as nested (its wall is
+// within its parent's busy time). Never changes what a region computes.
+struct RegionStats {
+    int64_t regions = 0, steps = 0, chunks = 0;
+    double wall_ns = 0.0, busy_ns = 0.0, combine_ns = 0.0;
+};
+struct SiteStats {
+    std::string site;  // the demangled type of the body (a loop: of for_chunks_on's body)
+    bool loop = false;
+    int team = 1, members = 1;
+    bool nested = false;
+    RegionStats s;
+};
+void team_stats_enable(bool on);
+bool team_stats_on();
+void team_stats_add(const char* type_name, bool loop, int team, int members, bool nested,
+                    const RegionStats& r);
+// the totals since the last call (and resets them), one entry per (site, team, members, nested)
+std::vector<SiteStats> team_stats_take();
+// the calling thread's depth of regions being run (0 outside any)
+int& region_depth();
 
 // Rough single-thread cost of one k_P entry in d dimensions (AVX2/AVX-512, IMQ Stein kernel:
 // ~3 ns at d = 4); only the team size depends on it, never a result.
@@ -237,13 +265,25 @@ public:
     void for_chunks_on(int members, int64_t nchunks, F&& body) {
         if (nchunks <= 0) return;
         if (members <= 1 || nt_ == 1 || nchunks == 1) {
+            if (!team_stats_on()) {
+                serial_chunks(nchunks, body);
+                return;
+            }
+            const Clock::time_point t0 = Clock::now();
+            ++region_depth();
             serial_chunks(nchunks, body);
+            RegionStats r;
+            r.regions = r.steps = 1;
+            r.chunks = nchunks;
+            r.wall_ns = r.busy_ns = ns_since(t0);
+            team_stats_add(typeid(F).name(), true, nt_, 1, --region_depth() > 0, r);
             return;
         }
         if (members > nchunks) members = static_cast<int>(nchunks);
-        steps(
-            members, 1, [nchunks](int64_t) { return nchunks; },
-            [&body](int64_t, int64_t c, int) { body(c); }, [](int64_t) { return true; });
+        auto one = [nchunks](int64_t) { return nchunks; };
+        auto run = [&body](int64_t, int64_t c, int) { body(c); };
+        auto done = [](int64_t) { return true; };
+        run_steps(typeid(F).name(), true, members, 1, one, run, done);
     }
 
     // A region of `nsteps` dependent steps on `members` threads (the caller is member 0):
@@ -254,22 +294,46 @@ public:
     // step), below 2^24. Exceptions as in for_chunks.
     template <class NChunks, class Body, class Combine>
     void steps(int members, int64_t nsteps, NChunks&& nchunks, Body&& body, Combine&& combine) {
-        if (nsteps <= 0) return;
-        if (members > nt_) members = nt_;
-        if (members <= 1) {
-            serial_steps(nsteps, nchunks, body, combine);
-            return;
-        }
-        using Ctx = Region<typename std::remove_reference<NChunks>::type,
-                           typename std::remove_reference<Body>::type,
-                           typename std::remove_reference<Combine>::type>;
-        Ctx ctx{&nchunks, &body, &combine, nsteps};
-        open(members, &ctx, &Team::run_member<Ctx>);
-        run_member<Ctx>(this, &ctx, 0);
-        close();
+        run_steps(typeid(Body).name(), false, members, nsteps, nchunks, body, combine);
     }
 
 private:
+    // steps(), its region accounted to `site` (a loop of for_chunks_on when `loop`)
+    template <class NChunks, class Body, class Combine>
+    void run_steps(const char* site, bool loop, int members, int64_t nsteps, NChunks& nchunks,
+                   Body& body, Combine& combine) {
+        if (nsteps <= 0) return;
+        if (members > nt_) members = nt_;
+        const bool stats = team_stats_on();
+        if (members <= 1) {
+            if (!stats) {
+                serial_steps(nsteps, nchunks, body, combine);
+                return;
+            }
+            RegionStats r;
+            const Clock::time_point t0 = Clock::now();
+            ++region_depth();
+            serial_steps(nsteps, nchunks, body, combine, &r);
+            r.regions = 1;
+            r.wall_ns = ns_since(t0);
+            r.busy_ns = r.wall_ns - r.combine_ns;
+            team_stats_add(site, loop, nt_, 1, --region_depth() > 0, r);
+            return;
+        }
+        using Ctx = Region<NChunks, Body, Combine>;
+        Ctx ctx{&nchunks, &body, &combine, nsteps, stats};
+        const Clock::time_point t0 = stats ? Clock::now() : Clock::time_point();
+        if (stats) ++region_depth();
+        open(members, &ctx, &Team::run_member<Ctx>);
+        run_member<Ctx>(this, &ctx, 0);
+        close();
+        if (stats) {
+            ctx.acc.regions = 1;
+            ctx.acc.wall_ns = ns_since(t0);
+            team_stats_add(site, loop, nt_, members, --region_depth() > 0, ctx.acc);
+        }
+    }
+
     static constexpr int kOffBits = 24;  // claim counter: (step + 1) << 24 | next offset
     static constexpr int64_t kStop = int64_t{1} << 62;
 
@@ -283,13 +347,27 @@ private:
     }
     template <class NChunks, class Body, class Combine>
     SC_NOINLINE static void serial_steps(int64_t nsteps, NChunks& nchunks, Body& body,
-                                         Combine& combine) {
+                                         Combine& combine, RegionStats* acc = nullptr) {
         for (int64_t s = 0; s < nsteps; ++s) {
             poll_cancel();  // Ctrl-C (cancel.hpp): once per dependent step
             const int64_t C = std::max<int64_t>(1, nchunks(s));
             for (int64_t c = 0; c < C; ++c) body(s, c, 0);
-            if (!combine(s)) break;
+            if (acc == nullptr) {
+                if (!combine(s)) break;
+                continue;
+            }
+            const Clock::time_point t0 = Clock::now();
+            const bool go = combine(s);
+            acc->combine_ns += ns_since(t0);
+            ++acc->steps;
+            acc->chunks += C;
+            if (!go) break;
         }
+    }
+
+    using Clock = std::chrono::steady_clock;
+    static double ns_since(Clock::time_point t0) {
+        return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
     }
 
     template <class N, class B, class C>
@@ -298,6 +376,9 @@ private:
         B* body;
         C* combine;
         int64_t nsteps;
+        bool stats;
+        RegionStats acc{};  // (stats) busy: added by each member once; the rest by combine
+        std::mutex mu{};
     };
 
     // next chunk of member o's home range in step s (C chunks, M members), or -1
@@ -349,25 +430,39 @@ private:
         const int M = t->members_;
         // a late joiner starts at the step in progress
         int64_t s = k == 0 ? 0 : t->ready_.load(std::memory_order_acquire) - 1;
+        double busy = 0.0;  // (x.stats) this member's
         try {
             for (; s < x.nsteps; ++s) {
                 if (!t->wait_step(s)) break;
+                const Clock::time_point t0 = x.stats ? Clock::now() : Clock::time_point();
                 poll_cancel();  // Ctrl-C (cancel.hpp): once per step on every member
                 const int64_t C = std::max<int64_t>(1, (*x.nchunks)(s));
                 // own range first, reported at once (in a balanced step the last member to
                 // finish its range combines without looking further), then the others'
-                for (int q = 0; q < M; ++q) {
+                bool combined = false;
+                for (int q = 0; q < M && !combined; ++q) {
                     const int o = k + q < M ? k + q : k + q - M;
                     int64_t did = 0;
                     for (int64_t c; (c = t->claim(o, M, s, C)) >= 0; ++did) (*x.body)(s, c, k);
                     if (did > 0 &&
                         t->done_.fetch_add(did, std::memory_order_acq_rel) + did == C) {
                         t->done_.store(0, std::memory_order_relaxed);
+                        combined = true;
+                        if (!x.stats) {
+                            const bool go = (*x.combine)(s);
+                            t->publish(go && s + 1 < x.nsteps ? s + 2 : kStop);
+                            continue;
+                        }
+                        const Clock::time_point t1 = Clock::now();
+                        busy += std::chrono::duration<double, std::nano>(t1 - t0).count();
                         const bool go = (*x.combine)(s);
+                        x.acc.combine_ns += ns_since(t1);  // one combine at a time
+                        ++x.acc.steps;
+                        x.acc.chunks += C;
                         t->publish(go && s + 1 < x.nsteps ? s + 2 : kStop);
-                        break;
                     }
                 }
+                if (x.stats && !combined) busy += ns_since(t0);
             }
         } catch (...) {
             {
@@ -375,6 +470,10 @@ private:
                 if (!t->error_) t->error_ = std::current_exception();
             }
             t->publish(kStop);
+        }
+        if (x.stats) {
+            std::lock_guard<std::mutex> lk(x.mu);
+            x.acc.busy_ns += busy;
         }
     }
 

@@ -1,5 +1,7 @@
 # Declarations of the C++ core in src_cpp/ (plain C++17, no Python headers).
 from libc.stdint cimport int64_t, uint64_t
+from libcpp.string cimport string
+from libcpp.vector cimport vector
 
 
 cdef extern from "stein_kernel.hpp" nogil:
@@ -23,6 +25,17 @@ cdef extern from "parallel.hpp" nogil:
     int sc_team_members "sc::team_members"(int nt, double step_ns, int64_t nchunks, int64_t nsteps)
     double sc_team_probe_step_ns "sc::team_probe_step_ns"(int members, int64_t nsteps, int64_t chunk_units)
     double sc_team_probe_wake_ns "sc::team_probe_wake_ns"(int members, int reps)
+    cdef cppclass RegionStats "sc::RegionStats":
+        int64_t regions, steps, chunks
+        double wall_ns, busy_ns, combine_ns
+    cdef cppclass SiteStats "sc::SiteStats":
+        string site
+        bint loop
+        int team, members
+        bint nested
+        RegionStats s
+    void sc_team_stats_enable "sc::team_stats_enable"(bint on)
+    vector[SiteStats] sc_team_stats_take "sc::team_stats_take"()
 
 
 cdef extern from "dksd.hpp" nogil:

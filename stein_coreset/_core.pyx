@@ -190,6 +190,25 @@ def _team_probe_wake_ns(int members, int reps=20):
     return r
 
 
+def _team_stats(enable=None):
+    """The region accounting of parallel.hpp (tools/threads_table.py --profile): the totals
+    since the last call, one dict per (site, loop, team, members, nested), and reset; then, if
+    ``enable`` is not None, switch the accounting on or off (off by default)."""
+    cdef vector[SiteStats] v = sc_team_stats_take()
+    cdef size_t i
+    out = []
+    for i in range(v.size()):
+        out.append({"site": v[i].site.decode("utf-8", "replace"), "loop": bool(v[i].loop),
+                    "team": v[i].team,
+                    "members": v[i].members, "nested": bool(v[i].nested),
+                    "regions": v[i].s.regions, "steps": v[i].s.steps, "chunks": v[i].s.chunks,
+                    "wall_s": v[i].s.wall_ns * 1e-9, "busy_s": v[i].s.busy_ns * 1e-9,
+                    "combine_s": v[i].s.combine_ns * 1e-9})
+    if enable is not None:
+        sc_team_stats_enable(bool(enable))
+    return out
+
+
 def gram(Kernel K, const int64_t[::1] rows, cols=None, int n_threads=1):
     """(len(rows), len(cols) or n) block of the kernel matrix."""
     cdef const int64_t[::1] cv

@@ -154,6 +154,31 @@ def test_two_python_threads_each_get_their_own_team():
     assert errors == []
 
 
+def test_team_stats_account_each_region_without_changing_it():
+    """The region accounting (off by default) records Stein thinning's one region of m steps
+    with its members' busy time within members x wall and its combines within the wall; the
+    selection is the one without accounting; once off it records nothing."""
+    from stein_coreset.algorithms._native import stein_thinning
+
+    rng = np.random.default_rng(0)
+    X = 0.7 + 1.5 * rng.standard_normal((4096, 3))
+    K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X, n_threads=2)
+    _core._team_stats(False)  # off, totals cleared
+    want = stein_thinning(K, 300)
+    assert _core._team_stats(True) == []
+    got = stein_thinning(K, 300)
+    sites = _core._team_stats(False)
+    np.testing.assert_array_equal(got, want)
+    st = [e for e in sites if "stein_thinning" in e["site"] and not e["loop"]]
+    assert len(st) == 1 and st[0]["regions"] == 1 and st[0]["steps"] == 300, sites
+    e = st[0]
+    assert e["team"] == 2 and 1 <= e["members"] <= 2 and not e["nested"]
+    assert e["chunks"] >= 300 and 0.0 < e["combine_s"] < e["wall_s"]
+    assert 0.0 < e["busy_s"] <= e["members"] * e["wall_s"] * 1.01
+    stein_thinning(K, 300)
+    assert _core._team_stats() == []
+
+
 _TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
 
 
@@ -167,10 +192,13 @@ def test_threads_table_prints_probes_and_a_table_with_equal_selections():
     assert ("a step's barrier" in probe.stdout and "wake-up" in probe.stdout) or (
         "one usable core" in probe.stdout)
     got = subprocess.run([sys.executable, script, "--n", "9", "--threads", "1,2,64",
-                          "--methods", "st,kt", "--budget-s", "60"], capture_output=True,
-                         text=True, timeout=300)
+                          "--methods", "st,kt", "--budget-s", "60", "--profile", "skt"],
+                         capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stderr
     assert "speed-up over 1 thread" in got.stdout
+    # the profile names the regions' call sites: SKT's Stein thinning and its KT-Swap
+    assert "profile: skt n=2^9 t=1" in got.stdout and "serial share" in got.stdout
+    assert "stein_thinning steps#" in got.stdout and "kt_swap_refine" in got.stdout
     assert "same as 1 thread: False" not in got.stdout
     if (os.cpu_count() or 1) < 64:
         assert "dropped" in got.stdout  # 64 threads: more than the cores here

@@ -112,8 +112,9 @@ fi
 # 16-core thread table, lskt at 2^20, Dask; then what picks defaults and explains times
 stage_run gpu_check 200 python3 tools/gpu_check.py --n 16384 65536 --goodpoints --gp-n 65536 \
     --json "$OUT/gpu_check.json"
-stage_run threads 170 python3 tools/threads_table.py --n 12,14,16 --threads 1,2,4,8,16 \
-    --st-frac 0.25 --budget-s 150 --json "$OUT/threads_table.json"
+stage_run threads 180 python3 tools/threads_table.py --n 12,14,16 --threads 1,2,4,8,16 \
+    --st-frac 0.25 --budget-s 150 --profile skt,sr,lskt,lsr --profile-threads 16 \
+    --json "$OUT/threads_table.json"
 stage_run large 60 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
 stage_run dask_gpu 50 python3 tools/gpu_large.py --dask --n 65536
 stage_run amd 60 python3 tools/gpu_large.py --amd --n 16384 65536 1048576 --json "$OUT/amd.json"

@@ -4,11 +4,16 @@
     python tools/threads_table.py --budget-s 900 --threads 1,2,4,8,16 # more cells
     python tools/threads_table.py --n 14,15,16 --st-frac 0.25
     python tools/threads_table.py --probe-only                        # the team's own costs
+    python tools/threads_table.py --n 16 --methods st --profile skt,lskt  # where the time goes
 
 Thread counts above the usable cores are dropped (the first line says so): a table of more
 threads than cores measures the scheduler, not the library. ``--probe-only`` prints what a
 step's barrier and a loop's wake-up cost on this machine (parallel.hpp's kBarrierNs and kWakeNs
-are the model's guesses of them) and nothing else.
+are the model's guesses of them) and nothing else. ``--profile m1,m2`` then runs those methods
+once more at the largest n with the team's region accounting on (``_core._team_stats``): by
+call site, each region's wall time, its members' busy share of members x wall (the rest waited
+at step barriers or for a wake-up) and its serial combine time, and the time outside every
+region; ``outside + combine`` of a 1-thread run bounds the speed-up at 16 threads (Amdahl).
 
 Cells are (method, n, threads): the wall time of one ``compress(..., n_threads=k)`` call on
 d = 4, X = 0.7 + 1.5 z, S = -X, the Stein IMQ kernel with sigma^2 = 8 (kt: the IMQ base kernel
@@ -37,6 +42,7 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import time
 
@@ -105,6 +111,63 @@ def _cell(method: str, X, S, threads: int, st_frac: float):
     return dt, _digest(r.indices, r.weights)
 
 
+def site_label(entry: dict) -> str:
+    """A region's call site, from its body's demangled type: the C++ function that opened it,
+    then "loop" (a for_chunks loop) or "steps" (a region of dependent steps) and the lambda's
+    ordinal there."""
+    name = entry["site"].replace("(anonymous namespace)::", "")
+    func = re.split(r"[(<]", name, maxsplit=1)[0].removeprefix("sc::")
+    kind = "loop" if entry.get("loop") else "steps"
+    tail = re.findall(r"\{lambda\([^)]*\)#(\d+)\}", name)
+    return f"{func} {kind}#{tail[-1]}" if tail else f"{func} {kind}"
+
+
+def profile(cells, inputs, st_frac: float, out: dict) -> None:
+    """Where each cell's time goes: the accounting of every team region (_core._team_stats) by
+    call site — its wall time, its members' busy share of members x wall (the rest waited at the
+    step barriers or for a wake-up), its last arrivers' serial combine time — and the time
+    outside every region (Python, NumPy and serial C++). ``outside + combine`` runs on one
+    thread at any team size: Amdahl's bound on the speed-up at M threads is
+    1 / (f + (1 - f) / M) with f its share of a 1-thread run."""
+    from stein_coreset import _core
+
+    rows = out.setdefault("profile", [])
+    for method, n, t in cells:
+        _core._team_stats(True)
+        dt, _ = _cell(method, *inputs[n], t, st_frac)
+        sites = _core._team_stats(False)
+        top = [e for e in sites if not e["nested"]]
+        inside = sum(e["wall_s"] for e in top)
+        combine = sum(e["combine_s"] for e in top)
+        outside = max(0.0, dt - inside)
+        f = min(1.0, (outside + combine) / dt) if dt > 0 else 0.0
+        row = {"method": method, "n": n, "threads": t, "seconds": dt, "outside_s": outside,
+               "combine_s": combine, "serial_share": f,
+               "amdahl_16": 1.0 / (f + (1.0 - f) / 16.0), "sites": []}
+        print(f"\nprofile: {method} n=2^{n.bit_length() - 1} t={t}: {dt:.3f} s, outside the "
+              f"regions {outside:.3f} s, serial combines {combine:.3f} s: serial share "
+              f"{f:.1%}" + (f" (Amdahl's bound at 16 threads x{row['amdahl_16']:.1f})"
+                            if t == 1 else ""), flush=True)
+        print(f"  {'site':34s} {'regions':>7s} {'steps':>8s} {'members':>7s} {'wall s':>8s} "
+              f"{'busy':>5s} {'combine s':>9s}")
+        merged = {}  # sites of one label (template instances of one function) added up
+        for e in sites:
+            label = site_label(e) + (" (nested)" if e["nested"] else "")
+            m = merged.setdefault((label, e["members"]), dict(
+                label=label, members=e["members"], team=e["team"], nested=e["nested"],
+                regions=0, steps=0, chunks=0, wall_s=0.0, busy_s=0.0, combine_s=0.0))
+            for k in ("regions", "steps", "chunks", "wall_s", "busy_s", "combine_s"):
+                m[k] += e[k]
+        for m in sorted(merged.values(), key=lambda m: -m["wall_s"]):
+            m["busy_share"] = m["busy_s"] / (m["members"] * m["wall_s"]) if m["wall_s"] else 1.0
+            row["sites"].append(m)
+            if m["wall_s"] >= 0.005 * dt:
+                print(f"  {m['label'][:34]:34s} {m['regions']:7d} {m['steps']:8d} "
+                      f"{m['members']:7d} {m['wall_s']:8.3f} {m['busy_share']:5.0%} "
+                      f"{m['combine_s']:9.4f}")
+        rows.append(row)
+
+
 def probe(cores: int, out: dict | None = None) -> None:
     """Print (and record in ``out``) the team's own costs on this machine: a step's barrier on
     M awake members (wall ns beyond the work split M ways, median of 5) and the wake-up of a
@@ -162,6 +225,13 @@ def main(argv=None) -> int:
     p.add_argument("--short-s", type=float, default=0.5,
                    help="cells faster than this are repeated (best of up to 5 runs)")
     p.add_argument("--json", help="write the table to this JSON file (after every cell)")
+    p.add_argument("--profile", default="",
+                   help="comma-separated methods to profile after the table, at the largest n: "
+                   "each team region's wall, busy and serial combine time by call site, and "
+                   "the time outside them")
+    p.add_argument("--profile-threads", default="",
+                   help="comma-separated thread counts of the profiles (default: 1 and the "
+                   "most of --threads)")
     args = p.parse_args(argv)
 
     import stein_coreset as sc
@@ -263,6 +333,14 @@ def main(argv=None) -> int:
             c["speedup"] = t1 / c["seconds"]
     dump()
     print(f"load average after: {out['loadavg_after']}; {out['seconds_total']:.0f} s")
+    prof = [m for m in args.profile.split(",") if m]
+    if prof:
+        big = max(ns)
+        inputs.setdefault(big, biased_chain(big, 4, 0))
+        ts = sorted({int(a) for a in args.profile_threads.split(",") if a}
+                    or {1, max(threads)})
+        profile([(m, big, t) for m in prof for t in ts], inputs, args.st_frac, out)
+        dump()
     return 0
 
 

@@ -11,14 +11,7 @@
 #                                          # gpu_check --goodpoints on array_api_strict
 set -euo pipefail
 cd "$(dirname "$0")/.."
-py312=""
-for cand in "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12*/bin/python; do
-    if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c "import sys" >/dev/null 2>&1; then
-        py312=$cand
-        break
-    fi
-done
-[ -n "$py312" ] || { echo "no Python 3.12 here: the device's Python is 3.12" >&2; exit 1; }
+py312=$(bash .ci/python312) || { echo "no Python 3.12 here: the device's is 3.12" >&2; exit 1; }
 
 # one version of each: two wheels of one package stop the whole install there
 PURE=(array-api-compat array-api-strict stein-thinning qpsolvers dask distributed cloudpickle fsspec

@@ -431,6 +431,7 @@ private:
         // a late joiner starts at the step in progress
         int64_t s = k == 0 ? 0 : t->ready_.load(std::memory_order_acquire) - 1;
         double busy = 0.0;  // (x.stats) this member's
+        if (x.stats && k != 0) ++region_depth();  // a region in a chunk here is nested
         try {
             for (; s < x.nsteps; ++s) {
                 if (!t->wait_step(s)) break;
@@ -472,6 +473,7 @@ private:
             t->publish(kStop);
         }
         if (x.stats) {
+            if (k != 0) --region_depth();
             std::lock_guard<std::mutex> lk(x.mu);
             x.acc.busy_ns += busy;
         }

@@ -37,6 +37,14 @@ bool team_wait_yields() {
     return yields;
 }
 
+bool team_tree_barrier() {
+    static const bool tree = [] {
+        const char* v = std::getenv("STEIN_CORESET_TEAM_BARRIER");
+        return v != nullptr && std::strcmp(v, "tree") == 0;
+    }();
+    return tree;
+}
+
 double team_grain() {
     static const double grain = [] {
         const char* v = std::getenv("STEIN_CORESET_TEAM_GRAIN");

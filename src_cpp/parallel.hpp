@@ -28,7 +28,10 @@
 //  * Completion: each member adds the number of chunks it ran to one counter, once for its own
 //    range and once per range it stole from; the one that brings it to C runs combine(s) and
 //    publishes step s + 1 (one store that the others spin on). Members that ran no chunk of a
-//    step do not touch the counter.
+//    step do not touch the counter. With STEIN_CORESET_TEAM_BARRIER=tree (read once) the chunks
+//    are counted per range, completed ranges per group of ~sqrt(M) ranges, completed groups at
+//    the root (Team::report): on many cores, M updates of one cache line a step become a few
+//    per line; an A/B switch until measured there, results do not depend on it.
 //  * A team no larger than the work pays for: a region runs on `members` threads, chosen by
 //    `team_members` (below) from a cost model of the region — a step of W ns of single-thread
 //    work in C chunks costs ceil(C / M) W / C + kBarrierNs M on M members, plus kWakeNs once
@@ -114,6 +117,11 @@ int omp_max_threads();
 
 // True when STEIN_CORESET_TEAM_WAIT=yield (read once, on first use).
 bool team_wait_yields();
+
+// True when STEIN_CORESET_TEAM_BARRIER=tree (read once): a step's completion is counted in a
+// tree (Team::report) instead of on one counter that every member updates — an A/B switch for
+// the barrier's cost on many cores (tools/threads_table.py); results never depend on it.
+bool team_tree_barrier();
 
 // STEIN_CORESET_TEAM_GRAIN (read once): a factor on the synchronisation costs of the team-size
 // model (default 1; 0: every loop on the whole team, as the tests use to exercise the parallel
@@ -228,6 +236,10 @@ public:
     explicit Team(int n_threads) : nt_(n_threads < 1 ? 1 : n_threads) {
         if (nt_ > 1) {
             slots_.reset(new Padded<std::atomic<uint64_t>>[static_cast<size_t>(nt_)]);
+            if (tree_) {
+                rdone_.reset(new Padded<std::atomic<int64_t>>[static_cast<size_t>(nt_)]);
+                gdone_.reset(new Padded<std::atomic<int>>[static_cast<size_t>(nt_)]);
+            }
             crew_ = Crew::lease();
             if (crew_ == nullptr) {  // the caller's crew is lent (a team inside a region)
                 own_.reset(new Crew());
@@ -398,6 +410,47 @@ private:
         }
     }
 
+    // Member-range o's `did` chunks of a step of C chunks on M members are done: true for the
+    // one report that completes the step (it then runs combine), with the counters it used set
+    // back to zero for the next step. Flat: one counter of chunks for the whole team. Tree: a
+    // counter per range (chunks), one per group of G consecutive ranges (ranges completed) and
+    // the root (groups completed): a member updates its own range's line, the lines of its
+    // group and the root only when it completes those; the acquire-release chain carries every
+    // chunk's writes to the combining member in both.
+    bool report(int o, int M, int64_t C, int64_t did) {
+        if (!tree_) {
+            if (done_.fetch_add(did, std::memory_order_acq_rel) + did != C) return false;
+            done_.store(0, std::memory_order_relaxed);
+            return true;
+        }
+        auto lo = [C, M](int q) { return q * C / M; };
+        std::atomic<int64_t>& r = rdone_[static_cast<size_t>(o)].v;
+        if (r.fetch_add(did, std::memory_order_acq_rel) + did != lo(o + 1) - lo(o)) return false;
+        r.store(0, std::memory_order_relaxed);
+        const int G = group_size(M), g = o / G;
+        auto ranges = [&](int h) {  // the non-empty ranges of group h
+            int k = 0;
+            for (int q = h * G; q < std::min(M, (h + 1) * G); ++q) k += lo(q + 1) > lo(q);
+            return k;
+        };
+        std::atomic<int>& gc = gdone_[static_cast<size_t>(g)].v;
+        if (gc.fetch_add(1, std::memory_order_acq_rel) + 1 != ranges(g)) return false;
+        gc.store(0, std::memory_order_relaxed);
+        int groups = 0;
+        for (int h = 0; h * G < M; ++h) groups += ranges(h) > 0;
+        if (groups == 1) return true;  // one group: its completion is the step's
+        if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 != groups) return false;
+        done_.store(0, std::memory_order_relaxed);
+        return true;
+    }
+
+    // members per group of the tree: about sqrt(M), at least 2
+    static int group_size(int M) {
+        int G = 2;
+        while ((G + 1) * (G + 1) <= M) ++G;
+        return G;
+    }
+
     // wait until step s may start; false when the region is over
     bool wait_step(int64_t s) {
         int64_t r = ready_.load(std::memory_order_acquire);
@@ -445,9 +498,7 @@ private:
                     const int o = k + q < M ? k + q : k + q - M;
                     int64_t did = 0;
                     for (int64_t c; (c = t->claim(o, M, s, C)) >= 0; ++did) (*x.body)(s, c, k);
-                    if (did > 0 &&
-                        t->done_.fetch_add(did, std::memory_order_acq_rel) + did == C) {
-                        t->done_.store(0, std::memory_order_relaxed);
+                    if (did > 0 && t->report(o, M, C, did)) {
                         combined = true;
                         if (!x.stats) {
                             const bool go = (*x.combine)(s);
@@ -481,8 +532,13 @@ private:
 
     void open(int members, void* ctx, RunFn run) {
         members_ = members;
-        for (int k = 0; k < members; ++k)
+        for (int k = 0; k < members; ++k) {
             slots_[static_cast<size_t>(k)].v.store(0, std::memory_order_relaxed);
+            if (tree_) {  // (a region ended by an exception may leave them partly counted)
+                rdone_[static_cast<size_t>(k)].v.store(0, std::memory_order_relaxed);
+                gdone_[static_cast<size_t>(k)].v.store(0, std::memory_order_relaxed);
+            }
+        }
         done_.store(0, std::memory_order_relaxed);
         ready_.store(1, std::memory_order_seq_cst);
         crew_->ensure(members - 1);
@@ -504,13 +560,16 @@ private:
     const int nt_;
     const bool yields_ = team_wait_yields();
     std::unique_ptr<Padded<std::atomic<uint64_t>>[]> slots_;  // per-member claim counters
+    const bool tree_ = team_tree_barrier();
+    std::unique_ptr<Padded<std::atomic<int64_t>>[]> rdone_;  // (tree) chunks done per range
+    std::unique_ptr<Padded<std::atomic<int>>[]> gdone_;      // (tree) ranges done per group
     Crew* crew_ = nullptr;
     std::unique_ptr<Crew> own_;  // a private crew (nested team), joined with the team
     int members_ = 1;
     std::mutex mu_;
     std::condition_variable step_cv_;
     alignas(64) std::atomic<int64_t> ready_{0};  // steps < ready_ - 1 are done; kStop: over
-    alignas(64) std::atomic<int64_t> done_{0};   // chunks of the current step reported
+    alignas(64) std::atomic<int64_t> done_{0};   // chunks (tree: groups) of the step reported
     alignas(64) std::atomic<int> step_sleepers_{0};
     std::exception_ptr error_;  // guarded by mu_
 };

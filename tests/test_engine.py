@@ -219,18 +219,26 @@ def test_median_bandwidth_of_equal_points_still_raises():
         sc.median_bandwidth(np.ones((3000, 2)))
 
 
-def test_yielding_wait_policy_gives_the_same_selections(chain):
-    # STEIN_CORESET_TEAM_WAIT=yield (src_cpp/parallel.hpp) changes how idle threads wait, never
-    # what they compute
+@pytest.mark.parametrize(
+    "env, threads",
+    [({"STEIN_CORESET_TEAM_WAIT": "yield"}, 2),
+     # the tree-counted barrier on a team of 5 (3 groups; on 2 cores members are descheduled
+     # mid-step and others steal their chunks), every region on the whole team
+     ({"STEIN_CORESET_TEAM_BARRIER": "tree", "STEIN_CORESET_TEAM_GRAIN": "0"}, 5)],
+    ids=["yield", "tree"],
+)
+def test_team_wait_and_barrier_switches_give_the_same_selections(chain, env, threads):
+    # STEIN_CORESET_TEAM_WAIT=yield and STEIN_CORESET_TEAM_BARRIER=tree (src_cpp/parallel.hpp)
+    # change how idle threads wait and how a step's end is counted, never what they compute
     X, S = chain
     code = (
         "import sys, numpy as np, stein_coreset as sc; "
         f"X = np.random.default_rng(3).standard_normal(({N}, {D})) * 1.5 + 0.7; "
-        "out = [np.asarray(sc.compress(X, -X, size=32, method=m, seed=11, n_threads=2).indices)"
-        " for m in ('st', 'skt', 'sr')]; "
+        f"out = [np.asarray(sc.compress(X, -X, size=32, method=m, seed=11, n_threads={threads})"
+        ".indices) for m in ('st', 'skt', 'sr')]; "
         "print(';'.join(','.join(map(str, o)) for o in out))"
     )
-    got = _run(code, env={"STEIN_CORESET_TEAM_WAIT": "yield"})
+    got = _run(code, env=env)
     expect = [
         np.asarray(sc.compress(X, S, size=SIZE, method=m, seed=11, n_threads=2).indices)
         for m in ("st", "skt", "sr")

@@ -117,6 +117,11 @@ stage_run threads 180 python3 tools/threads_table.py --n 12,14,16 --threads 1,2,
     --json "$OUT/threads_table.json"
 stage_run large 60 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
 stage_run dask_gpu 50 python3 tools/gpu_large.py --dask --n 65536
+# the barrier A/B: the team's probes and the 8- and 16-thread cells of st and skt at 2^16 with a
+# step's end counted in a tree (compare with the same cells of the threads stage)
+STEIN_CORESET_TEAM_BARRIER=tree stage_run threads_tree 50 python3 tools/threads_table.py \
+    --n 16 --threads 8,16 --methods st,skt --st-frac 0.25 --budget-s 40 \
+    --json "$OUT/threads_tree.json"
 stage_run amd 60 python3 tools/gpu_large.py --amd --n 16384 65536 1048576 --json "$OUT/amd.json"
 stage_run loops 45 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
 stage_run diagnose 60 python3 tools/gpu_large.py --diagnose-lskt --n 65536

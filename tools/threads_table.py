@@ -255,10 +255,12 @@ def main(argv=None) -> int:
         "version": getattr(sc, "__version__", None), "loadavg_before": os.getloadavg(),
         "team_wait": os.environ.get("STEIN_CORESET_TEAM_WAIT") or "sleep",
         "team_grain": os.environ.get("STEIN_CORESET_TEAM_GRAIN") or "1",
+        "team_barrier": os.environ.get("STEIN_CORESET_TEAM_BARRIER") or "flat",
         "st_frac": args.st_frac, "budget_s": args.budget_s, "cells": [],
     }
     print(f"{out['cpu_model']}: {out['cpu_count']} CPUs, {out['usable_cores']} usable; load "
-          f"average {out['loadavg_before']}; n = {ns}, threads = {threads}", flush=True)
+          f"average {out['loadavg_before']}; n = {ns}, threads = {threads}; barrier "
+          f"{out['team_barrier']}, wait {out['team_wait']}", flush=True)
     if dropped:
         out["threads_dropped"] = dropped
         print(f"  threads {dropped} dropped: more than the {usable_cores()} usable cores (those "

@@ -49,7 +49,9 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     a search). No length-n array crosses to the host. Both draw the same pivots from the same
     generator and follow the same order of operations for each step i of Alg. F.1 (Chen et al.,
     2022, Alg. 2.1 on the reweighted matrix): the pivot s is the first index with
-    ``cumsum(d)_s > u_i sum(d)``; its residual ``g_s = K'_ss - sum_{k<i} F_sk^2`` is summed on
+    ``cumsum(d)_s > u_i sum(d)`` (the C++ and CUDA loops sum d chunk by chunk, the chunks' sums
+    kept by the steps that update d, so a step's serial part reads no length-n array); its
+    residual ``g_s = K'_ss - sum_{k<i} F_sk^2`` is summed on
     its own, sequentially; the column ``g = K'_{:s} - F_{:, <i} F_{s, <i}^T`` is scaled by the
     reciprocal ``1 / sqrt(g_s)``; and ``d <- max(d - F_{:i}^2, 0)`` with ``d_s = 0``. The
     factors then agree to rounding (the kernel entries and the column update are summed in

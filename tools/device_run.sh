@@ -8,7 +8,9 @@
 #                                    # CPU cores and goodpoints.jax; the 16-core thread table;
 #                                    # lskt at 2^20; Dask with CuPy blocks; AMD array-API vs
 #                                    # fused (STEIN_CORESET_CUDA_AMD's default); the loop modes
-#   bash tools/device_run.sh second  # loop modes on whole methods, lskt at 2^20 and 2^24, Dask
+#   bash tools/device_run.sh second  # on the same warm machine after full: lskt at 2^24, then
+#                                    # the loop modes on whole methods (DEADLINE_S=200 fits
+#                                    # what a 15-minute lease leaves after full)
 #
 # Every stage ends within DEADLINE_S seconds (default 560) of the start, inside the device
 # call's 600 s: run(command="bash tools/device_run.sh full", carry=[".whl"], timeout_s=600).
@@ -76,21 +78,8 @@ print('persistent loop smoke test: ok')") >> "$LOG" 2>&1; then
     export STEIN_CORESET_CUDA_LOOP=graph
 fi
 
-stage_run tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py \
-    tests/test_gpu_path.py tests/test_engine.py tests/test_stein_thinning.py \
-    tests/test_kernels.py tests/test_kernel_thinning.py tests/test_amd.py tests/test_debias.py \
-    tests/test_rpcholesky.py tests/test_recombination_backends.py \
-    tests/test_compress_weighted.py -k "cupy or cuda" -x
-
-if [ "$stage" = second ]; then  # after the full run: loop modes on whole methods, memory,
-    # lskt at 2^24
-    for mode in persistent graph; do
-        STEIN_CORESET_CUDA_LOOP=$mode stage_run "gpu_$mode" 60 python3 tools/gpu_check.py \
-            --n 65536 --gpu-only --repeat 2 --methods st skt kt sr sc lskt \
-            --json "$OUT/gpu_$mode.json"
-    done
-    stage_run large 60 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
-    stage_run dask_gpu 50 python3 tools/gpu_large.py --dask --n 65536
+if [ "$stage" = second ]; then  # after the full run (its tests passed): lskt at 2^24 first,
+    # then the loop modes on whole methods
     # lskt at n = 2^24: LD's (n, r) factor and its AMD copy (16 n r bytes off NumPy) must fit
     # the device; tau 0.4 (r = 777) needs 209 GB, tau 0.35 (r = 338) 91 GB, tau 0.3 (r = 148)
     # 40 GB
@@ -98,8 +87,19 @@ if [ "$stage" = second ]; then  # after the full run: loop modes on whole method
     tau=0.3; [ "${gib:-0}" -gt 120000 ] && tau=0.35
     stage_run huge 300 python3 tools/gpu_large.py --n 16777216 --tau "$tau" \
         --json "$OUT/huge.json"
+    for mode in persistent graph; do
+        STEIN_CORESET_CUDA_LOOP=$mode stage_run "gpu_$mode" 60 python3 tools/gpu_check.py \
+            --n 65536 --gpu-only --repeat 2 --methods st skt kt sr sc lskt \
+            --json "$OUT/gpu_$mode.json"
+    done
     exit 0
 fi
+
+stage_run tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_backend.py \
+    tests/test_gpu_path.py tests/test_engine.py tests/test_stein_thinning.py \
+    tests/test_kernels.py tests/test_kernel_thinning.py tests/test_amd.py tests/test_debias.py \
+    tests/test_rpcholesky.py tests/test_recombination_backends.py \
+    tests/test_compress_weighted.py -k "cupy or cuda" -x
 
 if [ "$stage" = quick ]; then
     stage_run gpu_check 150 python3 tools/gpu_check.py --n 16384 65536 \

@@ -1,5 +1,6 @@
 """The teams of src_cpp/parallel.hpp: persistent crews per calling thread, the team-size model."""
 
+import json
 import math
 import os
 import subprocess
@@ -183,7 +184,7 @@ _TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="tools/ not in this checkout")
-def test_threads_table_prints_probes_and_a_table_with_equal_selections():
+def test_threads_table_prints_probes_and_a_table_with_equal_selections(tmp_path):
     script = os.path.join(_TOOLS, "threads_table.py")
     probe = subprocess.run([sys.executable, script, "--probe-only"], capture_output=True,
                            text=True, timeout=300)
@@ -191,14 +192,21 @@ def test_threads_table_prints_probes_and_a_table_with_equal_selections():
     # (the usable cores may be 1 here: an OMP_NUM_THREADS limit or a CPU affinity)
     assert ("a step's barrier" in probe.stdout and "wake-up" in probe.stdout) or (
         "one usable core" in probe.stdout)
+    table = os.path.join(str(tmp_path), "table.json")
     got = subprocess.run([sys.executable, script, "--n", "9", "--threads", "1,2,64",
-                          "--methods", "st,kt", "--budget-s", "60", "--profile", "skt"],
-                         capture_output=True, text=True, timeout=300)
+                          "--methods", "st,kt", "--budget-s", "60", "--profile", "skt",
+                          "--json", table], capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stderr
     assert "speed-up over 1 thread" in got.stdout
-    # the profile names the regions' call sites: SKT's Stein thinning and its KT-Swap
     assert "profile: skt n=2^9 t=1" in got.stdout and "serial share" in got.stdout
-    assert "stein_thinning steps#" in got.stdout and "kt_swap_refine" in got.stdout
+    # the profile names the regions' call sites: SKT's Stein thinning and its KT-Swap
+    with open(table) as f:
+        prof = json.load(f)["profile"]
+    assert [(p["method"], p["threads"]) for p in prof] == [("skt", 1), ("skt", 2)]
+    for p in prof:
+        labels = {s["label"].split("#")[0] for s in p["sites"]}
+        assert {"stein_thinning steps", "kt_swap_refine steps"} <= labels, labels
+        assert 0.0 <= p["serial_share"] <= 1.0
     assert "same as 1 thread: False" not in got.stdout
     if (os.cpu_count() or 1) < 64:
         assert "dropped" in got.stdout  # 64 threads: more than the cores here

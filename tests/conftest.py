@@ -127,3 +127,16 @@ try:
     settings.load_profile("short")
 except ImportError:
     pass
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """Every test leaves os.environ as it found it. Dask's Nanny writes OMP_NUM_THREADS=1 (and
+    the MKL / OpenBLAS limits) into the parent's environment when it starts a worker process
+    and never removes them: every test after a LocalCluster then started its subprocesses with
+    one usable core, and the thread-table test saw no second thread."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)

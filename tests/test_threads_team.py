@@ -201,8 +201,10 @@ def test_threads_table_prints_probes_and_a_table_with_equal_selections(tmp_path)
     assert "profile: skt n=2^9 t=1" in got.stdout and "serial share" in got.stdout
     # the profile names the regions' call sites: SKT's Stein thinning and its KT-Swap
     with open(table) as f:
-        prof = json.load(f)["profile"]
-    assert [(p["method"], p["threads"]) for p in prof] == [("skt", 1), ("skt", 2)]
+        out = json.load(f)
+    prof = out["profile"]
+    threads = [1, 2] if out["usable_cores"] >= 2 else [1]  # 1 and the most of --threads
+    assert [(p["method"], p["threads"]) for p in prof] == [("skt", t) for t in threads]
     for p in prof:
         labels = {s["label"].split("#")[0] for s in p["sites"]}
         assert {"stein_thinning steps", "kt_swap_refine steps"} <= labels, labels

@@ -418,11 +418,20 @@ def compress(
     seeds = [int(c.generate_state(1, np.uint64)[0]) for c in children]
 
     opts = dict(options, n_threads=n_threads)
+    # Task keys name every input of this call: Dask hands out a key's result if the cluster
+    # still holds it, so two calls on one cluster (st then skt with one seed, say) must share a
+    # key only when they compute the same thing. Named by seed and index alone, a second call
+    # could silently return the first one's coreset. Still deterministic: a killed worker's
+    # task is recomputed under its key.
+    from dask.base import tokenize
+
+    token = tokenize(Xd.name, Sd.name, method, size, block_size, fan_in, kernel, seed,
+                     nan_policy, opts, _delay_s)
     task_b = dask.delayed(_block_task, pure=True)
     task_r = dask.delayed(_reduce_task, pure=True)
     level = [
         task_b(Xblocks[b], Sblocks[b], int(offsets[b]), block_size, method, kernel, seeds[b],
-               nan_policy, opts, _delay_s, dask_key_name=f"sc-block-{b}-{seeds[b]}")
+               nan_policy, opts, _delay_s, dask_key_name=f"sc-block-{b}-{token}")
         for b in range(n_blocks)
     ]
     node = 0
@@ -432,7 +441,7 @@ def compress(
         for g in range(0, len(level), fan_in):
             s = seeds[n_blocks + node]
             nxt.append(task_r(level[g:g + fan_in], size if final else block_size, method,
-                              kernel, s, opts, final, dask_key_name=f"sc-reduce-{node}-{s}"))
+                              kernel, s, opts, final, dask_key_name=f"sc-reduce-{node}-{token}"))
             node += 1
         level = nxt
         if final:

@@ -72,6 +72,35 @@ def test_same_seed_same_result_any_worker_count(workers):
     np.testing.assert_array_equal(ref.indices, got.indices)
 
 
+def test_task_keys_name_every_input_so_calls_on_one_cluster_never_share_a_result():
+    """Dask returns the result a cluster still holds for a key instead of computing the task:
+    two calls may share a key only if they compute the same thing. The keys were the block or
+    reduce-node index and its seed, so skt after st with one seed could get st's coreset (seen
+    on an in-process LocalCluster). Same call: same keys (a killed worker's task recomputes)."""
+    X, S = biased(2048)
+    X2 = X.copy()
+    X2[0, 0] += 1.0
+
+    def keys_of(X=X, **kw):
+        seen = []
+
+        def capture(dsk, keys, **_):  # the synchronous scheduler, noting the task keys
+            graph = dsk.__dask_graph__() if hasattr(dsk, "__dask_graph__") else dsk
+            seen.extend(str(k) for k in graph if str(k).startswith("sc-"))
+            return dask.get(dsk, keys)
+
+        Xd, Sd = as_dask(X, S, 4)
+        kw = {"size": 16, "method": "st", "seed": 3, **kw}
+        scd.compress(Xd, Sd, kernel=sc.SteinKernel(sc.IMQ(sigma=2.0)), scheduler=capture, **kw)
+        assert seen and len(set(seen)) == len(seen)
+        return set(seen)
+
+    base = keys_of()
+    assert keys_of() == base
+    for change in ({"method": "skt"}, {"size": 17}, {"block_size": 20}, {"seed": 4}, {"X": X2}):
+        assert keys_of(**change).isdisjoint(base), list(change)
+
+
 def test_indices_are_global_and_burn_in_block_gets_little_weight():
     X, S = biased(2**12, n_blocks=4, burn=(0,))
     Xd, Sd = as_dask(X, S, 4)

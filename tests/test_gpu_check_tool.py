@@ -25,18 +25,24 @@ def test_gpu_check_scores_goodpoints_jax_beside_every_method_it_compares(
         pytest.skip(f"goodpoints.jax: {gpj.missing()}")
     monkeypatch.setattr(gpu_check, "GP_WARM_MAX_N", 0)  # one (compiling) call: the test's time
     out = tmp_path / "table.json"
-    rc = gpu_check.main(["--xp", "strict", "--n", "256", "--methods", "st", "skt", "lskt",
-                         "--goodpoints", "--json", str(out)])
+    methods = ["st", "skt", "lskt", "sc"]  # (sr and lsr end with a QP that needs proxsuite)
+    rc = gpu_check.main(["--xp", "strict", "--n", "256", "--methods", *methods, "--goodpoints",
+                         "--gp-methods", *methods, "--json", str(out)])
     assert rc == 0, capsys.readouterr().out
     table = json.loads(out.read_text())
     rows = {r["method"]: r for r in table["rows"]}
-    assert set(rows) == {"st", "skt", "lskt"}
+    assert set(rows) == set(methods)
     for r in rows.values():
         assert r["agree"] and "gp_error" not in r, r
         assert r["gp_ksd"] > 0.0 and r["gp_s"] > 0.0 and r["gp_includes_compile"]
     # Stein thinning is deterministic: the authors' code on the same kernel (same bandwidth,
     # same scores) takes the same greedy steps, so the two KSDs are one number
     assert rows["st"]["gp_ksd"] == pytest.approx(rows["st"]["ksd_gpu"], rel=1e-9)
+
+
+def test_gpu_check_refuses_a_method_goodpoints_jax_lacks():
+    with pytest.raises(SystemExit):
+        gpu_check.main(["--xp", "strict", "--goodpoints", "--gp-methods", "rt"])
 
 
 def test_gpu_check_says_why_goodpoints_jax_cannot_run(monkeypatch, capsys):

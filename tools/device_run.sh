@@ -25,7 +25,10 @@ REPO=$(pwd)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site "$REPO"/.whl/*.whl > /tmp/install.log 2>&1 || {
     tail -20 /tmp/install.log; exit 1; }
-export PYTHONPATH=/tmp/site
+# proxsuite (goodpoints.jax's QP solver) installs under cmeel.prefix/, whose .pth PYTHONPATH
+# does not read
+PYTHONPATH=/tmp/site:$(ls -d /tmp/site/cmeel.prefix/lib/python3*/site-packages 2>/dev/null)
+export PYTHONPATH
 LOG="$OUT/summary.log"
 
 # every stage ends by the deadline (seconds from here; the device call's own limit is 600 s):
@@ -111,12 +114,16 @@ fi
 # ones): agreement and speed of every method against the 16 cores and goodpoints.jax, the
 # 16-core thread table, lskt at 2^20, Dask; then what picks defaults and explains times
 stage_run gpu_check 200 python3 tools/gpu_check.py --n 16384 65536 --goodpoints --gp-n 65536 \
-    --json "$OUT/gpu_check.json"
+    --gp-methods st skt lskt --json "$OUT/gpu_check.json"
 stage_run threads 180 python3 tools/threads_table.py --n 12,14,16 --threads 1,2,4,8,16 \
     --st-frac 0.25 --budget-s 150 --profile skt,sr,lskt,lsr --profile-threads 16 \
     --json "$OUT/threads_table.json"
 stage_run large 60 python3 tools/gpu_large.py --n 1048576 --json "$OUT/large.json"
 stage_run dask_gpu 50 python3 tools/gpu_large.py --dask --n 65536
+# goodpoints.jax's weighted pipelines beside ours at 2^16 (theirs: Stein thinning for n steps
+# or low-rank debiasing, then Recombination / Cholesky thinning and a QP on the host)
+stage_run gp_weighted 90 python3 tools/gpu_check.py --n 65536 --gpu-only --methods sr sc lsr \
+    lsc --goodpoints --gp-methods sr sc lsr lsc --json "$OUT/gp_weighted.json"
 # the barrier A/B: the team's probes and the 8- and 16-thread cells of st and skt at 2^16 with a
 # step's end counted in a tree (compare with the same cells of the threads stage)
 STEIN_CORESET_TEAM_BARRIER=tree stage_run threads_tree 50 python3 tools/threads_table.py \

@@ -15,7 +15,8 @@ py312=$(bash .ci/python312) || { echo "no Python 3.12 here: the device's is 3.12
 
 # one version of each: two wheels of one package stop the whole install there
 PURE=(array-api-compat array-api-strict stein-thinning qpsolvers dask distributed cloudpickle fsspec
-      partd locket toolz tblib zict tornado importlib-metadata)
+      partd locket toolz tblib zict tornado importlib-metadata
+      proxsuite)  # (binary: the QP solver of goodpoints.jax's sr / lsr, through qpsolvers)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$py312" -m venv "$work/build"
@@ -28,8 +29,8 @@ mkdir -p .whl
 # goodpoints has a Cython extension: a cp312 wheel built here
 "$work/build/bin/pip" wheel -q --no-deps --no-build-isolation -w .whl goodpoints
 "$work/build/bin/pip" download -q --no-deps --only-binary=:all: --python-version 3.12 \
-    --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    --platform any -d .whl "${PURE[@]}"
+    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 --platform any -d .whl "${PURE[@]}"
 ls -1 .whl
 du -sh .whl
 
@@ -41,12 +42,15 @@ if [ "${1:-}" = --check ]; then
         click jinja2 sortedcontainers packaging tqdm jax
     "$work/device/bin/python" -m pip install -q --no-index --no-deps --no-compile \
         --no-cache-dir --upgrade --target "$work/site" .whl/*.whl
-    (cd "$work" && PYTHONPATH="$work/site" "$work/device/bin/python" -c "
+    # proxsuite's wheel installs under cmeel.prefix/ (its .pth is not read from PYTHONPATH)
+    site="$work/site:$(ls -d "$work"/site/cmeel.prefix/lib/python3*/site-packages)"
+    (cd "$work" && PYTHONPATH="$site" "$work/device/bin/python" -c "
 import stein_coreset, stein_thinning, array_api_strict, dask.array
-import goodpoints.jax.kt, goodpoints.jax.compress, goodpoints.jax.lr_debias, goodpoints.jax.st
+import goodpoints.jax.kt, goodpoints.jax.compress, goodpoints.jax.lr_debias, goodpoints.jax.dtc
+import proxsuite
 import distributed, stein_coreset.distributed
 print('device wheels import:', stein_coreset.__version__, stein_coreset.__file__)")
     # gpu_check's whole path but CuPy, goodpoints.jax beside it, on the carried wheels
-    PYTHONPATH="$work/site" "$work/device/bin/python" tools/gpu_check.py --xp strict --n 256 \
-        --methods st skt lskt --goodpoints 2>&1 | grep -v "it/s"
+    PYTHONPATH="$site" "$work/device/bin/python" tools/gpu_check.py --xp strict --n 256 \
+        --methods st skt lskt sr --goodpoints --gp-methods st skt lskt sr 2>&1 | grep -v "it/s"
 fi

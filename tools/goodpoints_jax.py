@@ -98,4 +98,24 @@ def lskt(X, S, sigma, m, seed=0, tau=0.5):
     return idx, np.bincount(idx, minlength=n) / idx.size, secs
 
 
-METHODS = {"st": st, "skt": skt, "lskt": lskt}
+def _weighted(name):
+    """The authors' pipeline ``goodpoints.jax.dtc.<name>`` (Stein / Low-rank Stein
+    Recombination or Cholesky, Algs. 5 and 7: Stein thinning for n steps or low-rank debiasing
+    at rank m with 7 m AMD steps, then Recombination or Cholesky thinning to m points). sr and
+    lsr end with a simplex QP through qpsolvers' proxqp (the ``proxsuite`` package)."""
+
+    def run(X, S, sigma, m, seed=0):
+        from goodpoints.jax import dtc
+
+        kernel, pts = _setup(X, S, sigma)
+        t0 = time.perf_counter()
+        w, _ = getattr(dtc, name)(kernel, pts, int(m), seed=seed)
+        w = np.asarray(_block(w), dtype=np.float64)
+        return None, w / w.sum(), time.perf_counter() - t0
+
+    run.__name__ = name
+    return run
+
+
+METHODS = {"st": st, "skt": skt, "lskt": lskt,
+           **{name: _weighted(name) for name in ("sr", "sc", "lsr", "lsc")}}

@@ -10,8 +10,9 @@ host-transfer volume of each method. Exits non-zero on any disagreement.
     python tools/gpu_check.py --n 4096 --methods st skt
     python tools/gpu_check.py --n 65536 --methods st skt lskt --goodpoints --json out.json
 
-``--goodpoints`` also runs the authors' goodpoints.jax (st, skt, lskt; JAX on the same GPU when
-it has CUDA) on the same input, timed on a second call (the first compiles), and scores its
+``--goodpoints`` also runs the authors' goodpoints.jax (``--gp-methods``, default st, skt, lskt;
+also sr, sc, lsr, lsc, whose simplex QP needs proxsuite; JAX on the same GPU when it has CUDA)
+on the same input, timed on a second call (the first compiles), and scores its
 output with this library's KSD. ``--json`` writes every row (rewritten after each row, so a run
 stopped by a time limit keeps what it had). ``--gpu-only`` skips the CPU runs (no agreement
 check).
@@ -77,13 +78,21 @@ def main(argv=None) -> int:
     )
     p.add_argument("--json", default=None, help="write the table as JSON to this path")
     p.add_argument("--goodpoints", action="store_true",
-                   help="also time goodpoints.jax's st/skt/lskt on the same input")
+                   help="also time goodpoints.jax's same method on the same input")
+    p.add_argument("--gp-methods", nargs="+", default=["st", "skt", "lskt"],
+                   help="the methods --goodpoints runs (of st skt lskt sr sc lsr lsc)")
     p.add_argument("--gp-n", type=int, nargs="*", default=None,
                    help="the n at which --goodpoints runs (default: every n)")
     p.add_argument("--gpu-only", action="store_true", help="skip the CPU runs")
     p.add_argument("--repeat", type=int, default=1,
                    help="device runs per method; the minimum is reported")
     args = p.parse_args(argv)
+    if args.goodpoints:
+        import goodpoints_jax as gpj  # tools/: the sibling script (imports nothing heavy)
+
+        bad = [m for m in args.gp_methods if m not in gpj.METHODS]
+        if bad:
+            p.error(f"--gp-methods: goodpoints.jax has no {bad} here (of {list(gpj.METHODS)})")
 
     import stein_coreset as sc
     from stein_coreset import _array_api as aa
@@ -159,7 +168,7 @@ def main(argv=None) -> int:
                          "ksd_cpu": None if ref is None else ref.ksd,
                          "ksd_gpu": res.ksd, "rel_diff": rel, "agree": bool(ok),
                          "to_host_mb": mb_to, "from_host_mb": mb_from})
-            if args.goodpoints and method in ("st", "skt", "lskt") and (
+            if args.goodpoints and method in args.gp_methods and (
                 args.gp_n is None or n in args.gp_n
             ):
                 rows[-1].update(_goodpoints_row(method, Xh, Sh, size, args.seed, res, t_gpu))

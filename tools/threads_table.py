@@ -339,8 +339,11 @@ def main(argv=None) -> int:
     if prof:
         big = max(ns)
         inputs.setdefault(big, biased_chain(big, 4, 0))
-        ts = sorted({int(a) for a in args.profile_threads.split(",") if a}
-                    or {1, max(threads)})
+        asked = {int(a) for a in args.profile_threads.split(",") if a}
+        ts = sorted({t for t in asked if t <= usable_cores()} or {1, max(threads)})
+        if asked - set(ts):
+            print(f"  profile threads {sorted(asked - set(ts))} dropped: more than the "
+                  f"{usable_cores()} usable cores", flush=True)
         profile([(m, big, t) for m in prof for t in ts], inputs, args.st_frac, out)
         dump()
     return 0

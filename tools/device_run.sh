@@ -5,9 +5,11 @@
 #
 #   bash tools/device_run.sh quick   # the CUDA tests and a first timing (about 2 minutes)
 #   bash tools/device_run.sh full    # the CUDA tests; gpu_check at 2^14 / 2^16 against the 16
-#                                    # CPU cores and goodpoints.jax; the 16-core thread table;
-#                                    # lskt at 2^20; Dask with CuPy blocks; AMD array-API vs
-#                                    # fused (STEIN_CORESET_CUDA_AMD's default); the loop modes
+#                                    # CPU cores and goodpoints.jax; the 16-core thread table
+#                                    # and its profiles; lskt at 2^20; Dask with CuPy blocks;
+#                                    # goodpoints.jax's sr / sc / lsr / lsc; the barrier A/B;
+#                                    # AMD array-API vs fused (STEIN_CORESET_CUDA_AMD's
+#                                    # default); the loop modes
 #   bash tools/device_run.sh second  # on the same warm machine after full: lskt at 2^24, then
 #                                    # the loop modes on whole methods (DEADLINE_S=200 fits
 #                                    # what a 15-minute lease leaves after full)
@@ -112,7 +114,8 @@ fi
 
 # full: the stages in the order of the issues' must-show figures (the deadline cuts the last
 # ones): agreement and speed of every method against the 16 cores and goodpoints.jax, the
-# 16-core thread table, lskt at 2^20, Dask; then what picks defaults and explains times
+# 16-core thread table, lskt at 2^20, Dask, goodpoints' weighted methods; then what picks
+# defaults and explains times
 stage_run gpu_check 200 python3 tools/gpu_check.py --n 16384 65536 --goodpoints --gp-n 65536 \
     --gp-methods st skt lskt --json "$OUT/gpu_check.json"
 stage_run threads 180 python3 tools/threads_table.py --n 12,14,16 --threads 1,2,4,8,16 \

@@ -97,12 +97,7 @@ double kt_swap_ls(const KernelSpec& K, double* w, const int64_t* order, int64_t 
             const double t = tbest, keep = 1.0 - t;
             soa_eval(K, kbest, P, lo, hi, col);
             for (int64_t j = lo; j < hi; ++j) {
-                double wj = w[j];
-                if (wj != 0.0) wj *= sc;
-                if (j == i) wj = 0.0;
-                if (wj != 0.0) wj *= keep;
-                if (j == kbest) wj += t;
-                w[j] = wj;
+                w[j] = portable::swap_ls_weight(w[j], j, i, sc, kbest, t);
                 g[j] = keep * g2[j] + t * col[j - lo];
             }
         },

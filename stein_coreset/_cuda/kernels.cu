@@ -603,12 +603,7 @@ extern "C" __global__ void ksls_persistent(KP_PARAMS, double* w, double* g, doub
         swap_ls_line(Dn, vg2[kb], kd[kb], splx, &t);
         const double keep = 1.0 - t;
         for (long long j = first; j < n; j += stride) {
-            double wj = w[j];
-            if (wj != 0.0) wj *= sc;
-            if (j == i) wj = 0.0;
-            if (wj != 0.0) wj *= keep;
-            if (j == kb) wj += t;
-            w[j] = wj;
+            w[j] = swap_ls_weight(w[j], j, i, sc, kb, t);
             g[j] = keep * g2[j] + t * kp_entry(K, kb, j);
         }
         D = Dbest;

@@ -175,6 +175,86 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
     });
 }
 
+namespace {
+// a[k] = sum over q in [a0, a1) of F[J_q + k sk] c[q], in increasing q from 0 (J_q = q when idx
+// is null), for the k < r of a column-contiguous F: kCols independent sums side by side (one
+// is a latency chain; each keeps its own order, so the values are the one-column loop's)
+void column_sums(const double* F, int64_t sk, int64_t r, const double* c, const int64_t* idx,
+                 int64_t a0, int64_t a1, double* a) {
+    constexpr int64_t kCols = 8;
+    int64_t k = 0;
+    for (; k + kCols <= r; k += kCols) {
+        const double* Fk = F + k * sk;
+        double acc[kCols] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t q = a0; q < a1; ++q) {
+            const double* Fq = Fk + (idx == nullptr ? q : idx[q]);
+            const double cq = c[q];
+            for (int64_t j = 0; j < kCols; ++j) acc[j] += Fq[j * sk] * cq;
+        }
+        for (int64_t j = 0; j < kCols; ++j) a[k + j] = acc[j];
+    }
+    for (; k < r; ++k) {
+        const double* Fk = F + k * sk;
+        double acc = 0.0;
+        for (int64_t q = a0; q < a1; ++q) acc += Fk[idx == nullptr ? q : idx[q]] * c[q];
+        a[k] = acc;
+    }
+}
+}  // namespace
+
+namespace {
+// body(i, k) for the rows i in [i0, i1) and columns k < r, along F's shorter stride inside
+template <class Body>
+void each_entry(int64_t si, int64_t sk, int64_t r, int64_t i0, int64_t i1, Body&& body) {
+    if (si <= sk) {
+        for (int64_t k = 0; k < r; ++k)
+            for (int64_t i = i0; i < i1; ++i) body(i, k);
+    } else {
+        for (int64_t i = i0; i < i1; ++i)
+            for (int64_t k = 0; k < r; ++k) body(i, k);
+    }
+}
+}  // namespace
+
+int factor32(const double* F, int64_t si, int64_t sk, int64_t n, int64_t r, float* G,
+             int n_threads) {
+    if (n <= 0 || r <= 0) return 0;
+    const int64_t nch = (n + kRows - 1) / kRows;
+    Team team(n_threads);
+    const int M = team.members_for(0.5 * static_cast<double>(n) * static_cast<double>(r), nch, 1);
+    // per chunk: max|F| over its rows, and whether one of them is NaN
+    std::vector<double> top(static_cast<size_t>(nch), 0.0);
+    std::vector<char> nan(static_cast<size_t>(nch), 0);
+    team.for_chunks_on(M, nch, [&](int64_t ch) {
+        const int64_t i0 = ch * kRows, i1 = std::min(n, i0 + kRows);
+        double t = 0.0;
+        bool bad = false;
+        each_entry(si, sk, r, i0, i1, [&](int64_t i, int64_t k) {
+            const double x = std::fabs(F[i * si + k * sk]);
+            bad |= x != x;
+            t = x > t ? x : t;
+        });
+        top[ch] = t;
+        nan[ch] = bad;
+    });
+    double t = 0.0;
+    bool bad = false;
+    for (int64_t ch = 0; ch < nch; ++ch) {
+        t = std::max(t, top[ch]);
+        bad |= nan[ch] != 0;
+    }
+    int e = 0;
+    if (!bad && t > 0.0 && t < std::numeric_limits<double>::infinity()) std::frexp(t, &e);
+    const double scale = std::ldexp(1.0, -e);
+    team.for_chunks_on(M, nch, [&](int64_t ch) {
+        const int64_t i0 = ch * kRows, i1 = std::min(n, i0 + kRows);
+        each_entry(si, sk, r, i0, i1, [&](int64_t i, int64_t k) {
+            G[i * r + k] = static_cast<float>(F[i * si + k * sk] * scale);
+        });
+    });
+    return e;
+}
+
 double lowrank_quad(const double* F, int64_t si, int64_t sk, const double* res, int64_t n,
                     int64_t r, const double* c, const int64_t* idx, int64_t m, int n_threads) {
     if (idx == nullptr) m = n;
@@ -183,19 +263,17 @@ double lowrank_quad(const double* F, int64_t si, int64_t sk, const double* res, 
     // per chunk: its partial F_J^T c (r entries) and sum res c^2 (one more)
     std::vector<double> part(static_cast<size_t>(nch * (r + 1)), 0.0);
     Team team(n_threads);
-    const double ns = 0.5 * static_cast<double>(m) * static_cast<double>(r + 1);
+    // ns per entry, measured at n = 2^16, r = 85: streamed 0.5; gathered across columns (rows J
+    // of a column-contiguous F: a cache line per entry) about 5
+    const double per_entry = idx != nullptr && si == 1 ? 4.0 : 0.5;
+    const double ns = per_entry * static_cast<double>(m) * static_cast<double>(r + 1);
     const int M = team.members_for(ns, nch, 1);  // a one-off loop: it pays for its wake-up
     team.for_chunks_on(M, nch, [&](int64_t ch) {
         double* a = part.data() + ch * (r + 1);
         const int64_t a0 = ch * kRows, a1 = std::min(m, a0 + kRows);
-        // each entry of a sums its rows in increasing a whichever loop is outside
-        if (idx == nullptr && si == 1) {  // columns of F contiguous: k outside
-            for (int64_t k = 0; k < r; ++k) {
-                const double* Fk = F + k * sk;
-                double acc = 0.0;
-                for (int64_t i = a0; i < a1; ++i) acc += Fk[i] * c[i];
-                a[k] = acc;
-            }
+        // each entry of a sums its rows in increasing a, from 0, whichever loop is outside
+        if (si == 1) {  // columns of F contiguous: kCols columns at a time outside, rows inside
+            column_sums(F, sk, r, c, idx, a0, a1, a);
         } else {
             for (int64_t q = a0; q < a1; ++q) {
                 const int64_t i = idx == nullptr ? q : idx[q];

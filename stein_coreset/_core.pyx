@@ -490,6 +490,22 @@ def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, dou
             sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0], n_threads)
 
 
+def factor32(const double[:, :] F, int n_threads=1):
+    """``(G, e)``: ``G = float32(2^-e F)`` C-ordered and ``e`` the frexp exponent of max|F| (0
+    for a zero, empty or non-finite F), as NumPy's multiply-and-cast gives them; F may have any
+    strides. Independent of n_threads."""
+    cdef int64_t n = F.shape[0], r = F.shape[1]
+    G = np.empty((n, r), dtype=np.float32)
+    cdef float[:, ::1] Gv = G
+    cdef int64_t si = F.strides[0] // sizeof(double), sk = F.strides[1] // sizeof(double)
+    cdef int e = 0
+    if n == 0 or r == 0:
+        return G, 0
+    with nogil:
+        e = sc_factor32(&F[0, 0], si, sk, n, r, &Gv[0, 0], n_threads)
+    return G, e
+
+
 def lowrank_quad(const double[:, :] F, const double[::1] res, const double[::1] c, idx=None,
                  int n_threads=1):
     """``c^T K'_JJ c`` for K' = F F^T + diag(res) and the rows J = idx (all rows when None):

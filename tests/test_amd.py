@@ -221,6 +221,32 @@ def test_rounded_factor_is_float32_at_the_storage_scale():
     assert zero.storage_exponent() == 0 and not np.any(zero.rounded_factor())
 
 
+@pytest.mark.parametrize("layout", ["transposed", "c", "fortran", "reversed"])
+def test_factor32_in_cpp_is_numpys_rounding_for_any_layout_and_team(layout):
+    """On NumPy, factor32 rounds F in C++ on the thread team: the very bits of NumPy's
+    ``float32(2^-e F)`` (C-ordered) and the frexp exponent of max|F|, for any strides of F
+    (RPCholesky's factor is the transpose of a C-ordered array), over several row chunks, on 1
+    and 3 threads; e = 0 for a zero, non-finite or empty factor, as storage_exponent says."""
+    rng = np.random.default_rng(8)
+    Ft = rng.standard_normal((11, 1500)) * 3.0
+    Ft[:, ::7] *= 1e-30
+    Ft[4, 1234] = -40.0  # the largest |F| is negative
+    F = {"transposed": Ft.T, "c": np.ascontiguousarray(Ft.T), "fortran": np.asfortranarray(Ft.T),
+         "reversed": Ft.T[::-1, ::-1]}[layout]
+    e_ref = math.frexp(float(np.abs(F).max()))[1]
+    want = (F * math.ldexp(1.0, -e_ref)).astype(np.float32)
+    for t in (1, 3):
+        G, e = LowRankPlusDiagonal(F, np.ones(1500), n_threads=t).factor32()
+        assert e == e_ref == 6
+        assert G.dtype == np.float32 and G.flags.c_contiguous
+        np.testing.assert_array_equal(G, want)
+    for bad in (np.zeros((600, 3)), np.full((600, 3), np.nan), np.full((600, 3), np.inf),
+                np.zeros((600, 0))):
+        op = LowRankPlusDiagonal(bad, np.ones(600))
+        G, e = op.factor32()
+        assert e == op.storage_exponent() == 0 and G.shape == bad.shape
+
+
 def test_amd_on_any_namespace_matches_the_cpp_loop_to_rounding(xp, stein_300):
     """The array-API loop on any namespace (array_api_strict here; CuPy on a GPU) and the C++
     loop on NumPy give the same weights to ~1e-14 on the same factor: both read F rounded to

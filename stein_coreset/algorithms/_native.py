@@ -35,6 +35,7 @@ __all__ = [
     "kt_swap_ls",
     "recombination",
     "amd_lowrank",
+    "factor32",
     "lowrank_quad",
     "weighted_rpcholesky",
     "dksd_pass",
@@ -164,6 +165,13 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, n_threads: int) -
         _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta), int(n_threads))
     else:
         cuda_amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta))
+
+
+def factor32(F, n_threads: int):
+    """``(G, e)`` of :meth:`~stein_coreset.algorithms.amd.LowRankPlusDiagonal.factor32` for a
+    host F, in C++ on the thread team (src_cpp/amd.hpp): the same bits as NumPy's."""
+    G, e = _core.factor32(np.asarray(F, dtype=np.float64), int(n_threads))
+    return G, int(e)
 
 
 def lowrank_quad(F, res, c, rows, n_threads: int) -> float:

@@ -107,16 +107,14 @@ class LowRankPlusDiagonal:
         rounded to single precision (what the C++ AMD loop reads). Peak memory: G and one
         bounded slab beside F."""
         xp, F = self.xp, self.F
-        e = self.storage_exponent()
-        if aa.is_numpy(xp):  # C order (as _core takes it), no float64 temporary
-            import numpy as np
+        if aa.is_numpy(xp):  # C order (as _core takes it), on the thread team
+            from ._native import factor32
 
-            G = np.empty(F.shape, dtype=np.float32)
-            np.multiply(F, math.ldexp(1.0, -e), out=G, casting="unsafe")
-        else:
-            G = xp.empty(F.shape, dtype=xp.float32, device=self.device)
-            for i0, i1 in self._row_slabs():
-                G[i0:i1, ...] = xp.astype(F[i0:i1, ...] * math.ldexp(1.0, -e), xp.float32)
+            return factor32(F, self.n_threads)
+        e = self.storage_exponent()
+        G = xp.empty(F.shape, dtype=xp.float32, device=self.device)
+        for i0, i1 in self._row_slabs():
+            G[i0:i1, ...] = xp.astype(F[i0:i1, ...] * math.ldexp(1.0, -e), xp.float32)
         return G, e
 
     def rounded_factor(self):

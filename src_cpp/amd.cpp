@@ -216,6 +216,25 @@ void each_entry(int64_t si, int64_t sk, int64_t r, int64_t i0, int64_t i1, Body&
 }
 }  // namespace
 
+void lowrank_residual(const double* F, int64_t si, int64_t sk, int64_t n, int64_t r,
+                      const double* diag, double* res, int n_threads) {
+    if (n <= 0) return;
+    const int64_t nch = (n + kRows - 1) / kRows;
+    Team team(n_threads);
+    const int M = team.members_for(0.5 * static_cast<double>(n) * static_cast<double>(r), nch, 1);
+    team.for_chunks_on(M, nch, [&](int64_t ch) {
+        const int64_t i0 = ch * kRows, i1 = std::min(n, i0 + kRows);
+        double acc[kRows];
+        std::fill(acc, acc + (i1 - i0), 0.0);
+        each_entry(si, sk, r, i0, i1, [&](int64_t i, int64_t k) {
+            const double f = F[i * si + k * sk];
+            const double sq = f * f;  // its own statement: never fused into the sum
+            acc[i - i0] += sq;
+        });
+        for (int64_t i = i0; i < i1; ++i) res[i] = diag[i] - acc[i - i0];
+    });
+}
+
 int factor32(const double* F, int64_t si, int64_t sk, int64_t n, int64_t r, float* G,
              int n_threads) {
     if (n <= 0 || r <= 0) return 0;

@@ -126,6 +126,9 @@ cdef extern from "amd.hpp" nogil:
     void sc_amd_lowrank "sc::amd_lowrank"(const float* F, const double* res, int64_t n,
                                           int64_t r, int64_t t0, int64_t steps, double eta,
                                           double* w, double* v, int n_threads) except +
+    void sc_lowrank_residual "sc::lowrank_residual"(const double* F, int64_t si, int64_t sk,
+                                                    int64_t n, int64_t r, const double* diag,
+                                                    double* res, int n_threads) except +
     int sc_factor32 "sc::factor32"(const double* F, int64_t si, int64_t sk, int64_t n,
                                    int64_t r, float* G, int n_threads) except +
     double sc_lowrank_quad "sc::lowrank_quad"(const double* F, int64_t si, int64_t sk,

@@ -490,6 +490,25 @@ def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, dou
             sc_amd_lowrank(Fp, &res[0], n, r, t0, steps, eta, &w[0], &v[0], n_threads)
 
 
+def lowrank_residual(const double[:, :] F, const double[::1] diag, int n_threads=1):
+    """``diag - rowsum(F * F)``, each row summed in increasing column order (independent of
+    n_threads); F may have any strides."""
+    cdef int64_t n = F.shape[0], r = F.shape[1]
+    if diag.shape[0] != n:
+        raise ValueError(f"diag must have length n = {n}")
+    res = np.empty(n, dtype=np.float64)
+    cdef double[::1] rv = res
+    if n == 0:
+        return res
+    if r == 0:
+        rv[:] = diag
+        return res
+    with nogil:
+        sc_lowrank_residual(&F[0, 0], F.strides[0] // sizeof(double),
+                            F.strides[1] // sizeof(double), n, r, &diag[0], &rv[0], n_threads)
+    return res
+
+
 def factor32(const double[:, :] F, int n_threads=1):
     """``(G, e)``: ``G = float32(2^-e F)`` C-ordered and ``e`` the frexp exponent of max|F| (0
     for a zero, empty or non-finite F), as NumPy's multiply-and-cast gives them; F may have any

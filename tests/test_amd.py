@@ -247,6 +247,27 @@ def test_factor32_in_cpp_is_numpys_rounding_for_any_layout_and_team(layout):
         assert e == op.storage_exponent() == 0 and G.shape == bad.shape
 
 
+@pytest.mark.parametrize("layout", ["transposed", "c", "reversed"])
+def test_residual_in_cpp_sums_each_row_in_column_order_for_any_team(layout):
+    """On NumPy the residual diag - rowsum(F * F) is summed in C++ on the thread team, not by
+    the BLAS (whose order depends on the machine's OpenBLAS kernel): each row's squares added
+    one by one in increasing column order, bit for bit, for any strides of F and on 1 and 3
+    threads; the array-API reference agrees to rounding of diag."""
+    rng = np.random.default_rng(9)
+    Ft = rng.standard_normal((13, 1300))
+    F = {"transposed": Ft.T, "c": np.ascontiguousarray(Ft.T), "reversed": Ft.T[::-1, ::-1]}[layout]
+    dg = rng.random(1300) + 20.0
+    want = np.zeros(1300)
+    for k in range(F.shape[1]):
+        want = want + F[:, k] * F[:, k]
+    want = dg - want
+    for t in (1, 3):
+        np.testing.assert_array_equal(LowRankPlusDiagonal(F, dg, n_threads=t).residual, want)
+    ref = LowRankPlusDiagonal(F, dg, backend="xp").residual  # the BLAS's order
+    np.testing.assert_allclose(ref, want, rtol=0, atol=1e-14 * dg.max())
+    np.testing.assert_array_equal(LowRankPlusDiagonal(F[:, :0], dg).residual, dg)
+
+
 def test_amd_on_any_namespace_matches_the_cpp_loop_to_rounding(xp, stein_300):
     """The array-API loop on any namespace (array_api_strict here; CuPy on a GPU) and the C++
     loop on NumPy give the same weights to ~1e-14 on the same factor: both read F rounded to

@@ -35,6 +35,7 @@ __all__ = [
     "kt_swap_ls",
     "recombination",
     "amd_lowrank",
+    "lowrank_residual",
     "factor32",
     "lowrank_quad",
     "weighted_rpcholesky",
@@ -165,6 +166,13 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, n_threads: int) -
         _core.amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta), int(n_threads))
     else:
         cuda_amd_lowrank(F, res, w, v, int(t0), int(steps), float(eta))
+
+
+def lowrank_residual(F, diag, n_threads: int):
+    """``diag - rowsum(F * F)`` for host arrays, in C++ on the thread team (src_cpp/amd.hpp),
+    without an (n, r) temporary."""
+    return _core.lowrank_residual(np.asarray(F, dtype=np.float64),
+                                  np.ascontiguousarray(diag, dtype=np.float64), int(n_threads))
 
 
 def factor32(F, n_threads: int):

@@ -58,7 +58,12 @@ class LowRankPlusDiagonal:
         self.F = F
         self._diag = diag
         # row norms without an (n, r) temporary (at n = 2^20, r = 256 that is 2 GiB)
-        self.residual = diag - self.xp.vecdot(F, F, axis=-1)
+        if self._native:
+            from ._native import lowrank_residual
+
+            self.residual = lowrank_residual(F, diag, self.n_threads)
+        else:
+            self.residual = diag - self.xp.vecdot(F, F, axis=-1)
         self.n = int(F.shape[0])
 
     def diag(self):

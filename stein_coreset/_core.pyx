@@ -34,9 +34,10 @@ cdef class _Interruptible:
 
     def __enter__(self):
         self.hooked = False
-        if (PyThread_get_thread_ident() == _main_ident
-                and _getsignal(_SIGINT) is _default_int_handler):
-            sc_cancel_clear()  # stale: left by cancel_running() for loops on other threads
+        if PyThread_get_thread_ident() != _main_ident:
+            return self
+        sc_cancel_clear()  # stale: left by cancel_running() for loops on other threads
+        if _getsignal(_SIGINT) is _default_int_handler:
             self.hooked = sc_sigint_hook_install()
             if self.hooked:
                 try:  # a SIGINT that came just before the hook: raise it now, not after

@@ -517,12 +517,25 @@ def test_a_dask_block_smaller_than_size_after_omit_is_merged(dask_input, method)
     assert res.info["blocks"][0].get("passed_through") is True
 
 
-def test_a_stale_cancel_request_does_not_cancel_the_next_main_thread_call(sample):
+@pytest.mark.parametrize("handler", ["python", "own", "ignored"])
+def test_a_stale_cancel_request_does_not_cancel_the_next_main_thread_call(sample, handler):
+    # whatever SIGINT's handler: before, a program started with SIGINT ignored (a background
+    # job) or with its own handler kept the request, and its next call raised KeyboardInterrupt
+    import signal
+
     from stein_coreset import _core
 
     X, S = sample
     ref = sc.compress(X, S, size=8, method="skt", seed=0)
-    _core.cancel_running()  # as after a Ctrl-C of distributed.compress on the threaded scheduler
-    res = sc.compress(X, S, size=8, method="skt", seed=0)
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, {"python": signal.default_int_handler, "own": lambda *a: None,
+                                  "ignored": signal.SIG_IGN}[handler])
+    try:
+        _core.cancel_running()  # as after a Ctrl-C of distributed.compress on Dask's threads
+        res = sc.compress(X, S, size=8, method="skt", seed=0)
+        cleared = not _core._cancel_requested()
+    finally:
+        signal.signal(signal.SIGINT, old)
+        _core._cancel_for_tests(False)
     np.testing.assert_array_equal(res.indices, ref.indices)
-    assert not _core._cancel_requested()
+    assert cleared

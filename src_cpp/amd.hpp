@@ -27,9 +27,10 @@ void amd_lowrank(const float* F, const double* res, int64_t n, int64_t r, int64_
 double lowrank_quad(const double* F, int64_t si, int64_t sk, const double* res, int64_t n,
                     int64_t r, const double* c, const int64_t* idx, int64_t m, int n_threads);
 
-// The diagonal residual res_i = diag_i - sum_k F_ik^2 of K' (k summed in increasing order,
-// each square rounded before it is added), F with element strides (si, sk) as in lowrank_quad.
-// Each row on its own, so the values do not depend on n_threads. O(n r).
+// The diagonal residual res_i = diag_i - sum_k F_ik^2 of K' (k summed in increasing order;
+// on x86-64 each square rounded before it is added, a target with FMA in its baseline may fuse
+// them), F with element strides (si, sk) as in lowrank_quad. Each row on its own, so the values
+// do not depend on n_threads. O(n r).
 void lowrank_residual(const double* F, int64_t si, int64_t sk, int64_t n, int64_t r,
                       const double* diag, double* res, int n_threads);
 

@@ -367,7 +367,7 @@ def test_cuda_amd_mode_is_validated(monkeypatch):
     from stein_coreset._cuda import amd_mode
 
     monkeypatch.delenv("STEIN_CORESET_CUDA_AMD", raising=False)
-    assert amd_mode() == "xp"
+    assert amd_mode() == "fused"
     monkeypatch.setenv("STEIN_CORESET_CUDA_AMD", "fast")
     with pytest.raises(ValueError, match="STEIN_CORESET_CUDA_AMD"):
         amd_mode()

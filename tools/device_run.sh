@@ -83,11 +83,27 @@ print('persistent loop smoke test: ok')") >> "$LOG" 2>&1; then
     export STEIN_CORESET_CUDA_LOOP=graph
 fi
 
+# the fused AMD kernel (the default on CuPy) against the C++ loop: if it does not finish or
+# differs, the rest of this script uses the array-API loop
+if ! (cd /tmp && timeout 45 python3 -c "
+import cupy as cp, numpy as np
+from stein_coreset.algorithms.amd import LowRankPlusDiagonal, amd
+rng = np.random.default_rng(0)
+F = 0.3 * rng.standard_normal((20000, 60))
+dg = np.sum(F * F, axis=1) + rng.random(20000)
+ref = amd(LowRankPlusDiagonal(F, dg), 300)
+got = cp.asnumpy(amd(LowRankPlusDiagonal(cp.asarray(F), cp.asarray(dg)), 300))
+assert np.allclose(got, ref, rtol=1e-10, atol=1e-300), 'fused AMD weights differ'
+print('fused AMD smoke test: ok')") >> "$LOG" 2>&1; then
+    echo "fused AMD smoke test FAILED: using STEIN_CORESET_CUDA_AMD=xp" | tee -a "$LOG"
+    export STEIN_CORESET_CUDA_AMD=xp
+fi
+
 if [ "$stage" = second ]; then  # after the full run (its tests passed): lskt at 2^24 first,
     # then the loop modes on whole methods
-    # lskt at n = 2^24: LD's (n, r) factor and its AMD copy (16 n r bytes off NumPy) must fit
-    # the device; tau 0.4 (r = 777) needs 209 GB, tau 0.35 (r = 338) 91 GB, tau 0.3 (r = 148)
-    # 40 GB
+    # lskt at n = 2^24: LD's (n, r) factor and its AMD copy (12 n r bytes with the fused AMD,
+    # 16 n r with the array-API loop) must fit the device; tau 0.4 (r = 777) needs 156 GB,
+    # tau 0.35 (r = 338) 68 GB (91 GB), tau 0.3 (r = 148) 30 GB (40 GB)
     gib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
     tau=0.3; [ "${gib:-0}" -gt 120000 ] && tau=0.35
     stage_run huge 300 python3 tools/gpu_large.py --n 16777216 --tau "$tau" \

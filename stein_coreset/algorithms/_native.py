@@ -149,8 +149,8 @@ def affine_weights(KJ: np.ndarray):
 def amd_backend(backend: str, xp, r: int) -> str:
     """Who runs AMD's steps (Alg. F.2) on a rank-r F F^T + diag(res) held in namespace ``xp``,
     asked for ``backend`` ("auto", "cpu", "cuda" or "xp"): "cpu" (the C++ loop, NumPy arrays),
-    "cuda" (the fused kernel, CuPy arrays, when :func:`stein_coreset._cuda.amd_mode` is "fused"
-    and the rank fits) or "xp" (the array-API loop, two products with F per step)."""
+    "cuda" (the fused kernel, CuPy arrays, when :func:`stein_coreset._cuda.amd_mode` is "fused",
+    its default, and the rank fits) or "xp" (the array-API loop, two products with F per step)."""
     if aa.is_numpy(xp) and backend in ("auto", "cpu"):
         return "cpu"
     if (aa.is_cupy(xp) and backend in ("auto", "cuda") and amd_mode() == "fused"

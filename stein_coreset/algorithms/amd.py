@@ -244,10 +244,10 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         does. "cpu" runs the steps in C++ (``src_cpp/amd.cpp``), fused so that each step reads F
         once, parallel over fixed row chunks (results independent of the thread count); only for a
         :class:`LowRankPlusDiagonal` on NumPy arrays, which "auto" sends there. "cuda" (and "auto"
-        on CuPy arrays) runs the same fused steps as one persistent CUDA kernel when
-        ``STEIN_CORESET_CUDA_AMD=fused`` and the rank is at most 1024
-        (:func:`stein_coreset._cuda.amd_mode`), else the namespace-generic loop; "xp" always runs
-        that loop (two products with F per step). On a :class:`LowRankPlusDiagonal` every backend
+        on CuPy arrays) runs the same fused steps as one persistent CUDA kernel when the rank is
+        at most 1024 (unless ``STEIN_CORESET_CUDA_AMD=xp``, :func:`stein_coreset._cuda.amd_mode`),
+        else the namespace-generic loop; "xp" always runs that loop (two products with F per
+        step). On a :class:`LowRankPlusDiagonal` every backend
         steps on :meth:`LowRankPlusDiagonal.rounded`, F rounded to float32 (the C++ pass is
         memory-bound and stores F in float32; sums are in double; the relative change of K' is
         ~1e-7, far below its distance to K), so the backends give the same iterates up to the order

@@ -297,8 +297,8 @@ def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None
     machine's, or the free memory of the CUDA device holding ``like``).
 
     The estimate is an upper bound on the peak of the buffers: Low-rank Debiasing's
-    (n, r) factor (float64, and its float32 copy for AMD; off NumPy, AMD's array-API loop
-    holds a float64 rounding of it instead); for RT / CT the (n', r) float64
+    (n, r) factor (float64, and the copy AMD steps on: :func:`~stein_coreset.algorithms.amd.
+    factor_bytes`); for RT / CT the (n', r) float64
     RPCholesky factor (n' <= n the support of the debiasing weights) and RT's (n', r + 1) moment
     matrix beside it, then for the final reweighting the (p, p) kernel block of the support
     (p <= r + 1 for RT, p <= r for CT), its Cholesky factor and an eigendecomposition fallback
@@ -307,8 +307,9 @@ def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None
     peak, what, arg = 0.0, [], "size"
     if spec.debias == "ld":
         r_ld = rank if rank is not None else max(1, round(math.sqrt(n)))
-        # F and AMD's float32 copy; off NumPy, AMD's array-API loop holds F rounded in float64
-        peak = (12.0 if like is None or isinstance(like, np.ndarray) else 16.0) * n * r_ld
+        from .algorithms.amd import factor_bytes
+
+        peak = factor_bytes(n, r_ld, np if like is None else aa.namespace(X=like)[0])
         what.append(f"the ({n}, {r_ld}) Low-rank Debiasing factor")
         arg = "rank" if rank is not None else "size"
     if spec.thin in ("rt", "ct"):

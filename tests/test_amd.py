@@ -341,3 +341,24 @@ def test_rounding_the_factor_slab_by_slab_gives_the_whole_rounding(xp, monkeypat
         G, e = op.factor32()
         assert e == e0
         np.testing.assert_array_equal(to_host(G, np.float32), G0)
+
+
+def test_factor_bytes_follow_the_copy_amd_steps_on(monkeypatch):
+    """compress's memory check counts LD's float64 factor and the copy AMD steps on: the float32
+    factor of the fused loops (C++ on NumPy; the CUDA kernel on CuPy, its default, up to rank
+    1024), else the float64 rounding of the array-API loop."""
+    import types
+
+    import array_api_strict
+
+    from stein_coreset.algorithms.amd import factor_bytes
+
+    cupy_like = types.ModuleType("cupy")  # what array_api_compat takes for CuPy's namespace
+    n = 1000
+    monkeypatch.delenv("STEIN_CORESET_CUDA_AMD", raising=False)
+    assert factor_bytes(n, 30, np) == 12.0 * n * 30
+    assert factor_bytes(n, 30, array_api_strict) == 16.0 * n * 30
+    assert factor_bytes(n, 1024, cupy_like) == 12.0 * n * 1024
+    assert factor_bytes(n, 1025, cupy_like) == 16.0 * n * 1025
+    monkeypatch.setenv("STEIN_CORESET_CUDA_AMD", "xp")
+    assert factor_bytes(n, 30, cupy_like) == 16.0 * n * 30

@@ -10,7 +10,7 @@ from .. import _array_api as aa
 from .. import _validation as val
 from .._threads import effective_n_threads
 
-__all__ = ["amd", "LowRankPlusDiagonal"]
+__all__ = ["amd", "LowRankPlusDiagonal", "factor_bytes"]
 
 
 #: Entries of F in one slab of :meth:`LowRankPlusDiagonal.factor32` and ``rounded_factor`` off
@@ -150,6 +150,16 @@ class LowRankPlusDiagonal:
         xp = self.xp
         out = self.F @ self.F.T
         return out + xp.eye(self.n, dtype=out.dtype, device=self.device) * self.residual[None, :]
+
+
+def factor_bytes(n: int, r: int, xp) -> float:
+    """Peak bytes of Low-rank Debiasing's (n, r) float64 factor F and the copy :func:`amd`
+    steps on, for arrays of namespace ``xp`` on the default backend: the float32 factor of the
+    fused loops (C++ on NumPy, the CUDA kernel on CuPy up to rank 1024), 12 n r in all, else the
+    float64 rounding of the array-API loop, 16 n r."""
+    from ._native import amd_backend
+
+    return (12.0 if amd_backend("auto", xp, r) != "xp" else 16.0) * n * r
 
 
 def _check_backend(backend: str) -> str:

@@ -76,11 +76,11 @@ def loop_mode() -> str:
 def amd_mode() -> str:
     """How AMD's steps on a low-rank K' run on the device: "fused" (default:
     :func:`amd_lowrank`, one persistent kernel per PERSISTENT_STEPS steps, reading the float32
-    factor once a step) or "xp" (the array-API loop: about ten CuPy kernels a step and two
+    factor once a step) or "xp" (the array-API loop: some twenty CuPy kernels a step and two
     passes over the float64 rounded factor, four times the bytes, plus that second (n, r)
     copy). ``STEIN_CORESET_CUDA_AMD`` chooses. The fused kernel gives the C++ loop's steps on
-    the CPU simulator (tests/cudasim.py) and on a GPU (tests/test_cuda_backend.py);
-    ``tools/gpu_large.py --amd`` times the two."""
+    the CPU simulator (tests/cudasim.py); tests/test_cuda_backend.py checks it on a GPU and
+    ``tools/gpu_large.py --amd`` times the two there."""
     mode = os.environ.get("STEIN_CORESET_CUDA_AMD", "fused")
     if mode not in ("xp", "fused"):
         raise ValueError(f"STEIN_CORESET_CUDA_AMD must be 'xp' or 'fused', got {mode!r}")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "isa.hpp"
 #include "parallel.hpp"
@@ -116,6 +117,39 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
                 out[i] = s;
             }
         });
+}
+
+double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
+    const AllPoints all(K);
+    const SoAView& P = all.view();
+    const int64_t n = K.n;
+    if (n <= 0) return 0.0;
+    constexpr int64_t kRows = 8;
+    const int64_t nch = (n + kRows - 1) / kRows;
+    std::vector<double> part(static_cast<size_t>(nch), 0.0);
+    Team team(n_threads);
+    const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
+    team.for_chunks_on(team.members_for(half * entry_ns(K.d), nch, 1), nch, [&](int64_t c) {
+        alignas(64) double buf[kSoABlock];
+        double q = 0.0;
+        for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
+            if (w[i] == 0.0) continue;
+            // k_ii first in the row's first block, then the entries j > i
+            double diag = 0.0, off = 0.0;
+            for (int64_t a = i; a < n; a += kSoABlock) {
+                const int64_t e = std::min(n, a + kSoABlock);
+                kEval(K, i, P, a, e, buf);
+                int64_t b = 0;
+                if (a == i) diag = buf[b++] * w[i];
+                for (; b < e - a; ++b) off += buf[b] * w[a + b];
+            }
+            q += w[i] * (diag + 2.0 * off);
+        }
+        part[c] = q;
+    });
+    double total = 0.0;
+    for (int64_t c = 0; c < nch; ++c) total += part[c];
+    return total;
 }
 
 void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* cols, int64_t nc,

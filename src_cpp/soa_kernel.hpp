@@ -95,6 +95,11 @@ double soa_entry(const KernelSpec& K, int64_t i, int64_t j);
 // out = K w over all n points of K (K never formed): O(n^2) evaluations, parallel over rows.
 void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads);
 
+// w^T K w over all n points from the upper triangle, K being symmetric: sum_i w_i (w_i k_ii +
+// 2 sum_{j > i} w_j k_ij), n (n + 1) / 2 evaluations, half of soa_matvec's. Rows in fixed
+// chunks whose partial sums are added in order: the value does not depend on n_threads.
+double soa_quad(const KernelSpec& K, const double* w, int n_threads);
+
 // The dense front ends of the evaluator.
 
 // out[a * nc + b] = k_P(rows[a], cols[b]); cols == nullptr means all n columns (nc = n).

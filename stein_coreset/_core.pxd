@@ -111,6 +111,8 @@ cdef extern from "kt_swap.hpp" nogil:
 
 
 cdef extern from "soa_kernel.hpp" nogil:
+    double sc_soa_quad "sc::soa_quad"(const KernelSpec& K, const double* w,
+                                       int n_threads) except +
     void sc_soa_matvec "sc::soa_matvec"(const KernelSpec& K, const double* w, double* out,
                                         int n_threads) except +
     void sc_gram "sc::gram"(const KernelSpec& K, const int64_t* rows, int64_t nr,

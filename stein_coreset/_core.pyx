@@ -469,6 +469,20 @@ def matvec_soa(Kernel K, const double[::1] w, int n_threads=1):
     return out
 
 
+def quad_soa(Kernel K, const double[::1] w, int n_threads=1):
+    """w^T K w over all n points from K's upper triangle (half the evaluations of a product),
+    summed in fixed row chunks: independent of n_threads."""
+    if w.shape[0] != K.spec.n:
+        raise ValueError(f"w must have length n = {K.spec.n}")
+    if K.spec.n == 0:
+        return 0.0
+    cdef double out
+    with _Interruptible():
+        with nogil:
+            out = sc_soa_quad(K.spec, &w[0], n_threads)
+    return out
+
+
 # AMD on F F^T + diag(res) (Low-rank Debiasing's weights) ----------------------------------------
 
 def amd_lowrank(const float[:, ::1] F, const double[::1] res, double[::1] w, double[::1] v,

@@ -99,6 +99,29 @@ def test_column_equals_a_row_of_the_block():
             )
 
 
+def test_quad_from_the_upper_triangle_is_the_quadratic_form_for_any_team():
+    """On "cpu", K.quad(w) sums w_i (w_i k_ii + 2 sum_{j>i} w_j k_ij): half the evaluations of
+    w . K w, the same value to rounding (Stein and centred kernels, zeros in w, n over two
+    evaluator blocks and not a multiple of the row chunk), the same bits on 1 and 3 threads."""
+    X, S = _chain(700, 3, 1)
+    rng = np.random.default_rng(5)
+    w = rng.random(700)
+    w[::7] = 0.0
+    w /= w.sum()
+    signed = w - 1.0 / 700  # centring weights: a quadratic form with cancellation
+    for K in (sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, S),
+              sc.SteinKernel(sc.Matern(sigma=2.0, nu=2.5)).bind(X, S),
+              sc.kernels.centred_kernel_matrix(sc.Gaussian(sigma=2.0), X)):
+        G = np.asarray(K.block(np.arange(700)))
+        for v in (w, signed):
+            dense = float(v @ G @ v)
+            scale = float(np.abs(v) @ np.abs(G) @ np.abs(v))  # the rounding of the sum
+            got = K.quad(v)
+            assert got == pytest.approx(dense, rel=1e-12, abs=1e-15 * scale)
+            assert K.with_threads(3).quad(v) == got == K.with_threads(1).quad(v)
+        assert K.quad(np.zeros(700)) == 0.0
+
+
 def test_four_python_threads_calling_compress_match_serial_calls(chain):
     X, S = chain
     jobs = [("st", 2), ("skt", 3), ("sr", 2), ("lskt", 1), ("kt", 2), ("sc", 3), ("st", 1)] * 2

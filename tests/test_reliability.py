@@ -320,6 +320,7 @@ def test_every_cpp_loop_stops_when_the_cancel_flag_is_set_and_recovers_after():
         "kt_swap_refine": lambda: _core.kt_swap_refine(h, idx[:16].copy()),
         "kt_swap_ls": lambda: _core.kt_swap_ls(h, np.full(600, 1 / 600), idx[:10], 0),
         "matvec_soa": lambda: _core.matvec_soa(h, np.ones(600)),
+        "quad_soa": lambda: _core.quad_soa(h, np.ones(600)),
         "kernel_row_means": lambda: _core.kernel_row_means(h, idx[:4]),
         "recombination": lambda: _core.recombination(A, np.full(600, 1 / 600)),
         "simplex_qp": lambda: _core.simplex_qp(G, np.full(50, 1 / 50), 100),

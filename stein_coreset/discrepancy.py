@@ -45,7 +45,9 @@ def ksd(X, S, weights=None, kernel=None, n_threads: int | None = None) -> float:
         Team size of the C++ evaluation (NumPy input); default the usable cores
         (:func:`stein_coreset._threads.effective_n_threads`). The value does not depend on it.
 
-    Cost: O(n^2 d) kernel evaluations, O(n) memory beyond one slab.
+    Cost: O(n^2 d): n (n + 1) / 2 Stein-kernel evaluations on NumPy input (the upper triangle of
+    the symmetric Gram matrix), n^2 in the array-API and CUDA products; O(n) memory beyond one
+    slab.
     """
     X, S, weights = aa.as_arrays(X=X, S=S, weights=weights)
     xp, dev = aa.namespace(X=X, S=S, weights=weights)

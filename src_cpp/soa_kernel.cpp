@@ -119,6 +119,52 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
         });
 }
 
+int64_t soa_matvec_slots(int64_t n) {
+    constexpr int64_t kSlots = 64;
+    return 8.0 * static_cast<double>(kSlots) * static_cast<double>(n) <= kSymMatvecBytes ? kSlots
+                                                                                        : 0;
+}
+
+void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_threads) {
+    const AllPoints all(K);
+    const SoAView& P = all.view();
+    const int64_t n = K.n;
+    if (n <= 0) return;
+    constexpr int64_t kRows = 8;
+    const int64_t nch = (n + kRows - 1) / kRows;
+    const int64_t S = std::min(std::max<int64_t>(soa_matvec_slots(n), 1), nch);
+    std::vector<double> acc(static_cast<size_t>(S * n), 0.0);
+    Team team(n_threads);
+    const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
+    team.for_chunks_on(team.members_for(half * entry_ns(K.d), S, 1), S, [&](int64_t s) {
+        alignas(64) double buf[kSoABlock];
+        double* a = acc.data() + s * n;
+        for (int64_t c = s; c < nch; c += S) {
+            for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
+                const double wi = w[i];
+                double row = 0.0;
+                for (int64_t b0 = i; b0 < n; b0 += kSoABlock) {
+                    const int64_t b1 = std::min(n, b0 + kSoABlock);
+                    kEval(K, i, P, b0, b1, buf);
+                    for (int64_t b = 0; b < b1 - b0; ++b) row += buf[b] * w[b0 + b];
+                    double* aj = a + b0;
+                    for (int64_t b = b0 == i ? 1 : 0; b < b1 - b0; ++b) aj[b] += buf[b] * wi;
+                }
+                a[i] += row;
+            }
+        }
+    });
+    const int64_t nb = soa_blocks(n);
+    team.for_chunks_on(team.members_for(static_cast<double>(S * n), nb, 1), nb, [&](int64_t c) {
+        const int64_t j0 = c * kSoABlock, j1 = std::min(n, j0 + kSoABlock);
+        for (int64_t j = j0; j < j1; ++j) out[j] = acc[j];
+        for (int64_t s = 1; s < S; ++s) {
+            const double* a = acc.data() + s * n;
+            for (int64_t j = j0; j < j1; ++j) out[j] += a[j];
+        }
+    });
+}
+
 double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
     const AllPoints all(K);
     const SoAView& P = all.view();

@@ -111,6 +111,9 @@ cdef extern from "kt_swap.hpp" nogil:
 
 
 cdef extern from "soa_kernel.hpp" nogil:
+    void sc_soa_matvec_sym "sc::soa_matvec_sym"(const KernelSpec& K, const double* w,
+                                                 double* out, int n_threads) except +
+    int64_t sc_soa_matvec_slots "sc::soa_matvec_slots"(int64_t n)
     double sc_soa_quad "sc::soa_quad"(const KernelSpec& K, const double* w,
                                        int n_threads) except +
     void sc_soa_matvec "sc::soa_matvec"(const KernelSpec& K, const double* w, double* out,

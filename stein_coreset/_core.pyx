@@ -457,15 +457,23 @@ def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1, int n_threads=1,
     return changed
 
 
-def matvec_soa(Kernel K, const double[::1] w, int n_threads=1):
-    """K w over all n points, with the vectorised structure-of-arrays evaluator (K never formed)."""
+def matvec_soa(Kernel K, const double[::1] w, int n_threads=1, symmetric=None):
+    """K w over all n points, with the vectorised structure-of-arrays evaluator (K never formed):
+    from the upper triangle (half the evaluations) where ``symmetric`` is True, or None and
+    the accumulators fit (sc::soa_matvec_slots), else row by row. Independent of n_threads."""
     if w.shape[0] != K.spec.n:
         raise ValueError(f"w must have length n = {K.spec.n}")
     out = np.empty(K.spec.n, dtype=np.float64)
+    if K.spec.n == 0:
+        return out
     cdef double[::1] ov = out
+    cdef bint sym = (sc_soa_matvec_slots(K.spec.n) > 0) if symmetric is None else bool(symmetric)
     with _Interruptible():
         with nogil:
-            sc_soa_matvec(K.spec, &w[0], &ov[0], n_threads)
+            if sym:
+                sc_soa_matvec_sym(K.spec, &w[0], &ov[0], n_threads)
+            else:
+                sc_soa_matvec(K.spec, &w[0], &ov[0], n_threads)
     return out
 
 

@@ -122,6 +122,31 @@ def test_quad_from_the_upper_triangle_is_the_quadratic_form_for_any_team():
         assert K.quad(np.zeros(700)) == 0.0
 
 
+def test_matvec_from_the_upper_triangle_is_the_product_for_any_team():
+    """On "cpu", K w below the accumulators' memory bound comes from K's upper triangle (each
+    k_ij added to rows i and j: half the evaluations): the row-by-row product to rounding, for a
+    base, a centred and a Stein kernel (n over two evaluator blocks, not a multiple of the row
+    chunk, fewer chunks than slots too), the same bits on 1 and 3 threads."""
+    from stein_coreset import _core
+    from stein_coreset.engine import KernelMatrix
+
+    X, S = _chain(700, 3, 1)
+    rng = np.random.default_rng(6)
+    for n in (700, 90):
+        w = rng.standard_normal(n)
+        for K in (KernelMatrix(sc.IMQ(sigma=1.5), X[:n]),
+                  sc.kernels.centred_kernel_matrix(sc.Gaussian(sigma=2.0), X[:n]),
+                  sc.SteinKernel(sc.Matern(sigma=2.0, nu=2.5)).bind(X[:n], S[:n])):
+            rows = _core.matvec_soa(K.handle(), w, 1, False)
+            G = np.asarray(K.block(np.arange(n)))
+            scale = np.abs(G) @ np.abs(w)  # the rounding of each entry's sum
+            got = np.asarray(K.matvec(w))
+            np.testing.assert_array_equal(got, _core.matvec_soa(K.handle(), w, 1, True))
+            assert np.all(np.abs(got - rows) <= 1e-14 * scale)
+            assert np.all(np.abs(got - G @ w) <= 1e-14 * scale)
+            np.testing.assert_array_equal(np.asarray(K.with_threads(3).matvec(w)), got)
+
+
 def test_four_python_threads_calling_compress_match_serial_calls(chain):
     X, S = chain
     jobs = [("st", 2), ("skt", 3), ("sr", 2), ("lskt", 1), ("kt", 2), ("sc", 3), ("st", 1)] * 2

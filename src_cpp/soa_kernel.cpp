@@ -120,7 +120,7 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
 }
 
 int64_t soa_matvec_slots(int64_t n) {
-    constexpr int64_t kSlots = 64;
+    constexpr int64_t kSlots = 32;
     return 8.0 * static_cast<double>(kSlots) * static_cast<double>(n) <= kSymMatvecBytes ? kSlots
                                                                                         : 0;
 }

@@ -99,13 +99,14 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
 // k_ij (j > i) added to out_i and out_j. Rows in chunks of 8 dealt round-robin to
 // soa_matvec_slots(n) accumulators of n doubles; a slot takes its chunks in order, and
 // out = the slots' sum in slot order, so the values do not depend on n_threads. At most that
-// many members work. Callers use it where soa_matvec_slots(n) > 0.
+// many members work (32: on up to 64 cores the half work on 32 is no slower than the whole on
+// all). Callers use it where soa_matvec_slots(n) > 0.
 void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_threads);
 
-// The accumulators of soa_matvec_sym at n points: 64, or 0 where 64 n doubles would pass
-// kSymMatvecBytes (there soa_matvec serves).
+// The accumulators of soa_matvec_sym at n points: 32, or 0 where 32 n doubles would pass
+// kSymMatvecBytes, 32 MiB, i.e. above n = 2^17 (there soa_matvec serves).
 int64_t soa_matvec_slots(int64_t n);
-constexpr double kSymMatvecBytes = 64.0 * 1024 * 1024;
+constexpr double kSymMatvecBytes = 32.0 * 1024 * 1024;
 
 // w^T K w over all n points from the upper triangle, K being symmetric: sum_i w_i (w_i k_ii +
 // 2 sum_{j > i} w_j k_ij), n (n + 1) / 2 evaluations, half of soa_matvec's. Rows in fixed

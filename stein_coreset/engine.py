@@ -405,7 +405,7 @@ class KernelMatrix:
     def matvec(self, w, block_size: int | None = None):
         """K w with K never held: one (block x n) slab at a time. O(n^2 d) work, O(block n) memory.
         On "cpu" (w of shape (n,)) from K's upper triangle up to n = 2^17: n (n + 1) / 2
-        evaluations, 64 accumulators of n doubles (at most 64 MiB).
+        evaluations, 32 accumulators of n doubles (256 n bytes, at most 32 MiB).
 
         ``w`` may be (n,) or (n, k).
         """

@@ -19,7 +19,10 @@ X and S and their structure-of-arrays copies (4 n d doubles), plus per method
 
     standard, iid                  8 n
     st                             8 (n + m)
-    skt, kt, compresspp            8 * 4 n           (sums and index buffers of KT-SPLIT / swap)
+    skt, compresspp                8 * 4 n           (sums and index buffers of KT-SPLIT / swap)
+    kt                             8 * 4 n + 8 * 32 n for n <= 2^17 (and the centring's 32
+                                   accumulators of n doubles, src_cpp/soa_kernel.hpp; rt and ct
+                                   free them before their factor, which dominates)
     lskt                           12 n r + 8 * 4 n  (the float64 factor, its float32 copy)
     sr, rt                         16 n r + 8 (m + 1)^2  (the factor and Recombination's [F, 1])
     sc, ct                         8 n r + 8 (m + 1)^2
@@ -89,7 +92,7 @@ def estimate(method: str, n: int, d: int, mode: str = "default") -> int:
     dominant = {
         "standard": 8 * n, "iid": 8 * n,
         "st": 8 * (n + m),
-        "skt": 32 * n, "kt": 32 * n, "compresspp": 32 * n,
+        "skt": 32 * n, "kt": 32 * n + (256 * n if n <= 2**17 else 0), "compresspp": 32 * n,
         "lskt": 12 * n * r + 32 * n,
         "sr": 16 * n * r + 8 * (m + 1) ** 2, "rt": 16 * n * r + 8 * (m + 1) ** 2,
         "sc": 8 * n * r + 8 * (m + 1) ** 2, "ct": 8 * n * r + 8 * (m + 1) ** 2,

@@ -201,9 +201,7 @@ void column_sums(const double* F, int64_t sk, int64_t r, const double* c, const 
         a[k] = acc;
     }
 }
-}  // namespace
 
-namespace {
 // body(i, k) for the rows i in [i0, i1) and columns k < r, along F's shorter stride inside
 template <class Body>
 void each_entry(int64_t si, int64_t sk, int64_t r, int64_t i0, int64_t i1, Body&& body) {

@@ -119,6 +119,19 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
         });
 }
 
+namespace {
+// f(b0, len): row i's entries k_P(x_i, x_j), j in [i, n), evaluated into buf one evaluator block
+// at a time (buf[b] = k_P(x_i, x_{b0 + b}); the first block starts at the diagonal, b0 = i)
+template <class F>
+void upper_row(const KernelSpec& K, const SoAView& P, int64_t i, double* buf, F&& f) {
+    for (int64_t b0 = i; b0 < K.n; b0 += kSoABlock) {
+        const int64_t b1 = std::min(K.n, b0 + kSoABlock);
+        kEval(K, i, P, b0, b1, buf);
+        f(b0, b1 - b0);
+    }
+}
+}  // namespace
+
 int64_t soa_matvec_slots(int64_t n) {
     constexpr int64_t kSlots = 32;
     return 8.0 * static_cast<double>(kSlots) * static_cast<double>(n) <= kSymMatvecBytes ? kSlots
@@ -143,13 +156,11 @@ void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_thr
             for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
                 const double wi = w[i];
                 double row = 0.0;
-                for (int64_t b0 = i; b0 < n; b0 += kSoABlock) {
-                    const int64_t b1 = std::min(n, b0 + kSoABlock);
-                    kEval(K, i, P, b0, b1, buf);
-                    for (int64_t b = 0; b < b1 - b0; ++b) row += buf[b] * w[b0 + b];
+                upper_row(K, P, i, buf, [&](int64_t b0, int64_t len) {
+                    for (int64_t b = 0; b < len; ++b) row += buf[b] * w[b0 + b];
                     double* aj = a + b0;
-                    for (int64_t b = b0 == i ? 1 : 0; b < b1 - b0; ++b) aj[b] += buf[b] * wi;
-                }
+                    for (int64_t b = b0 == i ? 1 : 0; b < len; ++b) aj[b] += buf[b] * wi;
+                });
                 a[i] += row;
             }
         }
@@ -182,13 +193,11 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
             if (w[i] == 0.0) continue;
             // k_ii first in the row's first block, then the entries j > i
             double diag = 0.0, off = 0.0;
-            for (int64_t a = i; a < n; a += kSoABlock) {
-                const int64_t e = std::min(n, a + kSoABlock);
-                kEval(K, i, P, a, e, buf);
+            upper_row(K, P, i, buf, [&](int64_t b0, int64_t len) {
                 int64_t b = 0;
-                if (a == i) diag = buf[b++] * w[i];
-                for (; b < e - a; ++b) off += buf[b] * w[a + b];
-            }
+                if (b0 == i) diag = buf[b++] * w[i];
+                for (; b < len; ++b) off += buf[b] * w[b0 + b];
+            });
             q += w[i] * (diag + 2.0 * off);
         }
         part[c] = q;

@@ -457,6 +457,12 @@ def kt_swap_refine(Kernel K, int64_t[::1] I, int passes=1, int n_threads=1,
     return changed
 
 
+def matvec_slots(int64_t n):
+    """The accumulators of matvec_soa's upper-triangle product at n points (each n doubles),
+    or 0 where they would pass its memory bound and the product goes row by row."""
+    return sc_soa_matvec_slots(n)
+
+
 def matvec_soa(Kernel K, const double[::1] w, int n_threads=1, symmetric=None):
     """K w over all n points, with the vectorised structure-of-arrays evaluator (K never formed):
     from the upper triangle (half the evaluations) where ``symmetric`` is True, or None and
@@ -467,7 +473,7 @@ def matvec_soa(Kernel K, const double[::1] w, int n_threads=1, symmetric=None):
     if K.spec.n == 0:
         return out
     cdef double[::1] ov = out
-    cdef bint sym = (sc_soa_matvec_slots(K.spec.n) > 0) if symmetric is None else bool(symmetric)
+    cdef bint sym = (matvec_slots(K.spec.n) > 0) if symmetric is None else bool(symmetric)
     with _Interruptible():
         with nogil:
             if sym:

@@ -63,9 +63,20 @@ stage_run() {  # name timeout command...: the whole output into the summary (onl
 print('goodpoints.jax:', g.missing() or 'importable')"
 } >> "$LOG" 2>&1
 
+smoke_or_fallback() {  # name VAR value code: run code (45 s at most); if it fails or does not
+    # finish, the rest of this script runs with VAR=value
+    local name=$1 var=$2 value=$3 code=$4
+    if (cd /tmp && timeout 45 python3 -c "$code") >> "$LOG" 2>&1; then
+        echo "$name smoke test: ok" >> "$LOG"
+    else
+        echo "$name smoke test FAILED: using $var=$value" | tee -a "$LOG"
+        export "$var=$value"
+    fi
+}
+
 # the persistent loops rely on every block being resident at once: if a small run does not
 # finish, the rest of this script uses the graph loops
-if ! (cd /tmp && timeout 45 python3 -c "
+smoke_or_fallback "persistent loop" STEIN_CORESET_CUDA_LOOP graph "
 import cupy as cp, numpy as np, stein_coreset as sc
 from stein_coreset.algorithms import _native
 X = cp.asarray(np.random.default_rng(0).standard_normal((5000, 4)))
@@ -77,15 +88,11 @@ from stein_coreset.algorithms import weighted_rpcholesky
 Kh = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(cp.asnumpy(X), -cp.asnumpy(X))
 p1, _ = weighted_rpcholesky(K, rank=50, rng=1)
 p2, _ = weighted_rpcholesky(Kh, rank=50, rng=1)
-assert (p1 == p2).all(), 'persistent RPCholesky pivots differ'
-print('persistent loop smoke test: ok')") >> "$LOG" 2>&1; then
-    echo "persistent loop smoke test FAILED: using STEIN_CORESET_CUDA_LOOP=graph" | tee -a "$LOG"
-    export STEIN_CORESET_CUDA_LOOP=graph
-fi
+assert (p1 == p2).all(), 'persistent RPCholesky pivots differ'"
 
 # the fused AMD kernel (the default on CuPy) against the C++ loop: if it does not finish or
 # differs, the rest of this script uses the array-API loop
-if ! (cd /tmp && timeout 45 python3 -c "
+smoke_or_fallback "fused AMD" STEIN_CORESET_CUDA_AMD xp "
 import cupy as cp, numpy as np
 from stein_coreset.algorithms.amd import LowRankPlusDiagonal, amd
 rng = np.random.default_rng(0)
@@ -93,11 +100,7 @@ F = 0.3 * rng.standard_normal((20000, 60))
 dg = np.sum(F * F, axis=1) + rng.random(20000)
 ref = amd(LowRankPlusDiagonal(F, dg), 300)
 got = cp.asnumpy(amd(LowRankPlusDiagonal(cp.asarray(F), cp.asarray(dg)), 300))
-assert np.allclose(got, ref, rtol=1e-10, atol=1e-300), 'fused AMD weights differ'
-print('fused AMD smoke test: ok')") >> "$LOG" 2>&1; then
-    echo "fused AMD smoke test FAILED: using STEIN_CORESET_CUDA_AMD=xp" | tee -a "$LOG"
-    export STEIN_CORESET_CUDA_AMD=xp
-fi
+assert np.allclose(got, ref, rtol=1e-10, atol=1e-300), 'fused AMD weights differ'"
 
 if [ "$stage" = second ]; then  # after the full run (its tests passed): lskt at 2^24 first,
     # then the loop modes on whole methods

@@ -20,9 +20,10 @@ X and S and their structure-of-arrays copies (4 n d doubles), plus per method
     standard, iid                  8 n
     st                             8 (n + m)
     skt, compresspp                8 * 4 n           (sums and index buffers of KT-SPLIT / swap)
-    kt                             8 * 4 n + 8 * 32 n for n <= 2^17 (and the centring's 32
-                                   accumulators of n doubles, src_cpp/soa_kernel.hpp; rt and ct
-                                   free them before their factor, which dominates)
+    kt                             8 * 4 n + 8 s n   (and the centring product's s accumulators of
+                                   n doubles, stein_coreset._core.matvec_slots(n): 32 up to
+                                   n = 2^17, else 0; rt and ct free them before their factor,
+                                   which dominates)
     lskt                           12 n r + 8 * 4 n  (the float64 factor, its float32 copy)
     sr, rt                         16 n r + 8 (m + 1)^2  (the factor and Recombination's [F, 1])
     sc, ct                         8 n r + 8 (m + 1)^2
@@ -87,12 +88,14 @@ print(json.dumps({"method": method, "n": n, "d": d, "m": m, "k": len(res),
 
 def estimate(method: str, n: int, d: int, mode: str = "default") -> int:
     """Bytes the docs' table predicts for one call (see the module docstring)."""
+    from stein_coreset._core import matvec_slots
+
     m = r = math.ceil(math.sqrt(n))
     base = 8 * 4 * n * d
     dominant = {
         "standard": 8 * n, "iid": 8 * n,
         "st": 8 * (n + m),
-        "skt": 32 * n, "kt": 32 * n + (256 * n if n <= 2**17 else 0), "compresspp": 32 * n,
+        "skt": 32 * n, "kt": 32 * n + 8 * matvec_slots(n) * n, "compresspp": 32 * n,
         "lskt": 12 * n * r + 32 * n,
         "sr": 16 * n * r + 8 * (m + 1) ** 2, "rt": 16 * n * r + 8 * (m + 1) ** 2,
         "sc": 8 * n * r + 8 * (m + 1) ** 2, "ct": 8 * n * r + 8 * (m + 1) ** 2,

@@ -88,7 +88,8 @@ def kernel_signatures(src: str, cxx: str = "g++") -> dict[str, list[tuple[str, s
 class SimModule:
     """The CUDA source built for the simulator: ``get_function(name)`` as in cupy.RawModule."""
 
-    def __init__(self, code: str, block: int, sms: int, fake, prelude: str = "", warp: int = 8):
+    def __init__(self, code: str, block: int, sms: int, fake, prelude: str = "", warp: int = 8,
+                 max_threads: int | None = None):
         if prelude and code.startswith(prelude):
             code = code[len(prelude):]
         defines = f"#define SC_BLOCK {block}\n#define SC_WARP {warp}\n"
@@ -119,7 +120,8 @@ class SimModule:
                 raise RuntimeError("the simulator build failed:\n" + r.stderr[-6000:])
             tmp.replace(lib)
         self.lib = ctypes.CDLL(str(lib))
-        self.block, self.fake = block, fake
+        self.block, self.fake, self.warp = block, fake, warp
+        self.max_threads = block if max_threads is None else max_threads
 
     def get_function(self, name: str):
         return SimFunction(self, name)
@@ -132,6 +134,10 @@ class SimFunction:
         self.fn = getattr(module.lib, f"sim_launch_{name}")
         self.fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
         self.fn.restype = None
+        # the driver's limit for this kernel: a launch may use any whole number of warps from
+        # the module's block up to it (the kernels that size shared memory by SC_BLOCK are
+        # only ever launched with BLOCK)
+        self.max_threads_per_block = module.max_threads
 
     def __call__(self, grid, block, args):
         stream = self.module.fake._current_stream()
@@ -142,8 +148,12 @@ class SimFunction:
 
     def run(self, grid, block, args):
         grid = tuple(int(g) for g in grid) + (1, 1)
-        if tuple(block) != (self.module.block,):
-            raise ValueError(f"{self.name}: block {block}, the simulator runs {self.module.block}")
+        m = self.module
+        b = int(block[0])
+        if len(block) != 1 or not (b == m.block or (m.block <= b <= m.max_threads
+                                                     and b % m.warp == 0)):
+            raise ValueError(f"{self.name}: block {block}, the simulator runs {m.block} "
+                             f"(or whole warps up to {m.max_threads})")
         if len(args) != len(self.params):
             raise TypeError(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
         keep = []
@@ -173,7 +183,7 @@ class FakeArray(np.ndarray):
 
 
 def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "",
-              warp: int = 8) -> types.ModuleType:
+              warp: int = 8, max_threads: int | None = None) -> types.ModuleType:
     """A ``cupy`` stand-in over NumPy whose RawModule runs on the simulator."""
     cp = types.ModuleType("cupy")
     cp.__path__ = []
@@ -248,16 +258,19 @@ def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "",
         runtime=types.SimpleNamespace(getDeviceCount=lambda: 1,
                                       memGetInfo=lambda: (8 << 30, 16 << 30)),
     )
-    cp.RawModule = lambda code, options=(): SimModule(code, block, sms, cp, prelude, warp)
+    cp.RawModule = lambda code, options=(): SimModule(code, block, sms, cp, prelude, warp,
+                                                      max_threads)
     return cp
 
 
-def install(monkeypatch, block: int = 16, sms: int = 3, warp: int = 8):
+def install(monkeypatch, block: int = 16, sms: int = 3, warp: int = 8,
+            max_threads: int | None = None):
     """Put the fake CuPy in ``sys.modules`` and point :mod:`stein_coreset._cuda` at the
-    simulator (its modules, block and warp size); returns the fake module."""
+    simulator (its modules, block and warp size; ``max_threads`` the kernels'
+    ``max_threads_per_block``, default ``block``); returns the fake module."""
     from stein_coreset import _cuda
 
-    cp = fake_cupy(block, sms, _cuda._PRELUDE, warp)
+    cp = fake_cupy(block, sms, _cuda._PRELUDE, warp, max_threads)
     monkeypatch.setitem(sys.modules, "cupy", cp)
     monkeypatch.setattr(_cuda, "BLOCK", block)
     monkeypatch.setattr(_cuda, "WARP", warp)

@@ -131,6 +131,20 @@ def test_persistent_kernels_fit_one_block_per_multiprocessor():
             assert use[name]["spill"] == 0, (name, use[name])
 
 
+def test_fused_amd_keeps_sixteen_warps_a_multiprocessor_up_to_rank_256():
+    """The fused AMD kernel streams F's rows; its blocks grow to the driver's limit for it
+    (``_cuda.amd_grid``), which its registers set: up to rank 256 (KPL <= 8) at most 128 a
+    thread, so 16 warps of a multiprocessor keep F's loads in flight (8 did at 256 threads)."""
+    from stein_coreset._cuda import WARP, nvrtc
+
+    if nvrtc.find_nvrtc() is None:
+        pytest.skip("no libnvrtc")
+    use = nvrtc.resource_usage("sm_90")
+    for kpl in (1, 2, 4, 8):
+        regs = -(-use[f"amd_lowrank_k{kpl}"]["registers"] // 8) * 8
+        assert regs * 16 * WARP <= 65536, (kpl, use[f"amd_lowrank_k{kpl}"])
+
+
 def test_nvrtc_reports_a_syntax_error_with_its_log():
     from stein_coreset._cuda import nvrtc
 

@@ -294,6 +294,57 @@ def test_simulated_fused_amd_spans_launches_and_underflow(sim, monkeypatch):
     assert np.count_nonzero(vc == 0.0) > np.count_nonzero(w0 == 0.0)  # some v_i underflowed
 
 
+@pytest.mark.parametrize("n,r,grid", [
+    (90, 20, (3, 32)),     # blocks of four warps: more rows than two warps of a block take
+    (1600, 5, (3, 64)),    # as many warps as the kernel's limit allows
+    (40, 7, (3, 16)),      # few rows: the base block
+])
+def test_simulated_fused_amd_with_larger_blocks_matches_the_cpp_steps(monkeypatch, n, r, grid):
+    """Blocks of more warps than BLOCK (the device's limit for the kernel permitting) change
+    only the order of the double sums: the iterates are the C++ loop's."""
+    import cudasim
+
+    from stein_coreset import _core, _cuda
+
+    sim = cudasim.install(monkeypatch, max_threads=64)
+    assert _cuda.amd_grid(n, 3, 64) == grid
+    launches = []
+    run = cudasim.SimFunction.run
+    monkeypatch.setattr(cudasim.SimFunction, "run",
+                        lambda self, g, b, a: launches.append(tuple(b)) or run(self, g, b, a))
+    F, res, w0 = _amd_problem(n, r, seed=2)
+    eta, steps = 0.05, 7
+    wc, vc = w0.copy(), w0.copy()
+    _core.amd_lowrank(F, res, wc, vc, 2, steps, eta, 1)
+    wd, vd = sim.asarray(w0), sim.asarray(w0)
+    _cuda.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, 2, steps, eta)
+    assert set(launches) == {(grid[1],)}
+    np.testing.assert_allclose(np.asarray(wd), wc, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(np.asarray(vd), vc, rtol=1e-12, atol=0)
+    assert not np.allclose(wc, w0)
+
+
+def test_fused_amd_grid_grows_blocks_while_warps_have_rows():
+    """One block per multiprocessor (fewer for tiny n), BLOCK threads, grown by whole warps
+    up to the kernel's limit while each warp keeps about a batch of WARP rows."""
+    from stein_coreset import _cuda
+
+    W, B = _cuda.WARP, _cuda.BLOCK
+    assert _cuda.amd_grid(1 << 20, 132, 512) == (132, 512)
+    assert _cuda.amd_grid(1 << 20, 132, 1024) == (132, 1024)
+    assert _cuda.amd_grid(1 << 16, 132, 1024) == (132, 16 * W)  # 31 rows a warp
+    assert _cuda.amd_grid(1 << 12, 132, 1024) == (132, B)
+    assert _cuda.amd_grid(100, 132, 1024) == (13, B)
+    assert _cuda.amd_grid(1 << 20, 132, 320) == (132, 320)  # the kernel's registers bound it
+    for n in (1, 7, 1000, 1 << 14, 1 << 17, 1 << 22):
+        for sms, most in ((1, 1024), (16, 320), (132, 736), (144, 1024)):
+            nb, threads = _cuda.amd_grid(n, sms, most)
+            assert 1 <= nb <= sms and threads % W == 0
+            assert B <= threads <= min(_cuda.AMD_MAX_BLOCK, most)
+            if threads > B:  # every warp of the grid still gets close to a batch of rows
+                assert n / (nb * (threads // W - 1)) > W
+
+
 def test_fused_amd_refuses_a_rank_it_does_not_hold(sim):
     from stein_coreset import _cuda
 

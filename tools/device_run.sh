@@ -151,7 +151,7 @@ stage_run gp_weighted 90 python3 tools/gpu_check.py --n 65536 --gpu-only --metho
 STEIN_CORESET_TEAM_BARRIER=tree stage_run threads_tree 50 python3 tools/threads_table.py \
     --n 16 --threads 8,16 --methods st,skt --st-frac 0.25 --budget-s 40 \
     --json "$OUT/threads_tree.json"
-stage_run amd 60 python3 tools/gpu_large.py --amd --n 16384 65536 1048576 --json "$OUT/amd.json"
+stage_run amd 75 python3 tools/gpu_large.py --amd --n 16384 65536 1048576 --json "$OUT/amd.json"
 stage_run loops 45 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
 stage_run diagnose 60 python3 tools/gpu_large.py --diagnose-lskt --n 65536
 stage_run profile 40 python3 tools/gpu_large.py --profile --method lskt --n 65536

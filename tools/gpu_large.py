@@ -174,15 +174,18 @@ def loops(args) -> list[dict]:
 
 def amd_modes(args) -> list[dict]:
     """AMD (Alg. F.2) on a rank ceil(n^tau) K' = F F^T + diag(res) for 7 sqrt(n) steps (App.
-    I.2's cap, no monitor): the device's array-API loop and the fused kernel
-    (STEIN_CORESET_CUDA_AMD), and up to n = 2^16 the C++ loop on the host's cores; seconds and
-    the largest relative difference of the weights to the C++ ones (above 2^16: of the fused
-    kernel's to the array-API loop's)."""
+    I.2's cap, no monitor): the device's array-API loop, the fused kernel
+    (STEIN_CORESET_CUDA_AMD) with its blocks of ``_cuda.amd_grid`` ("fused") and with blocks of
+    BLOCK threads ("fused_block256", the grid before blocks grew), and up to n = 2^16 the C++
+    loop on the host's cores; seconds, the fused kernel's threads per block and F's float32
+    bytes read per second, and the largest relative difference of the weights to the C++ ones
+    (above 2^16: to the array-API loop's)."""
     import os
 
     import cupy as cp
     import numpy as np
 
+    from stein_coreset import _cuda
     from stein_coreset.algorithms.amd import LowRankPlusDiagonal, amd
 
     rows = []
@@ -199,16 +202,25 @@ def amd_modes(args) -> list[dict]:
             t0 = time.perf_counter()
             ref = amd(LowRankPlusDiagonal(cp.asnumpy(F), cp.asnumpy(dg)), steps)
             row["cpu_seconds"] = time.perf_counter() - t0
-        for mode in ("xp", "fused"):
-            os.environ["STEIN_CORESET_CUDA_AMD"] = mode
+        most = _cuda.AMD_MAX_BLOCK
+        for mode in ("xp", "fused", "fused_block256"):
+            os.environ["STEIN_CORESET_CUDA_AMD"] = mode[:5]
+            _cuda.AMD_MAX_BLOCK = _cuda.BLOCK if mode == "fused_block256" else most
             amd(op, 4)  # compile
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
             wg = cp.asnumpy(amd(op, steps))
             row[f"{mode}_seconds"] = time.perf_counter() - t0
+            if mode != "xp":
+                fn = _cuda._module(cp.cuda.Device().id).get_function(
+                    f"amd_lowrank_k{next(k for k in _cuda.AMD_KPL if _cuda.WARP * k >= r)}")
+                row[f"{mode}_threads"] = _cuda.amd_grid(
+                    n, _cuda._multiprocessors(cp.cuda.Device().id), fn.max_threads_per_block)[1]
+                row[f"{mode}_GBps"] = 4.0 * n * r * steps / row[f"{mode}_seconds"] / 1e9
             if ref is None:
                 ref = wg
             row[f"{mode}_max_rel_diff"] = float(np.max(np.abs(wg - ref) / np.maximum(ref, 1e-300)))
+        _cuda.AMD_MAX_BLOCK = most
         print(json.dumps(row), flush=True)
         rows.append(row)
         del op, F, dg

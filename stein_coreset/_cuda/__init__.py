@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available",
-           "loop_mode", "amd_mode", "amd_lowrank", "amd_lowrank_fits"]
+           "loop_mode", "amd_mode", "amd_grid", "amd_lowrank", "amd_lowrank_fits"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -55,6 +55,9 @@ PERSISTENT_STEPS = 4096
 WARP = 32
 #: Columns of F each lane of the fused AMD kernel holds (its variants amd_lowrank_k<KPL>).
 AMD_KPL = (1, 2, 4, 8, 16, 32)
+#: Most threads per block of the fused AMD kernel: its warps stream F's rows, so more warps
+#: on a multiprocessor keep more of F's bytes in flight (:func:`amd_grid`).
+AMD_MAX_BLOCK = 1024
 #: Largest rank of the device's weighted RPCholesky loop (WRPC_MAX_RANK in kernels.cu: the
 #: pivot's row of F in shared memory); larger ranks take the array-API loop.
 WRPC_MAX_RANK = 4096
@@ -135,6 +138,19 @@ def amd_lowrank_fits(r: int) -> bool:
     return 0 < int(r) <= WARP * AMD_KPL[-1]
 
 
+def amd_grid(n: int, sms: int, max_threads: int) -> tuple[int, int]:
+    """(blocks, threads per block) of the fused AMD kernel for n rows: one block per
+    multiprocessor (its grid barrier needs every block resident; fewer blocks when n is
+    small), each of BLOCK threads, grown by whole warps up to AMD_MAX_BLOCK and to
+    ``max_threads`` (the kernel's limit on the device, set by its registers) while every warp
+    still gets about WARP rows (one batch: a lane loads one row's scalars)."""
+    wpb0 = BLOCK // WARP
+    nb = max(1, min(int(sms), -(-int(n) // wpb0)))
+    most = max(1, min(AMD_MAX_BLOCK, int(max_threads)) // WARP)
+    want = -(-int(n) // (nb * WARP))
+    return nb, max(min(wpb0, most), min(most, want)) * WARP
+
+
 def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) -> None:
     """AMD steps t0+1..t0+steps (Alg. F.2) on K' = F F^T + diag(res), on the device, in place
     on (w, v): the steps of ``src_cpp/amd.cpp`` (same updates, log domain, online-max sums),
@@ -144,8 +160,9 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
 
     F is a C-ordered (n, r) float32 CuPy array, res, w, v (n,) float64 CuPy arrays on F's
     device; r must satisfy :func:`amd_lowrank_fits`. The sums run in a fixed order set by the
-    grid (one block per multiprocessor), so a device gives the same weights every run; they
-    differ from the C++ loop's by the order of the double sums only."""
+    grid (:func:`amd_grid`: n, the device's multiprocessors and the kernel's registers), so a
+    device gives the same weights every run; they differ from the C++ loop's by the order of
+    the double sums only."""
     import cupy as cp
 
     n, r = int(F.shape[0]), int(F.shape[1])
@@ -162,8 +179,9 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
     with cp.cuda.Device(device_id):
         F = cp.ascontiguousarray(F, dtype=cp.float32)
         res = cp.ascontiguousarray(res, dtype=cp.float64)
-        wpb = BLOCK // WARP
-        nb = max(1, min(_multiprocessors(device_id), -(-n // wpb)))
+        fn = _module(device_id).get_function(f"amd_lowrank_k{kpl}")
+        nb, threads = amd_grid(n, _multiprocessors(device_id), fn.max_threads_per_block)
+        wpb = threads // WARP
         P = 2 * r + 2
         logv = cp.empty(n, dtype=cp.float64)
         Ftw = cp.zeros(r, dtype=cp.float64)
@@ -172,13 +190,12 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
         wpart = cp.empty(nb * wpb * P, dtype=cp.float64)
         st = cp.zeros(2, dtype=cp.float64)
         bar = cp.zeros(2, dtype=cp.uint32)
-        fn = _module(device_id).get_function(f"amd_lowrank_k{kpl}")
         stream = cp.cuda.Stream(non_blocking=True)
         cp.cuda.Device(device_id).synchronize()  # w, v as the work queued before left them
         with stream:
             for s0 in range(0, steps, PERSISTENT_STEPS):
                 s1 = min(steps, s0 + PERSISTENT_STEPS)
-                fn((nb,), (BLOCK,), (
+                fn((nb,), (threads,), (
                     F, res, np.int64(n), np.int32(r), w, v, logv, Ftw, Ftv, part, wpart, st,
                     bar, np.int64(t0), np.int64(s0), np.int64(s1), np.int64(steps),
                     np.float64(eta),

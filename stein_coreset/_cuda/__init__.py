@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available",
-           "loop_mode", "amd_mode", "amd_grid", "amd_lowrank", "amd_lowrank_fits"]
+           "loop_mode", "amd_mode", "amd_grid", "amd_launch", "amd_lowrank", "amd_lowrank_fits"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -151,6 +151,15 @@ def amd_grid(n: int, sms: int, max_threads: int) -> tuple[int, int]:
     return nb, max(min(wpb0, most), min(most, want)) * WARP
 
 
+def amd_launch(n: int, r: int, device_id: int):
+    """(function, blocks, threads per block) of the fused AMD kernel for an (n, r) factor on
+    the device: the kernel instantiated for the smallest lanes-per-row count that covers r,
+    and its grid (:func:`amd_grid`)."""
+    kpl = next(k for k in AMD_KPL if WARP * k >= r)
+    fn = _module(device_id).get_function(f"amd_lowrank_k{kpl}")
+    return (fn, *amd_grid(n, _multiprocessors(device_id), fn.max_threads_per_block))
+
+
 def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) -> None:
     """AMD steps t0+1..t0+steps (Alg. F.2) on K' = F F^T + diag(res), on the device, in place
     on (w, v): the steps of ``src_cpp/amd.cpp`` (same updates, log domain, online-max sums),
@@ -174,13 +183,11 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
     for name, a in (("w", w), ("v", v)):
         if a.dtype != np.float64 or a.shape != (n,) or not a.flags.c_contiguous:
             raise ValueError(f"{name} must be a contiguous ({n},) float64 array")
-    kpl = next(k for k in AMD_KPL if WARP * k >= r)
     device_id = int(F.device.id)
     with cp.cuda.Device(device_id):
         F = cp.ascontiguousarray(F, dtype=cp.float32)
         res = cp.ascontiguousarray(res, dtype=cp.float64)
-        fn = _module(device_id).get_function(f"amd_lowrank_k{kpl}")
-        nb, threads = amd_grid(n, _multiprocessors(device_id), fn.max_threads_per_block)
+        fn, nb, threads = amd_launch(n, r, device_id)
         wpb = threads // WARP
         P = 2 * r + 2
         logv = cp.empty(n, dtype=cp.float64)

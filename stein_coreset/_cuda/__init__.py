@@ -196,7 +196,7 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
         part = cp.empty(2 * nb * P, dtype=cp.float64)
         wpart = cp.empty(nb * wpb * P, dtype=cp.float64)
         st = cp.zeros(2, dtype=cp.float64)
-        bar = cp.zeros(2, dtype=cp.uint32)
+        bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
         stream = cp.cuda.Stream(non_blocking=True)
         cp.cuda.Device(device_id).synchronize()  # w, v as the work queued before left them
         with stream:
@@ -394,7 +394,7 @@ class CudaKernel:
             pval = cp.empty(2 * nb, dtype=cp.float64)
             pidx = cp.empty(2 * nb, dtype=cp.int64)
             state = cp.asarray(np.array([0, -1], dtype=np.int64))
-            bar = cp.zeros(2, dtype=cp.uint32)
+            bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
             out = cp.zeros(m, dtype=cp.int64)
             for t1 in range(PERSISTENT_STEPS, m + PERSISTENT_STEPS, PERSISTENT_STEPS):
                 t1 = min(t1, m)
@@ -429,7 +429,7 @@ class CudaKernel:
             tsum = cp.empty(_blocks(n), dtype=cp.float64)
             part = cp.empty(nb, dtype=cp.float64)
             state = cp.asarray(np.array([i1, -1], dtype=np.int64))
-            bar = cp.zeros(2, dtype=cp.uint32)
+            bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
             ud = cp.asarray(np.ascontiguousarray(np.asarray(u)[: i1 - i0], dtype=np.float64))
             self._fn("wrpc_persistent")((nb,), (BLOCK,), self._params + (
                 sw, d, Ft, pivots, np.int64(i0), np.int64(i1), ud, np.float64(tol), tsum,
@@ -494,7 +494,7 @@ class CudaKernel:
             nb = min(self._multiprocessors(), _blocks(ncore * half))
             sig2b = cp.zeros(nb * ncore, dtype=cp.float64)
             state = cp.zeros(1, dtype=cp.int64)
-            bar = cp.zeros(2, dtype=cp.uint32)
+            bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
             pfn = self._fn("kts_persistent")
             for s1 in range(PERSISTENT_STEPS, half + PERSISTENT_STEPS, PERSISTENT_STEPS):
                 pfn((nb,), (BLOCK,), self._params + (
@@ -539,7 +539,7 @@ class CudaKernel:
             pval = cp.empty(2 * nb, dtype=cp.float64)
             pidx = cp.empty(2 * nb, dtype=cp.int64)
             dstate = cp.asarray(np.array([D], dtype=np.float64))
-            bar = cp.zeros(2, dtype=cp.uint32)
+            bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
             od = cp.asarray(order)
             fn = self._fn("ksls_persistent")
             for s0 in range(0, order.size, PERSISTENT_STEPS):

@@ -22,6 +22,9 @@
 #ifndef SC_BLOCK  // threads per block; the CPU simulator of the tests builds smaller blocks
 #define SC_BLOCK 256
 #endif
+#ifndef SC_WARP  // lanes per warp (the simulator builds smaller warps)
+#define SC_WARP 32
+#endif
 
 struct KP {
     const double* U;
@@ -105,26 +108,50 @@ __device__ __forceinline__ bool better(double v, long long i, double bv, long lo
     return v < bv || (v == bv && i < bi);
 }
 
-// Lexicographic minimum of (v, i) over the block; the result is valid in thread 0.
-__device__ ArgMin block_argmin(double v, long long i) {
-    __shared__ double sv[SC_BLOCK];
-    __shared__ long long si[SC_BLOCK];
-    const int tid = threadIdx.x;
-    __syncthreads();  // every thread has read the previous call's result
-    sv[tid] = v;
-    si[tid] = i;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (tid < s && better(sv[tid + s], si[tid + s], sv[tid], si[tid])) {
-            sv[tid] = sv[tid + s];
-            si[tid] = si[tid + s];
+// Lexicographic minimum of (v, i) over the warp, in lane 0 (any order of the comparisons
+// gives the same pair: (v, i) are totally ordered and NaN never enters).
+__device__ __forceinline__ void warp_argmin(double& v, long long& i) {
+    for (int o = SC_WARP / 2; o > 0; o >>= 1) {
+        const double ov = __shfl_down_sync(0xffffffffu, v, o);
+        const long long oi = __shfl_down_sync(0xffffffffu, i, o);
+        if (better(ov, oi, v, i)) {
+            v = ov;
+            i = oi;
         }
-        __syncthreads();
     }
-    ArgMin r;
-    r.v = sv[0];
-    r.i = si[0];
-    return r;
+}
+
+// Lexicographic minimum of (v, i) over the block, in every thread: each warp reduces by
+// shuffles, then warp 0 reduces the warps' minima (three __syncthreads a call).
+__device__ ArgMin block_argmin(double v, long long i) {
+    __shared__ double wv[SC_BLOCK / SC_WARP];
+    __shared__ long long wi[SC_BLOCK / SC_WARP];
+    __shared__ ArgMin res;
+    const int lane = threadIdx.x % SC_WARP, warp = threadIdx.x / SC_WARP;
+    warp_argmin(v, i);
+    __syncthreads();  // every thread has read the previous call's result
+    if (lane == 0) {
+        wv[warp] = v;
+        wi[warp] = i;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        double bv = 1.0 / 0.0;
+        long long bi = 0x7fffffffffffffffLL;
+        for (int w = lane; w < (int)(blockDim.x / SC_WARP); w += SC_WARP) {
+            if (better(wv[w], wi[w], bv, bi)) {
+                bv = wv[w];
+                bi = wi[w];
+            }
+        }
+        warp_argmin(bv, bi);
+        if (lane == 0) {
+            res.v = bv;
+            res.i = bi;
+        }
+    }
+    __syncthreads();
+    return res;
 }
 
 // Thread 0 of each block publishes its partial; returns true in every thread of the last
@@ -144,7 +171,7 @@ __device__ bool publish_and_check_last(ArgMin mine, double* pval, long long* pid
     return last;
 }
 
-// The minimum of the nblocks partials, computed by the whole (last) block; valid in thread 0.
+// The minimum of the nblocks partials, computed by the whole (last) block; in every thread.
 __device__ ArgMin combine_partials(const double* pval, const long long* pidx,
                                    unsigned int nblocks) {
     const volatile double* vv = pval;
@@ -387,40 +414,38 @@ extern "C" __global__ void kts_swap_step(KP_PARAMS, double* g, const double* dg,
 
 // ---- persistent loops: one launch for many dependent steps -------------------------------
 // The grid is one block per multiprocessor (all resident at once), and the blocks meet at a
-// software grid barrier once per step: bar[0] counts arrivals, bar[1] is the generation the
-// last arriver advances. Each block then combines every block's partial argmin itself (the
-// same arithmetic in every block, so all agree on the pick), which saves a second barrier.
+// software grid barrier once per step (the scheme of CUDA's cooperative groups): on one word
+// bar[0], block 0 adds 2^31 - (nblocks - 1) and every other block 1, so the top bit flips
+// exactly when the last block arrives and the low bits are back at 0; each block waits for
+// the flip from the value its own add returned. One atomic per block, no reset, no second
+// word, and a block that runs on to the next barrier cannot flip the bit again before the
+// slowest has left (the flip needs every block's add). bar[0]'s low 31 bits must be 0 at
+// launch (a zeroed word; every launch leaves them so). Each block then combines every
+// block's partial argmin itself (the same arithmetic in every block, so all agree on the
+// pick), which saves a second barrier.
 // Partials are double-buffered by step parity: a block that is a step ahead writes the other
 // buffer, and cannot be two steps ahead (it would have to pass a barrier the others have not
 // reached). The host launches chunks of steps and waits between them (Ctrl-C, progress).
 
-__device__ void grid_barrier(unsigned int* bar, unsigned int nblocks, unsigned int* gen) {
+__device__ void grid_barrier(unsigned int* bar, unsigned int nblocks) {
     __syncthreads();
     if (threadIdx.x == 0) {
-        const unsigned int g = *gen;
+        const unsigned int add = blockIdx.x == 0 ? 0x80000000u - (nblocks - 1u) : 1u;
         __threadfence();
-        if (atomicAdd(bar, 1u) == nblocks - 1) {
-            atomicExch(bar, 0u);
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            while (((volatile unsigned int*)bar)[1] == g) {
-            }
+        const unsigned int old = atomicAdd(bar, add);
+        while (((((volatile unsigned int*)bar)[0] ^ old) & 0x80000000u) == 0u) {
         }
         __threadfence();
-        *gen = g + 1;
     }
     __syncthreads();
 }
 
 // Stein thinning steps t0 .. t1-1 (state[0] = t0 on entry, state[1] = the last pick); the
-// same picks as st_step. bar must hold {0, g} with g any value, the same for every block.
+// same picks as st_step. bar is the grid barrier's word (low 31 bits 0).
 extern "C" __global__ void st_persistent(KP_PARAMS, double* score, double* pval,
                                          long long* pidx, long long* state, unsigned int* bar,
                                          long long* out, long long t1) {
     const KP K = make_kp(KP_ARGS);
-    __shared__ unsigned int gen;
-    if (threadIdx.x == 0) gen = ((volatile unsigned int*)bar)[1];
     __syncthreads();
     const unsigned int nb = gridDim.x;
     const long long stride = (long long)nb * blockDim.x;
@@ -446,7 +471,7 @@ extern "C" __global__ void st_persistent(KP_PARAMS, double* score, double* pval,
             pval[buf + blockIdx.x] = mine.v;
             pidx[buf + blockIdx.x] = mine.i;
         }
-        grid_barrier(bar, nb, &gen);
+        grid_barrier(bar, nb);
         const ArgMin best = combine_partials(pval + buf, pidx + buf, nb);
         j = best.i < n ? best.i : 0;
         if (blockIdx.x == 0 && threadIdx.x == 0) out[t] = j;
@@ -471,11 +496,9 @@ extern "C" __global__ void kts_persistent(KP_PARAMS, const long long* cur, long 
                                           double* sig2b, const double* unif, long long* state,
                                           unsigned int* bar, double log_mult, long long s1) {
     const KP K = make_kp(KP_ARGS);
-    __shared__ unsigned int gen;
     __shared__ long long decL[KTS_MAX_CORESETS], decR[KTS_MAX_CORESETS];
     const long long half = size / 2;
     const long long s0 = state[0];
-    if (threadIdx.x == 0) gen = ((volatile unsigned int*)bar)[1];
     if (s0 >= 1) {
         for (long long l = threadIdx.x; l < ncore; l += blockDim.x) {
             decL[l] = next[(2 * l) * half + s0 - 1];
@@ -500,7 +523,7 @@ extern "C" __global__ void kts_persistent(KP_PARAMS, const long long* cur, long 
                                      (kp_entry(K, x1, Lp) - kp_entry(K, x2, Lp));
             }
         }
-        grid_barrier(bar, nb, &gen);
+        grid_barrier(bar, nb);
         for (long long l = threadIdx.x; l < ncore; l += blockDim.x) {
             const long long* in = cur + l * size;
             long long lo, hi;
@@ -545,8 +568,6 @@ extern "C" __global__ void ksls_persistent(KP_PARAMS, double* w, double* g, doub
                                            double* dstate, double* pval, long long* pidx,
                                            unsigned int* bar) {
     const KP K = make_kp(KP_ARGS);
-    __shared__ unsigned int gen;
-    if (threadIdx.x == 0) gen = ((volatile unsigned int*)bar)[1];
     __syncthreads();
     const unsigned int nb = gridDim.x;
     const long long stride = (long long)nb * blockDim.x;
@@ -584,7 +605,7 @@ extern "C" __global__ void ksls_persistent(KP_PARAMS, double* w, double* g, doub
             pval[buf + blockIdx.x] = mine.v;
             pidx[buf + blockIdx.x] = mine.i;
         }
-        grid_barrier(bar, nb, &gen);
+        grid_barrier(bar, nb);
         const ArgMin best = combine_partials(pval + buf, pidx + buf, nb);
         __shared__ double sbest;
         __shared__ long long skbest;
@@ -607,7 +628,7 @@ extern "C" __global__ void ksls_persistent(KP_PARAMS, double* w, double* g, doub
             g[j] = keep * g2[j] + t * kp_entry(K, kb, j);
         }
         D = Dbest;
-        grid_barrier(bar, nb, &gen);
+        grid_barrier(bar, nb);
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) dstate[0] = D;
 }
@@ -629,9 +650,6 @@ extern "C" __global__ void ksls_persistent(KP_PARAMS, double* w, double* g, doub
 // log v, F^T w and F^T v; the last (s1 = steps) applies the last step's normalisation.
 // Between launches, block 0 leaves F^T w, F^T v in Ftw, Ftv and (beta, log-normaliser) of the
 // last step in st.
-#ifndef SC_WARP
-#define SC_WARP 32
-#endif
 #define AMD_MAX_KPL 32
 #define AMD_MAX_R (AMD_MAX_KPL * SC_WARP)
 
@@ -664,7 +682,6 @@ __device__ void amd_lowrank_run(const float* F, const double* res, long long n, 
     constexpr bool prefetch = KPL <= 16, ureg = KPL <= 16;
     const double ninf = -1.0 / 0.0;
     __shared__ double sftw[AMD_MAX_R], sftv[AMD_MAX_R], su[AMD_MAX_R];
-    __shared__ unsigned int gen;
     const int lane = threadIdx.x % SC_WARP, warp = threadIdx.x / SC_WARP;
     const int wpb = blockDim.x / SC_WARP;
     const unsigned int nb = gridDim.x;
@@ -672,7 +689,6 @@ __device__ void amd_lowrank_run(const float* F, const double* res, long long n, 
     const long long batch = (long long)SC_WARP * GW;  // rows a batch of the grid covers
     const long long P = 2 * (long long)r + 2;  // a partial: max, sum, r (or 2 r) sums
     double* wp = wpart + gw * P;
-    if (threadIdx.x == 0) gen = ((volatile unsigned int*)bar)[1];
     double pb = st[0], pl = st[1];  // the previous step's beta and log-normaliser
     float fk[KPL], fn[KPL];
     if (s0 == 0) {
@@ -714,7 +730,7 @@ __device__ void amd_lowrank_run(const float* F, const double* res, long long n, 
                 sum += wpart[((long long)blockIdx.x * wpb + q) * P + 2 + k];
             bp[2 + k] = sum;
         }
-        grid_barrier(bar, nb, &gen);
+        grid_barrier(bar, nb);
         const volatile double* vp = part;
         for (int k = threadIdx.x; k < r; k += blockDim.x) {
             double sa = 0.0, sb = 0.0;
@@ -825,7 +841,7 @@ __device__ void amd_lowrank_run(const float* F, const double* res, long long n, 
             }
             if (threadIdx.x == 0) bp[0] = Mb;
         }
-        grid_barrier(bar, nb, &gen);
+        grid_barrier(bar, nb);
         const volatile double* vp = part + buf;
         double M = ninf;
         for (unsigned int q = 0; q < nb; ++q) M = vp[q * P] > M ? vp[q * P] : M;
@@ -901,16 +917,24 @@ AMD_LOWRANK_ENTRY(32)
 // step (one grid barrier before it). state = {the step it stopped at, the last pivot}.
 #define WRPC_MAX_RANK 4096
 
-// the sum of x over the block in a fixed tree order, in every thread
+// the sum of x over the block in a fixed tree order, in every thread: sb[t] += sb[t + o] for
+// o = blockDim/2, ..., 1, the levels below a warp by shuffles (the same additions in the same
+// order, so the same bits, with fewer __syncthreads)
 __device__ double block_sum(double x) {
     __shared__ double sb[SC_BLOCK];
     __syncthreads();  // every thread has read the previous call's result
     sb[threadIdx.x] = x;
     __syncthreads();
-    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+    for (int o = blockDim.x / 2; o >= SC_WARP; o >>= 1) {
         if (threadIdx.x < o) sb[threadIdx.x] += sb[threadIdx.x + o];
         __syncthreads();
     }
+    if (threadIdx.x < SC_WARP) {
+        double y = sb[threadIdx.x];
+        for (int o = SC_WARP / 2; o > 0; o >>= 1) y += __shfl_down_sync(0xffffffffu, y, o);
+        if (threadIdx.x == 0) sb[0] = y;
+    }
+    __syncthreads();
     return sb[0];
 }
 
@@ -920,7 +944,6 @@ extern "C" __global__ void wrpc_persistent(KP_PARAMS, const double* sw, double* 
                                            double* part, long long* state, unsigned int* bar) {
     const KP K = make_kp(KP_ARGS);
     __shared__ double Fs[WRPC_MAX_RANK], scan[SC_BLOCK];
-    __shared__ unsigned int gen;
     __shared__ long long tile_hit, lastpos;
     __shared__ double tile_pre;
     const int tid = threadIdx.x;
@@ -930,7 +953,6 @@ extern "C" __global__ void wrpc_persistent(KP_PARAMS, const double* sw, double* 
     const long long c0 = (long long)blockIdx.x * per;
     const long long c1 = c0 + per < tiles ? c0 + per : tiles;
     const volatile double* vpart = part;
-    if (tid == 0) gen = ((volatile unsigned int*)bar)[1];
     {  // the partial sums of d at entry
         double acc = 0.0;
         for (long long c = c0; c < c1; ++c) {
@@ -945,7 +967,7 @@ extern "C" __global__ void wrpc_persistent(KP_PARAMS, const double* sw, double* 
     }
     long long stop = i1, s = -1;
     for (long long i = i0; i < i1; ++i) {
-        grid_barrier(bar, nb, &gen);
+        grid_barrier(bar, nb);
         double total = 0.0;
         for (unsigned int b = 0; b < nb; ++b) total += vpart[b];
         if (!(total > tol)) {
@@ -1005,7 +1027,7 @@ extern "C" __global__ void wrpc_persistent(KP_PARAMS, const double* sw, double* 
             __syncthreads();
             if (tid == 0 && !(a + scan[B - 1] > target)) state[1] = lastpos;  // (rounding)
         }
-        grid_barrier(bar, nb, &gen);
+        grid_barrier(bar, nb);
         s = ((volatile long long*)state)[1];
         const double sws = sw[s];
         for (long long k = tid; k < i; k += B) Fs[k] = ((const volatile double*)Ft)[k * n + s];

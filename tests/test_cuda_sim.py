@@ -185,6 +185,55 @@ def test_simulated_kt_swap_ls_matches_cpp(sim, kind, fmt, steps_per_launch, monk
     assert Db == pytest.approx(Da, rel=1e-12)
 
 
+@pytest.mark.parametrize("blocks", ["1", "2"])
+def test_simulated_argmin_loops_on_fewer_blocks_pick_the_same(sim, blocks, monkeypatch):
+    """STEIN_CORESET_CUDA_LOOP_BLOCKS caps the persistent argmin loops' grid below one block per
+    multiprocessor (3 here): Stein thinning, KT-SPLIT and KT-Swap-LS still pick as the C++
+    does, each block now sweeping more of the points per step."""
+    monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", "persistent")
+    monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP_BLOCKS", blocks)
+    import cudasim
+
+    grids = {}
+    run = cudasim.SimFunction.run
+
+    def recorded(self, grid, block, args):
+        grids.setdefault(self.name, set()).add(int(grid[0]))
+        return run(self, grid, block, args)
+
+    monkeypatch.setattr(cudasim.SimFunction, "run", recorded)
+    Kc, Kg = _pair(sim)
+    np.testing.assert_array_equal(_native.stein_thinning(_OnDevice(Kg), 40),
+                                  _native.stein_thinning(Kc, 40))
+    idx = np.random.default_rng(5).integers(0, Kc.n, 128).astype(np.int64)
+    np.testing.assert_array_equal(_native.kt_split(_OnDevice(Kg), idx, 3, 0.5, 99),
+                                  _native.kt_split(Kc, idx, 3, 0.5, 99))
+    dense = np.zeros(Kc.n)
+    supp = np.random.default_rng(6).choice(Kc.n, 14, replace=False)
+    dense[supp] = 1.0 / 14
+    order = np.concatenate([supp, supp[:5]])
+    a, b = dense.copy(), dense.copy()
+    Da = _native.kt_swap_ls(Kc, a, order, 0)
+    Db = _native.kt_swap_ls(_OnDevice(Kg), b, order, 0)
+    np.testing.assert_array_equal(np.flatnonzero(a), np.flatnonzero(b))
+    assert Db == pytest.approx(Da, rel=1e-12)
+    for name in ("st_persistent", "kts_persistent", "ksls_persistent"):
+        assert grids[name] == {int(blocks)}
+
+
+def test_loop_blocks_caps_the_grid_and_refuses_nonsense(monkeypatch):
+    from stein_coreset._cuda import loop_blocks
+
+    monkeypatch.delenv("STEIN_CORESET_CUDA_LOOP_BLOCKS", raising=False)
+    assert loop_blocks(132) == 132
+    monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP_BLOCKS", "33")
+    assert loop_blocks(132) == 33 and loop_blocks(16) == 16
+    for bad in ("0", "-4", "many"):
+        monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP_BLOCKS", bad)
+        with pytest.raises(ValueError, match="positive integer"):
+            loop_blocks(132)
+
+
 def _rpc_state(K, n, rank, seed):
     """(sw, d, Ft, pivots, u, tol) at the start of weighted RPCholesky, as rpcholesky.py sets
     it up: weights with zeros, d = diag(K) w."""

@@ -61,6 +61,7 @@ FAKE_CUPY = textwrap.dedent(
 
     class _Device:
         id = 0
+        attributes = {"MultiProcessorCount": 8}
 
         def synchronize(self):
             pass
@@ -87,7 +88,7 @@ def _run(tmp_path, *args):
 @pytest.mark.parametrize(
     "stage, keys",
     [
-        (["--loops", "--n", "2048"], {"us_per_step", "same_picks_as_graph"}),
+        (["--loops", "--n", "2048"], {"us_per_step", "max_blocks", "same_picks_as_graph"}),
         (["--amd", "--n", "2048"], {"cpu_seconds", "xp_seconds", "fused_max_rel_diff"}),
         (["--n", "2048"], {"seconds", "peak_device_gib", "ksd"}),
         (["--diagnose-lskt", "--n", "4096"], {"ld_max_abs_w_diff", "ktcpp_same",
@@ -101,7 +102,8 @@ def test_gpu_large_stage_runs_on_a_numpy_standin_for_cupy(tmp_path, stage, keys)
     assert rows and all("error" not in r for r in rows), rows
     assert keys <= set().union(*rows), rows
     if "--loops" in stage:
-        assert rows[-1]["same_picks_as_graph"]
+        assert [r["max_blocks"] for r in rows] == [8, 8, 4, 2]
+        assert all(r["same_picks_as_graph"] for r in rows[1:])
     if "--diagnose-lskt" in stage:  # one engine here: the two sides are one computation
         assert rows[0]["ld_max_abs_w_diff"] == 0.0 and rows[0]["ktcpp_same"]
 

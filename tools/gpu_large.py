@@ -141,7 +141,9 @@ def diagnose_lskt(args) -> list[dict]:
 
 def loops(args) -> list[dict]:
     """Stein thinning run for n steps (the first stage of SKT, SR and SC) in both device loop
-    modes (STEIN_CORESET_CUDA_LOOP): seconds, microseconds per step, same picks."""
+    modes (STEIN_CORESET_CUDA_LOOP), and persistent on a half and a quarter of the
+    multiprocessors (STEIN_CORESET_CUDA_LOOP_BLOCKS: fewer blocks at the grid barrier, more
+    points each): seconds, microseconds per step, same picks."""
     import os
 
     import cupy as cp
@@ -155,20 +157,28 @@ def loops(args) -> list[dict]:
     for n in args.n:
         X, S = _input(cp, n, args.d)
         K = kern.bind(X, S)
-        picks = {}
-        for mode in ("graph", "persistent"):
+        sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+        picks = None
+        for mode, blocks in (("graph", ""), ("persistent", ""),
+                             ("persistent", str(max(1, sms // 2))),
+                             ("persistent", str(max(1, sms // 4)))):
             os.environ["STEIN_CORESET_CUDA_LOOP"] = mode
+            os.environ["STEIN_CORESET_CUDA_LOOP_BLOCKS"] = blocks
             _native.stein_thinning(K, 64)  # compile
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
-            picks[mode] = _native.stein_thinning(K, n)
+            got = _native.stein_thinning(K, n)
             secs = time.perf_counter() - t0
-            row = {"n": n, "mode": mode, "steps": n, "seconds": secs, "us_per_step": secs / n * 1e6}
+            row = {"n": n, "mode": mode, "max_blocks": int(blocks or sms), "steps": n,
+                   "seconds": secs, "us_per_step": secs / n * 1e6}
+            if picks is None:
+                picks = got
+            else:
+                row["same_picks_as_graph"] = bool(np.array_equal(picks, got))
             print(json.dumps(row), flush=True)
             rows.append(row)
-        rows[-1]["same_picks_as_graph"] = bool(np.array_equal(picks["graph"], picks["persistent"]))
-        print(json.dumps(rows[-1]), flush=True)
     os.environ.pop("STEIN_CORESET_CUDA_LOOP", None)
+    os.environ.pop("STEIN_CORESET_CUDA_LOOP_BLOCKS", None)
     return rows
 
 

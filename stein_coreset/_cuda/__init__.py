@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available",
-           "loop_mode", "amd_mode", "amd_grid", "amd_launch", "amd_lowrank", "amd_lowrank_fits"]
+           "loop_mode", "loop_blocks", "amd_mode", "amd_grid", "amd_launch", "amd_lowrank",
+           "amd_lowrank_fits"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -74,6 +75,19 @@ def loop_mode() -> str:
     if mode not in ("persistent", "graph"):
         raise ValueError(f"STEIN_CORESET_CUDA_LOOP must be 'persistent' or 'graph', got {mode!r}")
     return mode
+
+
+def loop_blocks(sms: int) -> int:
+    """Most blocks of the persistent argmin loops (Stein thinning, KT-SPLIT, KT-Swap-LS): one
+    per multiprocessor, or ``STEIN_CORESET_CUDA_LOOP_BLOCKS`` (a positive integer) when that is
+    fewer, a knob for timing the grid barrier against the work per block. Their picks do not
+    depend on it (a lexicographic argmin over any partition)."""
+    most = os.environ.get("STEIN_CORESET_CUDA_LOOP_BLOCKS", "")
+    if not most:
+        return int(sms)
+    if not most.isdigit() or int(most) < 1:
+        raise ValueError(f"STEIN_CORESET_CUDA_LOOP_BLOCKS must be a positive integer, got {most!r}")
+    return min(int(sms), int(most))
 
 
 def amd_mode() -> str:
@@ -386,7 +400,7 @@ class CudaKernel:
 
     def _stein_thinning_persistent(self, m: int, progress=None) -> np.ndarray:
         cp = self.cp
-        nb = min(self._multiprocessors(), _blocks(self.n))
+        nb = min(loop_blocks(self._multiprocessors()), _blocks(self.n))
         fn = self._fn("st_persistent")
         stream = self._loop_stream()
         with self._dev(), stream:
@@ -491,7 +505,7 @@ class CudaKernel:
         nxt = cp.full(2 * ncore * half, -1, dtype=cp.int64)
         acc = cp.zeros(ncore * half, dtype=cp.float64)
         if loop_mode() == "persistent" and ncore <= KTS_MAX_CORESETS:
-            nb = min(self._multiprocessors(), _blocks(ncore * half))
+            nb = min(loop_blocks(self._multiprocessors()), _blocks(ncore * half))
             sig2b = cp.zeros(nb * ncore, dtype=cp.float64)
             state = cp.zeros(1, dtype=cp.int64)
             bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
@@ -523,7 +537,7 @@ class CudaKernel:
         order = np.ascontiguousarray(order, dtype=np.int64)
         supp = np.flatnonzero(dense)
         wsupp = np.ascontiguousarray(dense[supp])
-        nb = min(self._multiprocessors(), _blocks(n))
+        nb = min(loop_blocks(self._multiprocessors()), _blocks(n))
         stream = self._loop_stream()
         with self._dev(), stream:
             w = cp.asarray(np.ascontiguousarray(dense, dtype=np.float64))

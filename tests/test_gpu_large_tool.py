@@ -60,8 +60,10 @@ FAKE_CUPY = textwrap.dedent(
 
 
     class _Device:
-        id = 0
         attributes = {"MultiProcessorCount": 8}
+
+        def __init__(self, device_id=0):
+            self.id = device_id
 
         def synchronize(self):
             pass

@@ -150,14 +150,15 @@ def loops(args) -> list[dict]:
     import numpy as np
 
     import stein_coreset as sc
+    from stein_coreset import _cuda
     from stein_coreset.algorithms import _native
 
     rows = []
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
+    sms = _cuda._multiprocessors(cp.cuda.Device().id)
     for n in args.n:
         X, S = _input(cp, n, args.d)
         K = kern.bind(X, S)
-        sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
         picks = None
         for mode, blocks in (("graph", ""), ("persistent", ""),
                              ("persistent", str(max(1, sms // 2))),

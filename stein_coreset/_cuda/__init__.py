@@ -398,9 +398,13 @@ class CudaKernel:
             self.sms = _multiprocessors(self.device_id)
         return self.sms
 
+    def _loop_blocks(self, work: int) -> int:
+        """Blocks of a persistent argmin loop over ``work`` items (:func:`loop_blocks`)."""
+        return min(loop_blocks(self._multiprocessors()), _blocks(work))
+
     def _stein_thinning_persistent(self, m: int, progress=None) -> np.ndarray:
         cp = self.cp
-        nb = min(loop_blocks(self._multiprocessors()), _blocks(self.n))
+        nb = self._loop_blocks(self.n)
         fn = self._fn("st_persistent")
         stream = self._loop_stream()
         with self._dev(), stream:
@@ -505,7 +509,7 @@ class CudaKernel:
         nxt = cp.full(2 * ncore * half, -1, dtype=cp.int64)
         acc = cp.zeros(ncore * half, dtype=cp.float64)
         if loop_mode() == "persistent" and ncore <= KTS_MAX_CORESETS:
-            nb = min(loop_blocks(self._multiprocessors()), _blocks(ncore * half))
+            nb = self._loop_blocks(ncore * half)
             sig2b = cp.zeros(nb * ncore, dtype=cp.float64)
             state = cp.zeros(1, dtype=cp.int64)
             bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
@@ -537,7 +541,7 @@ class CudaKernel:
         order = np.ascontiguousarray(order, dtype=np.int64)
         supp = np.flatnonzero(dense)
         wsupp = np.ascontiguousarray(dense[supp])
-        nb = min(loop_blocks(self._multiprocessors()), _blocks(n))
+        nb = self._loop_blocks(n)
         stream = self._loop_stream()
         with self._dev(), stream:
             w = cp.asarray(np.ascontiguousarray(dense, dtype=np.float64))

@@ -41,6 +41,7 @@ __all__ = [
     "COMPILED_KERNELS",
     "compiled_kernel",
     "resolve_backend",
+    "backend_name",
     "is_compiled_kernel",
 ]
 
@@ -179,24 +180,34 @@ def is_compiled_kernel(base) -> bool:
     return type(base) in COMPILED_KERNELS
 
 
-def resolve_backend(backend, xp, base) -> str:
-    """The backend a kernel matrix on arrays of namespace ``xp`` with base kernel ``base``
-    uses (one of :data:`BACKENDS`); ``backend`` is "auto", one of BACKENDS or an alias."""
-    if backend == "auto":
-        if not is_compiled_kernel(base):
+def backend_name(backend) -> str:
+    """``backend`` checked and spelled canonically: "auto" or one of :data:`BACKENDS` (the
+    aliases "cpp" and "array_api" mean "cpu" and "xp"); ValueError for anything else."""
+    name = _BACKEND_ALIASES.get(backend, backend) if isinstance(backend, str) else backend
+    if name != "auto" and name not in BACKENDS:
+        raise ValueError(
+            f"backend must be 'auto' or one of {', '.join(map(repr, BACKENDS))}, got {backend!r}"
+        )
+    return name
+
+
+def resolve_backend(backend, xp, *bases) -> str:
+    """The backend a computation on arrays of namespace ``xp`` with the base kernels ``bases``
+    uses (one of :data:`BACKENDS`); ``backend`` is "auto", one of BACKENDS or an alias.
+    "auto" gives "xp" as soon as one base kernel is not compiled; a compiled backend asked
+    for by name refuses such a kernel rather than evaluate another one."""
+    name = backend_name(backend)
+    unknown = [b for b in bases if not is_compiled_kernel(b)]
+    if name == "auto":
+        if unknown:
             return "xp"
         if aa.is_numpy(xp):
             return "cpu"
         return "cuda" if aa.is_cupy(xp) else "xp"
-    name = _BACKEND_ALIASES.get(backend, backend)
-    if name not in BACKENDS:
+    if name != "xp" and unknown:
         raise ValueError(
-            f"backend must be 'auto' or one of {', '.join(map(repr, BACKENDS))}, got {backend!r}"
-        )
-    if name != "xp" and not is_compiled_kernel(base):
-        raise ValueError(
-            f"backend {name!r} cannot evaluate {type(base).__name__}: the compiled backends know "
-            f"only {', '.join(c.__name__ for c in COMPILED_KERNELS)}; use backend='xp'"
+            f"backend {name!r} cannot evaluate {type(unknown[0]).__name__}: the compiled backends "
+            f"know only {', '.join(c.__name__ for c in COMPILED_KERNELS)}; use backend='xp'"
         )
     if name == "cuda" and not aa.is_cupy(xp):
         raise ValueError("backend 'cuda' needs CuPy arrays")

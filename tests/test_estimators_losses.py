@@ -70,6 +70,63 @@ def test_dksd_matches_brute_force_stein_kernel_of_eq6():
     assert got == pytest.approx(brute, rel=1e-5)
 
 
+class _Cauchy(sc.IMQ):
+    """A user kernel that keeps IMQ's ``code`` but is (1 + r^2 / s^2)^-1: another radial."""
+
+    def radial(self, xp, q):
+        s2 = self.sigma**2
+        ib = 1.0 / (1.0 + q / s2)
+        return ib, -ib * ib / s2, 2.0 * (q / s2) * ib * ib * ib / s2
+
+
+@pytest.mark.parametrize("discrepancy", ["ksd", "dksd"])
+def test_a_user_kernel_is_evaluated_by_its_own_formula_never_as_its_parent(discrepancy):
+    """Before: the C++ pair pass read the subclass's inherited IMQ ``code`` and returned IMQ's
+    DKSD for NumPy input (0.0358 where the Cauchy kernel gives 0.0310), silently."""
+    X = _data(n=7, d=2, seed=4)
+    model = est.Gaussian(d=2)
+    th = np.array([0.3, -0.2, 1.1])
+    user = _Cauchy(sigma=1.3)
+    score = lambda x: model.score(x[None, :], th)[0]  # noqa: E731
+    Kfun = lambda a, b: np.eye(2) / (1.0 + np.sum((a - b) ** 2) / 1.3**2)  # noqa: E731
+    mfun = lambda x: np.eye(2)  # noqa: E731
+    n = X.shape[0]
+    brute = sum(_brute_k0(score, mfun, Kfun, X[i], X[j]) for i in range(n) for j in range(n)
+                if i != j) / (n * (n - 1))
+    imq = est.loss(model, th, X, discrepancy=discrepancy, kernel=sc.IMQ(sigma=1.3))
+    assert abs(imq - brute) > 1e-3 * abs(brute)  # the two kernels tell apart here
+    for backend in ("auto", "xp", "array_api"):
+        got = est.loss(model, th, X, discrepancy=discrepancy, kernel=user, backend=backend)
+        assert got == pytest.approx(brute, rel=1e-5)
+        val, grad = est.loss_and_grad(model, th, X, discrepancy=discrepancy, kernel=user,
+                                      backend=backend)
+        assert val == pytest.approx(brute, rel=1e-5)
+        fd = est.loss_and_grad(model, th, X, discrepancy=discrepancy, kernel=user,
+                               backend=backend, gradient="fd")[1]
+        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-8)
+    # one user component among compiled ones is enough to leave the compiled pass
+    mixed = est.DiagonalKernel([sc.IMQ(sigma=1.3), user])
+    assert est.loss(model, th, X, discrepancy="dksd", kernel=mixed) == pytest.approx(
+        est.loss(model, th, X, discrepancy="dksd", kernel=mixed, backend="xp"), rel=1e-12)
+    for backend in ("cpu", "cpp"):
+        for k in (user, mixed):
+            with pytest.raises(ValueError, match="cannot evaluate _Cauchy.*backend='xp'"):
+                est.loss(model, th, X, discrepancy="dksd", kernel=k, backend=backend)
+
+
+def test_losses_take_the_engines_backend_names():
+    X = _data(n=30, d=2, seed=8)
+    model = est.StudentT(nu=4.0, d=2)
+    th = np.array([0.1, -0.2, 1.1])
+    kw = dict(discrepancy="dksd", kernel=sc.IMQ(1.0), diffusion=DIFFUSIONS["diag"])
+    assert est.loss(model, th, X, backend="cpu", **kw) == est.loss(model, th, X, backend="cpp",
+                                                                   **kw)
+    assert est.loss(model, th, X, backend="xp", **kw) == est.loss(model, th, X,
+                                                                  backend="array_api", **kw)
+    with pytest.raises(ValueError, match="'cuda' needs CuPy"):
+        est.loss(model, th, X, backend="cuda", **kw)
+
+
 def test_ksd_u_statistic_equals_compression_ksd_minus_diagonal():
     """KSD loss (m = I, K = I k) and sc.ksd / SteinKernel differ only by the diagonal."""
     X = _data(n=80, d=3)

@@ -36,7 +36,8 @@ import numpy as np
 
 from .. import _array_api as aa
 from ..algorithms._native import dksd_pass
-from ..engine import KernelMatrix
+from ..engine import BACKENDS as ENGINE_BACKENDS
+from ..engine import KernelMatrix, resolve_backend
 from ..kernels import RadialKernel, SteinKernel
 from . import dksd_array_api
 from .matrix_kernels import kernel_plan
@@ -45,7 +46,9 @@ from .pointwise import batch_diagonal, batch_trace, checked_scores, point_terms
 __all__ = ["BACKENDS", "pair_pass", "pair_pass_cpp", "dksd", "ksd_kernel_matrix", "ksd_value",
            "information"]
 
-BACKENDS = ("auto", "cpp", "array_api")
+#: The pair pass's backends: the engine's (:data:`stein_coreset.engine.BACKENDS`) or "auto";
+#: the older names "cpp" and "array_api" are accepted for "cpu" and "xp".
+BACKENDS = ("auto", *ENGINE_BACKENDS)
 
 
 def pair_pass_cpp(U, V, kind, F, comps, need_grad, n_threads: int = 1):
@@ -72,11 +75,13 @@ def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, backend="auto", 
     """U-statistic sum_{i != j} k0(x_i, x_j) / (n (n - 1)) in canonical form, and its adjoints
     (see :func:`stein_coreset.estimators.dksd_array_api.pair_pass` for the arguments).
 
-    ``backend``: "auto" runs NumPy inputs in C++ and other namespaces through the array API
-    (blocked); "cpp" and "array_api" force one of them.
+    The engine picks the backend (:func:`stein_coreset.engine.resolve_backend` over the
+    components' base kernels): "cpu" runs the C++ pass, any other the blocked array-API pass
+    on the arrays' device. A base kernel the compiled code does not know (a user subclass) runs
+    through the array API under "auto", and is refused by a compiled backend asked for by name.
     """
     xp, _ = aa.namespace(U=U)
-    if backend == "cpp" or (backend == "auto" and aa.is_numpy(xp)):
+    if resolve_backend(backend, xp, *(b for b, _ in comps)) == "cpu":
         return pair_pass_cpp(U, V, kind, F, comps, need_grad, n_threads)
     return dksd_array_api.pair_pass(U, V, kind, F, comps, need_grad, block_size)
 

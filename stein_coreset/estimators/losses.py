@@ -18,6 +18,7 @@ import numpy as np
 from .. import _array_api as aa
 from .. import _validation as val
 from .._threads import effective_n_threads
+from ..engine import backend_name
 from . import dksd as _dksd
 from . import models as _models
 from . import score_matching as _sm
@@ -190,10 +191,13 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
         (n,), (n, d) or (n, d, d) per point (scalar, diagonal, full); default m = I.
     block_size : int, optional
         Rows per slab of the blocked (array-API) pair pass.
-    backend : {"auto", "cpp", "array_api"}
-        ksd / dksd pair pass: "auto" runs NumPy input in C++ (src_cpp/dksd.hpp) and every
-        other namespace through the blocked array-API code; "array_api" forces the latter.
-        (``"ksd"`` values go through :class:`~stein_coreset.engine.KernelMatrix` under "auto".)
+    backend : {"auto", "cpu", "cuda", "xp"}
+        ksd / dksd pair pass, in the engine's vocabulary (:mod:`stein_coreset.engine`; "cpp"
+        and "array_api" are accepted for "cpu" and "xp"): "auto" runs NumPy input in C++
+        (src_cpp/dksd.hpp) and every other namespace, or a base kernel the compiled code does
+        not know, through the blocked array-API code; "xp" forces the latter; "cpu" (or "cuda")
+        refuses a kernel it does not know. (``"ksd"`` values go through
+        :class:`~stein_coreset.engine.KernelMatrix` under "auto".)
     n_threads : int, optional
         Team size of the C++ pass (NumPy input); default the usable cores
         (:func:`stein_coreset._threads.effective_n_threads`). The result does not depend on it.
@@ -204,16 +208,11 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
     for sm / dsm / nnsm.
     """
     X, theta, diff = validate(model, theta, X, discrepancy, kernel, diffusion)
-    _check_backend(backend)
+    backend = backend_name(backend)
     block_size = _check_block_size(block_size)
     n_threads = effective_n_threads(n_threads)
     return _finite_result(discrepancy, theta, "loss", lambda: evaluate(
         model, X, theta, discrepancy, kernel, diff, block_size, backend, n_threads))
-
-
-def _check_backend(backend):
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
 
 
 def loss_and_grad(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
@@ -229,7 +228,7 @@ def loss_and_grad(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=
     X, theta, diff = validate(model, theta, X, discrepancy, kernel, diffusion)
     if gradient not in ("analytic", "fd"):
         raise ValueError(f"gradient must be 'analytic' or 'fd', got {gradient!r}")
-    _check_backend(backend)
+    backend = backend_name(backend)
     block_size = _check_block_size(block_size)
     n_threads = effective_n_threads(n_threads)
     return _finite_result(discrepancy, theta, "loss or its gradient", lambda: evaluate_with_grad(

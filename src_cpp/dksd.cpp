@@ -40,10 +40,7 @@ double dksd_row(const DKSDSpec& S, int64_t i, double c, const std::vector<int64_
         }
         for (int64_t k = 0; k < nk; ++k) {
             const int64_t s = rep[k];
-            const Radial rad = radial(S.base[s], S.sigma[s], S.beta[s], q);
-            k0[k] = rad.k0;
-            k1[k] = rad.k1;
-            k2[k] = q > 0.0 ? rad.qk2 / q : 0.0;  // the k2 P Q term vanishes at q = 0
+            portable::dksd_radial(S.base[s], S.sigma[s], S.beta[s], q, k0[k], k1[k], k2[k]);
         }
         for (int64_t r = 0; r < d; ++r) {
             const int64_t k = nk == 1 ? 0 : kid[r];
@@ -60,13 +57,12 @@ double dksd_row(const DKSDSpec& S, int64_t i, double c, const std::vector<int64_
                 Q = fj[r] * du[r];
                 R = fi[r] * fj[r];
             }
-            acc += S.lam[r] * (k0[k] * vi[r] * vj[r] - 2.0 * k1[k] * (vi[r] * Q - P * vj[r] + R)
-                               - 4.0 * k2[k] * P * Q);
+            acc += portable::dksd_term(S.lam[r], k0[k], k1[k], k2[k], vi[r], vj[r], P, Q, R);
             if (GRAD) {
-                const double g = 2.0 * c * S.lam[r];
-                gv[r] += g * (k0[k] * vj[r] - 2.0 * k1[k] * Q);
-                const double AP = g * (2.0 * k1[k] * vj[r] - 4.0 * k2[k] * Q);
-                const double AR = -2.0 * g * k1[k];
+                double g, AP, AR;
+                portable::dksd_adjoint(2.0 * c * S.lam[r], k0[k], k1[k], k2[k], vj[r], Q, g, AP,
+                                       AR);
+                gv[r] += g;
                 if (FULL) {
                     for (int64_t l = 0; l < d; ++l) gf[l * d + r] += AP * du[l] + AR * fj[l * d + r];
                 } else {

@@ -5,8 +5,9 @@
 // (n x d x d, F[i, l, r]) and a matrix kernel K = diag(lam_r k_r) with radial k_r. Component r of
 // k0(x_i, x_j), with delta = u_i - u_j, P = F_i^T delta, Q = F_j^T delta, R = (F_i^T F_j)_rr:
 //   lam_r [ k0 v_ir v_jr - 2 k1 (v_ir Q_r - P_r v_jr + R_r) - 4 k2 P_r Q_r ],
-// with (k0, k1, q k2) = sc::radial of the base kernel, the same code as the Stein kernel of
-// stein_kernel.hpp. O(n^2 d) (diagonal) or O(n^2 d^2) (full) work, O(1) extra memory per thread.
+// with (k0, k1, k2) and the term itself from radial.inc (dksd_radial, dksd_term, dksd_adjoint:
+// the radial derivatives of the Stein kernel of stein_kernel.hpp, and the text the CUDA pass
+// compiles too). O(n^2 d) (diagonal) or O(n^2 d^2) (full) work, O(1) extra memory per thread.
 #pragma once
 
 #include <cstdint>

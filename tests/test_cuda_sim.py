@@ -406,6 +406,57 @@ def test_fused_amd_refuses_a_rank_it_does_not_hold(sim):
                           sim.asarray(w0), 0, 2, 0.1)
 
 
+def _dksd_problem(n, d, full, comps, seed=5):
+    rng = np.random.default_rng(seed)
+    U = 1.2 * rng.standard_normal((n, d))
+    V = rng.standard_normal((n, d))
+    F = 0.5 + 0.3 * rng.standard_normal((n, d, d) if full else (n, d))
+    if comps == "shared":
+        codes, sig, bet = [0] * d, [1.3] * d, [-0.5] * d
+    else:  # one base kernel per component: IMQ, Gaussian, both Materns (and IMQ beta -0.3)
+        codes = [0, 1, 2, 3, 0][:d]
+        sig, bet = [1.1, 0.9, 2.0, 1.5, 0.7][:d], [-0.5, -0.5, -0.5, -0.5, -0.3][:d]
+    return (U, V, F, np.array(codes, dtype=np.intc), np.array(sig, dtype=float),
+            np.array(bet, dtype=float), np.linspace(0.5, 2.0, d))
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["diagonal", "full"])
+@pytest.mark.parametrize("comps", ["shared", "per_component"])
+@pytest.mark.parametrize("need_grad", [False, True], ids=["value", "adjoints"])
+@pytest.mark.parametrize("n,d", [(37, 3), (5, 5), (150, 2)])
+def test_simulated_dksd_pass_is_the_cpp_pass(sim, full, comps, need_grad, n, d):
+    """The CUDA rows of the DKSD pair pass give the C++ pass's value and adjoints: the same
+    terms (radial.inc) in the same order, the rows added in the C++'s chunks."""
+    from stein_coreset import _core, _cuda
+
+    U, V, F, codes, sig, bet, lam = _dksd_problem(n, d, full, comps)
+    ref = _core.dksd_pass(U, V, F.reshape(-1), full, codes, sig, bet, lam, need_grad, 2)
+    got = _cuda.dksd_pass(sim.asarray(U), sim.asarray(V), sim.asarray(F), full, codes, sig,
+                          bet, lam, need_grad)
+    assert got[0] == ref[0]  # bit for bit: g++ builds both here (on a GPU, to rounding)
+    if not need_grad:
+        assert got[1] is None and got[2] is None
+        return
+    assert got[1].shape == (n, d) and got[2].shape == F.shape
+    np.testing.assert_array_equal(np.asarray(got[1]), ref[1])
+    np.testing.assert_array_equal(np.asarray(got[2]), ref[2])
+
+
+def test_simulated_dksd_pass_refuses_what_it_cannot_run(sim):
+    from stein_coreset import _cuda
+
+    U, V, F, codes, sig, bet, lam = _dksd_problem(6, 2, False, "shared")
+    a = [sim.asarray(U), sim.asarray(V), sim.asarray(F)]
+    with pytest.raises(ValueError, match="one entry per coordinate"):
+        _cuda.dksd_pass(*a, False, codes[:1], sig, bet, lam, False)
+    with pytest.raises(ValueError, match="unknown base kernel code"):
+        _cuda.dksd_pass(*a, False, np.array([0, 7], dtype=np.intc), sig, bet, lam, False)
+    with pytest.raises(ValueError, match="F must have 12 entries"):
+        _cuda.dksd_pass(*a[:2], sim.asarray(F[:3]), False, codes, sig, bet, lam, False)
+    with pytest.raises(ValueError, match="at least 2 points"):
+        _cuda.dksd_pass(a[0][:1], a[1][:1], a[2][:1], False, codes, sig, bet, lam, False)
+
+
 def test_simulator_catches_a_wrong_kernel(monkeypatch):
     """The comparison can fail: Stein thinning that adds k_P once instead of twice is caught."""
     import cudasim

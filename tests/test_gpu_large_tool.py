@@ -96,8 +96,9 @@ def _run(tmp_path, *args):
         (["--diagnose-lskt", "--n", "4096"], {"ld_max_abs_w_diff", "ktcpp_same",
                                               "kt_split_rows_same"}),
         (["--profile", "--method", "lskt", "--n", "2048"], {"seconds"}),
+        (["--dksd", "--n", "300"], {"cpu_seconds", "auto_seconds", "xp_rel_diff"}),
     ],
-    ids=["loops", "amd", "large", "diagnose", "profile"],
+    ids=["loops", "amd", "large", "diagnose", "profile", "dksd"],
 )
 def test_gpu_large_stage_runs_on_a_numpy_standin_for_cupy(tmp_path, stage, keys):
     rows = _run(tmp_path, *stage)
@@ -106,6 +107,9 @@ def test_gpu_large_stage_runs_on_a_numpy_standin_for_cupy(tmp_path, stage, keys)
     if "--loops" in stage:
         assert [r["max_blocks"] for r in rows] == [8, 8, 4, 2]
         assert all(r["same_picks_as_graph"] for r in rows[1:])
+    if "--dksd" in stage:  # the stand-in's arrays are NumPy's: "auto" is the C++ again
+        assert rows[0]["auto_backend"] == "cpu" and rows[0]["auto_rel_diff"] == 0.0
+        assert rows[0]["xp_backend"] == "xp" and rows[0]["xp_rel_diff"] < 1e-12
     if "--diagnose-lskt" in stage:  # one engine here: the two sides are one computation
         assert rows[0]["ld_max_abs_w_diff"] == 0.0 and rows[0]["ktcpp_same"]
 

@@ -9,7 +9,7 @@
 #                                    # and its profiles; lskt at 2^20; Dask with CuPy blocks;
 #                                    # goodpoints.jax's sr / sc / lsr / lsc; the barrier A/B;
 #                                    # AMD array-API vs fused (STEIN_CORESET_CUDA_AMD's
-#                                    # default); the loop modes
+#                                    # default); the loop modes; the DKSD pass
 #   bash tools/device_run.sh second  # on the same warm machine after full: lskt at 2^24, then
 #                                    # the loop modes on whole methods (DEADLINE_S=200 fits
 #                                    # what a 15-minute lease leaves after full)
@@ -155,4 +155,5 @@ stage_run amd 75 python3 tools/gpu_large.py --amd --n 16384 65536 1048576 --json
 stage_run loops 45 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
 stage_run diagnose 60 python3 tools/gpu_large.py --diagnose-lskt --n 65536
 stage_run profile 40 python3 tools/gpu_large.py --profile --method lskt --n 65536
+stage_run dksd 40 python3 tools/gpu_large.py --dksd --n 4096 16384 --json "$OUT/dksd.json"
 echo "done $(date +%T)" >> "$LOG"

@@ -5,6 +5,7 @@ and ``stein_coreset.distributed.compress`` with CuPy blocks on a Dask LocalClust
     python tools/gpu_large.py --n 1048576 16777216 --json large.json
     python tools/gpu_large.py --dask --n 65536
     python tools/gpu_large.py --amd --n 16384 65536 1048576
+    python tools/gpu_large.py --dksd --n 4096 16384
 
 Input: d = 4, X = 0.7 + 1.5 z (drawn on the device), S = -X, Stein IMQ sigma^2 = 2d, size
 ceil(sqrt(n)), tau = 0.4. Peak device memory is the CuPy pool's high-water mark (the pool keeps
@@ -237,6 +238,54 @@ def amd_modes(args) -> list[dict]:
     return rows
 
 
+def dksd_pass(args) -> list[dict]:
+    """The estimators' DKSD pair pass (Barp et al., Eq. 7, value and adjoints) at d = --d
+    with a diagonal diffusion and a shared IMQ: on the device the pass the engine picks
+    ("auto": the CUDA rows) and the blocked array-API pass ("xp"), on the host the C++ on every
+    usable core ("cpu"); seconds (best of 3, warm) and the relative difference of the value
+    to the C++'s."""
+    import cupy as cp
+    import numpy as np
+
+    import stein_coreset as sc
+    from stein_coreset import _array_api as aa
+    from stein_coreset._threads import effective_n_threads
+    from stein_coreset.engine import resolve_backend
+    from stein_coreset.estimators import dksd as D
+
+    d = args.d
+    comps = [(sc.IMQ(sigma=math.sqrt(2 * d)), 1.0)] * d
+    threads = effective_n_threads(None)
+
+    def best_of_3(*a, **kw):  # the pass on these arguments, warm
+        out = D.pair_pass(*a, **kw)  # compile, caches
+        secs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            out = D.pair_pass(*a, **kw)
+            cp.cuda.Device().synchronize()
+            secs.append(time.perf_counter() - t0)
+        return out, min(secs)
+
+    rows = []
+    for n in args.n:
+        rng = np.random.default_rng(n)
+        U, V = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+        F = rng.random((n, d)) + 0.5
+        ref, secs = best_of_3(U, V, "diag", F, comps, True, backend="cpu", n_threads=threads)
+        row = {"n": n, "d": d, "cpu_threads": threads, "cpu_seconds": secs}
+        dev = [cp.asarray(a) for a in (U, V, F)]
+        xp, _ = aa.namespace(U=dev[0])
+        for backend in ("auto", "xp"):
+            out, secs = best_of_3(dev[0], dev[1], "diag", dev[2], comps, True, backend=backend)
+            row[f"{backend}_backend"] = resolve_backend(backend, xp, comps[0][0])
+            row[f"{backend}_seconds"] = secs
+            row[f"{backend}_rel_diff"] = abs(out[0] - ref[0]) / abs(ref[0])
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def profile(args) -> list[dict]:
     """cProfile of one warm run of ``--method`` at n (the 30 costliest functions)."""
     import cProfile
@@ -282,6 +331,7 @@ def main(argv=None) -> int:
     p.add_argument("--loops", action="store_true")
     p.add_argument("--amd", action="store_true", help="AMD: array-API loop vs fused kernel")
     p.add_argument("--profile", action="store_true", help="cProfile one run of --method")
+    p.add_argument("--dksd", action="store_true", help="DKSD pair pass: CUDA vs array API vs C++")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     if args.diagnose_lskt:
@@ -292,6 +342,8 @@ def main(argv=None) -> int:
         rows = amd_modes(args)
     elif args.profile:
         rows = profile(args)
+    elif args.dksd:
+        rows = dksd_pass(args)
     else:
         rows = dask_gpu(args) if args.dask else large(args)
     if args.json:

@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available",
            "loop_mode", "loop_blocks", "amd_mode", "amd_grid", "amd_launch", "amd_lowrank",
-           "amd_lowrank_fits"]
+           "amd_lowrank_fits", "dksd_pass", "DKSD_ROWS"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -65,6 +65,9 @@ WRPC_MAX_RANK = 4096
 #: Most coresets a persistent KT-SPLIT round decides per step (KTS_MAX_CORESETS in kernels.cu);
 #: deeper rounds take the graph loop.
 KTS_MAX_CORESETS = 1024
+#: Rows of one partial sum of the DKSD pass (kRows of src_cpp/dksd.cpp): the rows' values are
+#: added in chunks of this many, then the chunks in order, as the C++ adds them.
+DKSD_ROWS = 16
 
 
 def loop_mode() -> str:
@@ -224,6 +227,57 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
                 stream.synchronize()
                 if progress is not None:
                     progress(s1)
+
+
+def dksd_pass(U, V, F, full: bool, base, sigma, beta, lam, need_grad: bool):
+    """The DKSD pair pass (Barp et al., 2019, Eq. 7; ``src_cpp/dksd.hpp``) on the device:
+    ``(total, Gv, Gf)`` as ``_core.dksd_pass`` returns them, Gv (n, d) and Gf (F's shape)
+    CuPy arrays, or None without ``need_grad``.
+
+    U, V are (n, d) CuPy arrays, F the diffusion in canonical form ((n, d), or (n, d, d) when
+    ``full``) on their device; base, sigma, beta, lam host sequences, one entry per component.
+    One thread per row runs the C++'s row (``dksd_rows``: the same terms from radial.inc in the
+    same order) and the host adds the (n,) row values in the C++'s order (:data:`DKSD_ROWS`),
+    so value and adjoints are the C++'s wherever the device rounds the radial functions alike
+    (sqrt and the exponential do; the IMQ's pow for beta != -1/2 may not). O(n^2 d) work
+    (O(n^2 d^2) with a full diffusion), O(n d) memory (O(n d^2) full)."""
+    import cupy as cp
+
+    n, d = int(U.shape[0]), int(U.shape[1])
+    if n < 2 or d < 1:
+        raise ValueError("dksd_pass needs at least 2 points and 1 coordinate")
+    fs = n * d * d if full else n * d
+    params = [np.asarray(a).reshape(-1) for a in (base, sigma, beta, lam)]
+    if any(a.size != d for a in params):
+        raise ValueError("base, sigma, beta and lam need one entry per coordinate")
+    codes, sig, bet, lm = params
+    if np.any((codes < 0) | (codes > 3)):
+        raise ValueError(f"unknown base kernel code in {codes.tolist()}")
+    shared = bool(np.all(codes == codes[0]) and np.all(sig == sig[0]) and np.all(bet == bet[0]))
+    device_id = int(U.device.id)
+    with cp.cuda.Device(device_id):
+        U = cp.ascontiguousarray(U, dtype=cp.float64)
+        V = cp.ascontiguousarray(V, dtype=cp.float64)
+        Ff = cp.ascontiguousarray(F, dtype=cp.float64).reshape(-1)
+        if Ff.size != fs:
+            raise ValueError(f"F must have {fs} entries, got {Ff.size}")
+        rows = cp.empty(n, dtype=cp.float64)
+        Gv = cp.empty((n, d) if need_grad else 1, dtype=cp.float64)
+        Gf = cp.empty(fs if need_grad else 1, dtype=cp.float64)
+        c = 1.0 / (float(n) * float(n - 1))
+        _module(device_id).get_function("dksd_rows")((_blocks(n),), (BLOCK,), (
+            U, V, Ff, np.int64(n), np.int32(d), np.int32(bool(full)),
+            cp.asarray(codes.astype(np.int32)), cp.asarray(sig.astype(np.float64)),
+            cp.asarray(bet.astype(np.float64)), cp.asarray(lm.astype(np.float64)),
+            np.int32(shared), np.float64(c), np.int32(bool(need_grad)), rows, Gv, Gf))
+        r = cp.asnumpy(rows)
+    chunks = np.zeros(-(-n // DKSD_ROWS) * DKSD_ROWS)
+    chunks[:n] = r
+    # cumsum adds in sequence: each chunk's rows in order, then the chunks in order
+    total = float(np.cumsum(np.cumsum(chunks.reshape(-1, DKSD_ROWS), axis=1)[:, -1])[-1])
+    if not need_grad:
+        return total, None, None
+    return total, Gv, Gf.reshape((n, d, d) if full else (n, d))
 
 
 class CudaKernel:

@@ -1071,3 +1071,74 @@ extern "C" __global__ void wrpc_persistent(KP_PARAMS, const double* sw, double* 
     }
     if (blockIdx.x == 0 && tid == 0) state[0] = stop;
 }
+
+// ---- the DKSD pair pass (Barp et al., 2019, Eq. 7; the rows of src_cpp/dksd.cpp) ----------
+// Thread i computes row i of the C++ pass: the terms of its pairs (i, j), j != i, in increasing
+// j and component order (radial.inc's dksd_radial / dksd_term / dksd_adjoint), so
+// rows[i] = c sum_j k0(x_i, x_j) and, with grad, its own rows of Gv (n x d) and Gf (n x d, or
+// n x d x d when full) are the C++'s; the host adds the rows as the C++ does. U, V: (n, d),
+// F: (n, d) or (n, d, d) row-major; base, sigma, beta, lam: one per component; shared: every
+// component has the same base kernel (one radial evaluation per pair).
+extern "C" __global__ void dksd_rows(const double* U, const double* V, const double* F,
+                                     long long n, int d, int full, const int* base,
+                                     const double* sigma, const double* beta, const double* lam,
+                                     int shared, double c, int grad, double* rows, double* Gv,
+                                     double* Gf) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long long fs = full ? (long long)d * d : d;
+    const double* ui = U + i * d;
+    const double* vi = V + i * d;
+    const double* fi = F + i * fs;
+    double* gv = Gv + i * d;
+    double* gf = Gf + i * fs;
+    if (grad) {
+        for (int r = 0; r < d; ++r) gv[r] = 0.0;
+        for (long long r = 0; r < fs; ++r) gf[r] = 0.0;
+    }
+    double acc = 0.0;
+    for (long long j = 0; j < n; ++j) {
+        if (j == i) continue;
+        const double* uj = U + j * d;
+        const double* vj = V + j * d;
+        const double* fj = F + j * fs;
+        double q = 0.0;
+        for (int l = 0; l < d; ++l) {
+            const double du = ui[l] - uj[l];
+            q += du * du;
+        }
+        double k0, k1, k2;
+        if (shared) dksd_radial(base[0], sigma[0], beta[0], q, k0, k1, k2);
+        for (int r = 0; r < d; ++r) {
+            if (!shared) dksd_radial(base[r], sigma[r], beta[r], q, k0, k1, k2);
+            double P, Q, R;
+            if (full) {
+                P = Q = R = 0.0;
+                for (int l = 0; l < d; ++l) {
+                    const double du = ui[l] - uj[l];
+                    P += fi[l * d + r] * du;
+                    Q += fj[l * d + r] * du;
+                    R += fi[l * d + r] * fj[l * d + r];
+                }
+            } else {
+                const double du = ui[r] - uj[r];
+                P = fi[r] * du;
+                Q = fj[r] * du;
+                R = fi[r] * fj[r];
+            }
+            acc += dksd_term(lam[r], k0, k1, k2, vi[r], vj[r], P, Q, R);
+            if (grad) {
+                double g, AP, AR;
+                dksd_adjoint(2.0 * c * lam[r], k0, k1, k2, vj[r], Q, g, AP, AR);
+                gv[r] += g;
+                if (full) {
+                    for (int l = 0; l < d; ++l)
+                        gf[l * d + r] += AP * (ui[l] - uj[l]) + AR * fj[l * d + r];
+                } else {
+                    gf[r] += AP * (ui[r] - uj[r]) + AR * fj[r];
+                }
+            }
+        }
+    }
+    rows[i] = c * acc;
+}

@@ -20,6 +20,7 @@ from .. import _array_api as aa
 from .. import _core
 from .._cuda import WRPC_MAX_RANK, amd_lowrank_fits, amd_mode, loop_mode
 from .._cuda import amd_lowrank as cuda_amd_lowrank
+from .._cuda import dksd_pass as cuda_dksd_pass
 from .._progress import counter_bar, polled
 from ..engine import KernelMatrix
 
@@ -212,5 +213,10 @@ def weighted_rpcholesky(K: KernelMatrix, sw, d, Ft, pivots, i0: int, i1: int, u,
 
 
 def dksd_pass(U, V, F, full, base, sigma, beta, lam, need_grad, n_threads: int):
-    """The DKSD U-statistic pass and its adjoints (src_cpp/dksd.hpp) on host arrays."""
-    return _core.dksd_pass(U, V, F, full, base, sigma, beta, lam, need_grad, int(n_threads))
+    """The DKSD U-statistic pass and its adjoints (src_cpp/dksd.hpp): in C++ on the thread
+    team for NumPy arrays (F flattened), by the CUDA rows on the device for CuPy arrays
+    (:func:`stein_coreset._cuda.dksd_pass`); ``(total, Gv, Gf)`` in the arrays' namespace."""
+    if isinstance(U, np.ndarray):
+        return _core.dksd_pass(U, V, np.ascontiguousarray(F).reshape(-1), full, base, sigma,
+                               beta, lam, need_grad, int(n_threads))
+    return cuda_dksd_pass(U, V, F, full, base, sigma, beta, lam, need_grad)

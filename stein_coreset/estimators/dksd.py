@@ -18,9 +18,11 @@ this is exactly the Stein kernel of :mod:`stein_coreset.kernels` (the same ``rad
 kappa, kappa', q kappa''), and the ``"ksd"`` loss is evaluated by that module's
 :class:`~stein_coreset.engine.KernelMatrix` itself: one implementation of k_p.
 
-One pass per backend: NumPy runs in C++ (src_cpp/dksd.hpp, a team of ``n_threads`` over row
-chunks whose partial sums are added in a fixed order, so the value does not depend on the team
-size), every other namespace through :mod:`stein_coreset.estimators.dksd_array_api`.
+One pass per backend of the engine: NumPy runs in C++ (src_cpp/dksd.hpp, a team of
+``n_threads`` over row chunks whose partial sums are added in a fixed order, so the value does
+not depend on the team size), CuPy in CUDA (one thread per row of the same terms, the rows added
+in the C++'s order), every other namespace and any base kernel the compiled code does not know
+through :mod:`stein_coreset.estimators.dksd_array_api`.
 
 Cost: one pass over all pairs, O(n^2 d) for scalar or diagonal m and K = I k or
 diag(lambda_i k_i), O(n^2 d^2) for a full m (or dense B, or a preconditioner M); memory
@@ -43,7 +45,7 @@ from . import dksd_array_api
 from .matrix_kernels import kernel_plan
 from .pointwise import batch_diagonal, batch_trace, checked_scores, point_terms
 
-__all__ = ["BACKENDS", "pair_pass", "pair_pass_cpp", "dksd", "ksd_kernel_matrix", "ksd_value",
+__all__ = ["BACKENDS", "pair_pass", "pair_pass_compiled", "dksd", "ksd_kernel_matrix", "ksd_value",
            "information"]
 
 #: The pair pass's backends: the engine's (:data:`stein_coreset.engine.BACKENDS`) or "auto";
@@ -51,14 +53,17 @@ __all__ = ["BACKENDS", "pair_pass", "pair_pass_cpp", "dksd", "ksd_kernel_matrix"
 BACKENDS = ("auto", *ENGINE_BACKENDS)
 
 
-def pair_pass_cpp(U, V, kind, F, comps, need_grad, n_threads: int = 1):
-    """The pass in C++ (src_cpp/dksd.hpp, a team of ``n_threads`` over row chunks) on host
-    copies, one transfer each way (a no-op for NumPy). The value does not depend on
-    ``n_threads``."""
+def pair_pass_compiled(U, V, kind, F, comps, need_grad, backend="cpu", n_threads: int = 1):
+    """The pass in compiled code, whose base kernels the caller checked (all compiled):
+    "cpu" runs the C++ (src_cpp/dksd.hpp, a team of ``n_threads`` over row chunks) on host
+    copies, one transfer each way (a no-op for NumPy); "cuda" the CUDA rows on the arrays'
+    device. The value does not depend on ``n_threads``, and the device's is the C++'s up to
+    the rounding of the radial functions."""
     xp, dev = aa.namespace(U=U)
-    Fh = np.ascontiguousarray(aa.to_host(F).reshape(-1))
+    if backend == "cpu":
+        U, V, F = aa.to_host(U), aa.to_host(V), aa.to_host(F)
     total, Gv, Gf = dksd_pass(
-        aa.to_host(U), aa.to_host(V), Fh, kind == "full",
+        U, V, F, kind == "full",
         np.asarray([int(b.code) for b, _ in comps], dtype=np.intc),
         np.asarray([float(b.sigma) for b, _ in comps]),
         np.asarray([float(b.beta) for b, _ in comps]),
@@ -66,8 +71,8 @@ def pair_pass_cpp(U, V, kind, F, comps, need_grad, n_threads: int = 1):
         bool(need_grad),
         int(n_threads),
     )
-    if not need_grad:
-        return total, None, None
+    if not need_grad or backend != "cpu":
+        return total, Gv, Gf
     return total, aa.from_host(Gv, xp=xp, device=dev), aa.from_host(Gf, xp=xp, device=dev)
 
 
@@ -76,14 +81,16 @@ def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, backend="auto", 
     (see :func:`stein_coreset.estimators.dksd_array_api.pair_pass` for the arguments).
 
     The engine picks the backend (:func:`stein_coreset.engine.resolve_backend` over the
-    components' base kernels): "cpu" runs the C++ pass, any other the blocked array-API pass
-    on the arrays' device. A base kernel the compiled code does not know (a user subclass) runs
-    through the array API under "auto", and is refused by a compiled backend asked for by name.
+    components' base kernels): "cpu" runs the C++ pass, "cuda" the CUDA rows on the device,
+    "xp" the blocked array-API pass. A base kernel the compiled code does not know (a user
+    subclass) runs through the array API under "auto", and is refused by a compiled backend
+    asked for by name.
     """
     xp, _ = aa.namespace(U=U)
-    if resolve_backend(backend, xp, *(b for b, _ in comps)) == "cpu":
-        return pair_pass_cpp(U, V, kind, F, comps, need_grad, n_threads)
-    return dksd_array_api.pair_pass(U, V, kind, F, comps, need_grad, block_size)
+    name = resolve_backend(backend, xp, *(b for b, _ in comps))
+    if name == "xp":
+        return dksd_array_api.pair_pass(U, V, kind, F, comps, need_grad, block_size)
+    return pair_pass_compiled(U, V, kind, F, comps, need_grad, name, n_threads)
 
 
 def dksd(model, X, theta, kernel, diff, need_grad, block_size=None, backend="auto",

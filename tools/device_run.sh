@@ -123,7 +123,7 @@ stage_run tests 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_bac
     tests/test_gpu_path.py tests/test_engine.py tests/test_stein_thinning.py \
     tests/test_kernels.py tests/test_kernel_thinning.py tests/test_amd.py tests/test_debias.py \
     tests/test_rpcholesky.py tests/test_recombination_backends.py \
-    tests/test_compress_weighted.py -k "cupy or cuda" -x
+    tests/test_compress_weighted.py tests/test_estimators_losses.py -k "cupy or cuda" -x
 
 if [ "$stage" = quick ]; then
     stage_run gpu_check 150 python3 tools/gpu_check.py --n 16384 65536 \

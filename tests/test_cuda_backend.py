@@ -437,3 +437,33 @@ def test_cuda_dksd_pass_gives_the_cpp_value_and_adjoints(kind):
         assert val == pytest.approx(ref[0], rel=1e-12)
         np.testing.assert_allclose(cp.asnumpy(gv), ref[1], rtol=1e-10, atol=1e-13)
         np.testing.assert_allclose(cp.asnumpy(gf), ref[2], rtol=1e-10, atol=1e-13)
+
+
+def test_every_entry_point_with_a_backend_speaks_the_engines_vocabulary():
+    """KernelMatrix, stein_thinning, amd and the estimators' losses read a backend name
+    through one check (engine.backend_name): the same names and aliases, the same error."""
+    from stein_coreset import estimators as est
+    from stein_coreset.algorithms import amd, stein_thinning
+    from stein_coreset.algorithms.amd import LowRankPlusDiagonal
+    from stein_coreset.engine import backend_name
+
+    assert [backend_name(b) for b in ("auto", "cpu", "cpp", "cuda", "xp", "array_api")] == [
+        "auto", "cpu", "cpu", "cuda", "xp", "xp"]
+    X, S = _chain(60, 2, seed=1)
+    K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, S)
+    F = np.random.default_rng(0).standard_normal((60, 3))
+    op = LowRankPlusDiagonal(F, np.sum(F * F, axis=1) + 1.0)
+    th = np.array([0.0, 0.0, 1.0])
+    calls = [lambda b: KernelMatrix(sc.IMQ(), X, backend=b),
+             lambda b: stein_thinning(K, 5, backend=b),
+             lambda b: amd(op, 5, backend=b),
+             lambda b: est.loss(est.Gaussian(d=2), th, X, discrepancy="dksd", backend=b)]
+    msg = "backend must be 'auto' or one of 'cpu', 'cuda', 'xp', got 'gpu'"
+    for call in calls:
+        with pytest.raises(ValueError, match=msg):
+            call("gpu")
+    ref = stein_thinning(K, 5, backend="xp")
+    np.testing.assert_array_equal(stein_thinning(K, 5, backend="array_api"), ref)
+    np.testing.assert_array_equal(stein_thinning(K, 5, backend="cpp"), ref)
+    np.testing.assert_allclose(amd(op, 5, backend="array_api"), amd(op, 5, backend="cpp"),
+                               rtol=1e-12)

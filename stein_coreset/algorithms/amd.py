@@ -9,6 +9,7 @@ import array_api_compat
 from .. import _array_api as aa
 from .. import _validation as val
 from .._threads import effective_n_threads
+from ..engine import backend_name
 
 __all__ = ["amd", "LowRankPlusDiagonal", "factor_bytes"]
 
@@ -47,7 +48,7 @@ class LowRankPlusDiagonal:
 
     def __init__(self, F, diag, *, backend: str = "auto", n_threads: int | None = None):
         self.xp, self.device = aa.namespace(F=F, diag=diag)
-        self.backend = _check_backend(backend)
+        self.backend = backend_name(backend)
         self.n_threads = effective_n_threads(n_threads)
         self._native = aa.is_numpy(self.xp) and self.backend in ("auto", "cpu")
         if F.ndim != 2 or diag.ndim != 1 or F.shape[0] != diag.shape[0]:
@@ -160,15 +161,6 @@ def factor_bytes(n: int, r: int, xp) -> float:
     from ._native import amd_backend
 
     return (12.0 if amd_backend("auto", xp, r) != "xp" else 16.0) * n * r
-
-
-def _check_backend(backend: str) -> str:
-    """The engine's backend name (:data:`stein_coreset.engine.BACKENDS` or "auto"; the aliases
-    "cpp" and "array_api" mapped to "cpu" and "xp")."""
-    name = {"cpp": "cpu", "array_api": "xp"}.get(backend, backend)
-    if name not in ("auto", "cpu", "cuda", "xp"):
-        raise ValueError(f"backend must be 'auto', 'cpu', 'cuda' or 'xp', got {backend!r}")
-    return name
 
 
 class _Dense:
@@ -295,7 +287,7 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     xp, dev, n = op.xp, op.device, op.n
     if engine is not None:
         backend = engine
-    backend = _check_backend(backend)
+    backend = backend_name(backend)
     lowrank = isinstance(op, LowRankPlusDiagonal)
     runs_on = amd_backend(backend, xp, int(op.F.shape[1])) if lowrank else "xp"
     if backend == "cpu" and runs_on != "cpu":

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..engine import KernelMatrix
+from ..engine import KernelMatrix, backend_name
 from .weights import equal_weights
 
 __all__ = ["stein_thinning", "stein_thinning_weights", "stein_thinning_coreset"]
@@ -43,7 +43,7 @@ def stein_thinning(
         "cpu": the C++ loop on host copies of the points (one transfer); "cuda": one fused
         launch per step on the device, the pick never leaving it; "xp": one kernel column per
         step in K's array namespace (on its device), one scalar host transfer per step (the
-        reference). "cpp" is accepted for "cpu".
+        reference). "cpp" and "array_api" are accepted for "cpu" and "xp".
     check_input : bool
         Validate the arguments (default). ``False`` skips the checks, for callers that have
         validated them already (scikit-learn's ``check_input``).
@@ -64,7 +64,7 @@ def stein_thinning(
         m = val.check_int(m, "m", lo=1)
         val.check_buffer(8.0 * m, "m", f"{m} Stein thinning steps (8 bytes of output each)")
         progress = val.check_bool(progress, "progress")
-        val.check_choice(backend, "backend", ("auto", "cpu", "cpp", "cuda", "xp"))
+        backend = backend_name(backend)
     return _stein_thinning(K, m, progress, backend)
 
 

@@ -169,3 +169,25 @@ def test_weighted_rpcholesky_pivot_entries_follow_the_cpp_order_of_operations(ba
         for k in range(i):
             g = g - Fw[s, k] * Fw[s, k]
         assert Fw[s, i] == g * (1.0 / np.sqrt(g)), (i, Fw[s, i], g * (1.0 / np.sqrt(g)))
+
+
+@pytest.mark.parametrize("rank", [7, 60])  # 60: the residual vanishes first (n = 40, r' < r)
+def test_factor_rows_with_spare_rows_are_the_factor_and_zeros(xp, rank):
+    """weighted_rpcholesky_rows hands Recombination F^T with room for its constant: the same
+    pivots and factor (bit for bit) as weighted_rpcholesky, then zero rows, C-ordered, in K's
+    namespace and place."""
+    from stein_coreset.algorithms.rpcholesky import weighted_rpcholesky_rows
+
+    Kmat = _stein_matrix(xp, n=40)
+    w = xp.asarray(np.random.default_rng(1).dirichlet(np.ones(40)))
+    piv, F = weighted_rpcholesky(Kmat, w, rank, np.random.default_rng(5))
+    for spare in (0, 1, 3):
+        piv2, G = weighted_rpcholesky_rows(Kmat, w, rank, np.random.default_rng(5),
+                                           spare_rows=spare)
+        xp.same_place(G, Kmat.U)
+        Gh, r = xp.to_numpy(G), piv.size
+        np.testing.assert_array_equal(piv2, piv)
+        assert Gh.shape == (r + spare, 40) and Gh.flags.c_contiguous
+        np.testing.assert_array_equal(Gh[:r], xp.to_numpy(F).T)
+        assert not np.any(Gh[r:])
+    assert (piv.size < rank) == (rank == 60)

@@ -15,7 +15,7 @@ from .._threads import effective_n_threads
 from ..engine import KernelMatrix
 from . import _native
 from .resample import resample
-from .rpcholesky import weighted_rpcholesky
+from .rpcholesky import weighted_rpcholesky_rows
 from .swap_ls import swap_ls_support
 from .weights import (
     check_thinning_input,
@@ -178,21 +178,16 @@ def _recombination_thinning(K: KernelMatrix, w, m: int, rank: int, rng: np.rando
 def _recombine(K: KernelMatrix, supp_h: np.ndarray, ws: np.ndarray, rank: int, rng):
     """Weighted RPCholesky test vectors on the support, then Recombination (Alg. G.1) of the
     support weights ``ws``: at most ``rank + 1`` points with the same ``[F, 1]^T`` moments."""
-    xp = K.xp
     if rank > 0:
         # factored on the support only: off it the reweighted matrix is zero, so the pivot
-        # draws and the factor's rows on the support are the same as over all n points
-        w1 = aa.from_host(ws, xp=xp, device=K.device)
-        _, F = weighted_rpcholesky(K.take(supp_h), w1, rank, rng)
+        # draws and the factor's rows on the support are the same as over all n points.
+        # [F, 1]^T is the factor's rows F^T and one spare row set to 1: no (s, r) copy
+        w1 = aa.from_host(ws, xp=K.xp, device=K.device)
+        _, G = weighted_rpcholesky_rows(K.take(supp_h), w1, rank, rng, spare_rows=1)
+        G = aa.to_host(G)
+        G[-1, ...] = 1.0
     else:
-        F = np.zeros((supp_h.size, 0))
-    # [F, 1]^T stored points-major: row j holds (F_j, 1), so no transpose is formed; written
-    # straight from F (a host view of the factor: no contiguous copy), which is freed before
-    # Recombination runs, so the (s, r) arrays alive at once are two, not three
-    P = np.empty((F.shape[0], F.shape[1] + 1))
-    P[:, :-1] = F if isinstance(F, np.ndarray) else aa.to_host(F)
-    P[:, -1] = 1.0
-    del F
-    x = _native.recombination(P, ws, True, K.n_threads)
+        G = np.ones((1, supp_h.size))
+    x = _native.recombination(G, ws, False, K.n_threads)
     keep = x > 0
     return supp_h[keep], x[keep] / x[keep].sum()

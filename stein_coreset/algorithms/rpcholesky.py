@@ -12,7 +12,7 @@ from .. import _validation as val
 from ..engine import KernelMatrix
 from . import _native
 
-__all__ = ["weighted_rpcholesky"]
+__all__ = ["weighted_rpcholesky", "weighted_rpcholesky_rows"]
 
 
 def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, progress=False):
@@ -58,32 +58,50 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     different orders, ~1e-15 relative) and the pivots are identical unless a draw falls within
     that rounding of a boundary of ``cumsum(d)``.
     """
+    piv, G = weighted_rpcholesky_rows(K, w, rank, rng, progress=progress)
+    return piv, array_api_compat.array_namespace(G).permute_dims(G, (1, 0))
+
+
+def weighted_rpcholesky_rows(K: KernelMatrix, w=None, rank: int = 1, rng=None, *,
+                             spare_rows: int = 0, progress=False):
+    """:func:`weighted_rpcholesky` (Alg. F.1) with the factor as the rows of F^T.
+
+    Returns ``(pivots, G)``: the same pivots, and G a C-ordered ``(r' + spare_rows, n)`` array
+    in K's namespace whose first r' rows are F^T (the same values) and whose last
+    ``spare_rows`` rows are zero: room for test functions that a caller appends to the
+    factor's rows (Recombination's constant, Alg. G.1) without a second (n, r') array.
+    O(n (r + spare_rows)) memory.
+    """
     xp, dev, n = K.xp, K.device, K.n
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     rank = int(rank)
     if rank < 1:
         raise ValueError(f"rank must be >= 1, got {rank}")
     rank = min(rank, n)
-    val.check_buffer(8.0 * n * rank, "rank",
-                     f"the ({n}, {rank}) float64 factor of weighted RPCholesky", like=K.U)
+    rows = rank + int(spare_rows)
+    val.check_buffer(8.0 * n * rows, "rank",
+                     f"the ({n}, {rows}) float64 factor of weighted RPCholesky", like=K.U)
     w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev) if w is None else w
     # one draw per requested pivot, up front: both paths consume the generator alike
     u = rng.random(rank)
     factor = _factor_native if _native.has_rpcholesky_loop(K, rank) else _factor_array_api
-    piv, F, scale, sw = factor(K, w, rank, u, progress)
+    piv, Ft, scale, sw = factor(K, w, rank, rows, u, progress)
     if math.isnan(scale):
         raise FloatingPointError("weighted_rpcholesky: the kernel diagonal has NaN entries")
-    fx = array_api_compat.array_namespace(F)
+    r = int(piv.shape[0])
+    fx = array_api_compat.array_namespace(Ft)
     inv_sw = fx.where(sw > 0.0, 1.0 / fx.where(sw > 0.0, sw, 1.0), 0.0)
     # in place: a second (n, r) array here was a third of the peak memory of rt/sr/lskt
-    F *= inv_sw[:, None]
-    return piv, aa.from_host(F, xp=xp, device=dev) if fx is not xp else F
+    F = Ft[:r, ...]
+    F *= inv_sw[None, :]
+    G = Ft[:r + rows - rank, ...]
+    return piv, aa.from_host(G, xp=xp, device=dev) if fx is not xp else G
 
 
-def _factor_native(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool):
+def _factor_native(K: KernelMatrix, w, rank: int, rows: int, u: np.ndarray, progress: bool):
     """The compiled loop of K's backend: C++ (src_cpp/rpcholesky.cpp) on the cached SoA layout
     of K, or the persistent CUDA kernel on the device arrays. F is built as the rows of F^T
-    (each pivot writes one contiguous row), returned as a (n, r) view."""
+    (each pivot writes one contiguous row) of a zeroed (rows, n) array, returned whole."""
     xp, dev, n = K.xp, K.device, K.n
     if aa.is_numpy(xp):
         wh = np.asarray(aa.to_host(w), dtype=np.float64)
@@ -95,7 +113,7 @@ def _factor_native(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool)
         d = K.diag() * wh
     d = xp.where(d > 0.0, d, 0.0)
     scale = float(xp.sum(d))
-    Ft = xp.zeros((rank, n), dtype=xp.float64, device=dev)
+    Ft = xp.zeros((rows, n), dtype=xp.float64, device=dev)
     piv = xp.zeros((rank,), dtype=xp.int64, device=dev)
     chunk = max(1, math.ceil(rank / 25)) if progress else rank
     starts = range(0, rank, chunk)
@@ -106,15 +124,17 @@ def _factor_native(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool)
     r = rank
     for i0 in starts:
         i1 = min(rank, i0 + chunk)
-        r = _native.weighted_rpcholesky(K, sw, d, Ft, piv, i0, i1, u[i0:i1], 1e-14 * scale)
+        r = _native.weighted_rpcholesky(K, sw, d, Ft[:rank, ...], piv, i0, i1, u[i0:i1],
+                                        1e-14 * scale)
         if r < i1:
             break
-    return aa.to_host(piv[:r], np.int64), xp.permute_dims(Ft[:r, ...], (1, 0)), scale, sw
+    return aa.to_host(piv[:r], np.int64), Ft, scale, sw
 
 
-def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bool):
+def _factor_array_api(K: KernelMatrix, w, rank: int, rows: int, u: np.ndarray, progress: bool):
     """The namespace-generic loop (any array-API namespace and device), step by step the
-    operations of ``src_cpp/rpcholesky.cpp``."""
+    operations of ``src_cpp/rpcholesky.cpp``; F^T in the first rows of a zeroed (rows, n)
+    array, returned whole."""
     xp, dev, n = K.xp, K.device, K.n
     sw = xp.sqrt(xp.clip(w, 0.0, None))
     d = K.diag() * w
@@ -123,7 +143,7 @@ def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bo
     # F^T, (rank, n) C-ordered: the first i columns of F are the contiguous rows Ft[:i], so the
     # product below reads them in place (F[:, :i] of an (n, rank) array is a strided view that
     # CuPy copies at every step, an (n, i) temporary per pivot)
-    Ft = xp.zeros((rank, n), dtype=xp.float64, device=dev)
+    Ft = xp.zeros((rows, n), dtype=xp.float64, device=dev)
     ar = xp.arange(n, dtype=xp.int64, device=dev)
     pivots = []
     it = range(rank)
@@ -161,4 +181,4 @@ def _factor_array_api(K: KernelMatrix, w, rank: int, u: np.ndarray, progress: bo
         pivots.append(s)
     r = len(pivots)
     piv = aa.to_host(xp.concat(pivots), np.int64) if r else np.zeros(0, dtype=np.int64)
-    return piv, xp.permute_dims(Ft[:r, ...], (1, 0)), scale, sw
+    return piv, Ft, scale, sw

@@ -142,9 +142,10 @@ def diagnose_lskt(args) -> list[dict]:
 
 def loops(args) -> list[dict]:
     """Stein thinning run for n steps (the first stage of SKT, SR and SC) in both device loop
-    modes (STEIN_CORESET_CUDA_LOOP), and persistent on a half and a quarter of the
+    modes (STEIN_CORESET_CUDA_LOOP), and persistent on 1/2, 1/4, 1/8 and 1/16 of the
     multiprocessors (STEIN_CORESET_CUDA_LOOP_BLOCKS: fewer blocks at the grid barrier, more
-    points each): seconds, microseconds per step, same picks."""
+    points each; a GPU step is latency-bound, and beating 16 host cores by 5x at 2^16 needs
+    about 2 us a step): seconds, microseconds per step, same picks."""
     import os
 
     import cupy as cp
@@ -161,9 +162,9 @@ def loops(args) -> list[dict]:
         X, S = _input(cp, n, args.d)
         K = kern.bind(X, S)
         picks = None
-        for mode, blocks in (("graph", ""), ("persistent", ""),
-                             ("persistent", str(max(1, sms // 2))),
-                             ("persistent", str(max(1, sms // 4)))):
+        fewer = dict.fromkeys(max(1, sms // k) for k in (2, 4, 8, 16))
+        for mode, blocks in [("graph", ""), ("persistent", "")] + [
+                ("persistent", str(b)) for b in fewer if b < sms]:
             os.environ["STEIN_CORESET_CUDA_LOOP"] = mode
             os.environ["STEIN_CORESET_CUDA_LOOP_BLOCKS"] = blocks
             _native.stein_thinning(K, 64)  # compile

@@ -145,7 +145,8 @@ def loops(args) -> list[dict]:
     modes (STEIN_CORESET_CUDA_LOOP), and persistent on 1/2, 1/4, 1/8 and 1/16 of the
     multiprocessors (STEIN_CORESET_CUDA_LOOP_BLOCKS: fewer blocks at the grid barrier, more
     points each; a GPU step is latency-bound, and beating 16 host cores by 5x at 2^16 needs
-    2-3 us a step: 1 thread of this library takes ~11.5 s for the 2^16 steps on a 2-core EPYC): seconds, microseconds per step, same picks."""
+    2-3 us a step: 1 thread of this library takes ~11.5 s for the 2^16 steps on a 2-core
+    EPYC): seconds, microseconds per step, same picks."""
     import os
 
     import cupy as cp

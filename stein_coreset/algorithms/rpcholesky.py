@@ -59,7 +59,7 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     that rounding of a boundary of ``cumsum(d)``.
     """
     piv, G = weighted_rpcholesky_rows(K, w, rank, rng, progress=progress)
-    return piv, array_api_compat.array_namespace(G).permute_dims(G, (1, 0))
+    return piv, K.xp.permute_dims(G, (1, 0))
 
 
 def weighted_rpcholesky_rows(K: KernelMatrix, w=None, rank: int = 1, rng=None, *,
@@ -94,7 +94,7 @@ def weighted_rpcholesky_rows(K: KernelMatrix, w=None, rank: int = 1, rng=None, *
     # in place: a second (n, r) array here was a third of the peak memory of rt/sr/lskt
     F = Ft[:r, ...]
     F *= inv_sw[None, :]
-    G = Ft[:r + rows - rank, ...]
+    G = Ft[:r + int(spare_rows), ...]
     return piv, aa.from_host(G, xp=xp, device=dev) if fx is not xp else G
 
 

@@ -95,7 +95,7 @@ def _run(tmp_path, *args):
         (["--n", "2048"], {"seconds", "peak_device_gib", "ksd"}),
         (["--diagnose-lskt", "--n", "4096"], {"ld_max_abs_w_diff", "ktcpp_same",
                                               "kt_split_rows_same"}),
-        (["--profile", "--method", "lskt", "--n", "2048"], {"seconds"}),
+        (["--profile", "--method", "lskt,st,sr,compresspp", "--n", "2048"], {"seconds"}),
         (["--dksd", "--n", "300"], {"cpu_seconds", "auto_seconds", "xp_rel_diff"}),
     ],
     ids=["loops", "amd", "large", "diagnose", "profile", "dksd"],
@@ -107,6 +107,8 @@ def test_gpu_large_stage_runs_on_a_numpy_standin_for_cupy(tmp_path, stage, keys)
     if "--loops" in stage:
         assert [r["max_blocks"] for r in rows] == [8, 8, 4, 2, 1]
         assert all(r["same_picks_as_graph"] for r in rows[1:])
+    if "--profile" in stage:
+        assert [r["method"] for r in rows] == ["lskt", "st", "sr", "compresspp"]
     if "--dksd" in stage:  # the stand-in's arrays are NumPy's: "auto" is the C++ again
         assert rows[0]["auto_backend"] == "cpu" and rows[0]["auto_rel_diff"] == 0.0
         assert rows[0]["xp_backend"] == "xp" and rows[0]["xp_rel_diff"] < 1e-12

@@ -154,6 +154,9 @@ STEIN_CORESET_TEAM_BARRIER=tree stage_run threads_tree 50 python3 tools/threads_
 stage_run amd 75 python3 tools/gpu_large.py --amd --n 16384 65536 1048576 --json "$OUT/amd.json"
 stage_run loops 45 python3 tools/gpu_large.py --loops --n 16384 65536 --json "$OUT/loops.json"
 stage_run diagnose 60 python3 tools/gpu_large.py --diagnose-lskt --n 65536
-stage_run profile 40 python3 tools/gpu_large.py --profile --method lskt --n 65536
+# where the time goes in the methods furthest from 5x the 16 cores on 2026-12-04 (st's 256
+# steps took 4 ms; at the loops stage's 5.6 us a step, the steps were about 1.4 ms of it)
+stage_run profile 60 python3 tools/gpu_large.py --profile --method lskt,st,sr,compresspp \
+    --n 65536
 stage_run dksd 40 python3 tools/gpu_large.py --dksd --n 4096 16384 --json "$OUT/dksd.json"
 echo "done $(date +%T)" >> "$LOG"

@@ -289,7 +289,9 @@ def dksd_pass(args) -> list[dict]:
 
 
 def profile(args) -> list[dict]:
-    """cProfile of one warm run of ``--method`` at n (the 30 costliest functions)."""
+    """cProfile of one warm run of each method of ``--method`` (comma-separated) at n (the 30
+    costliest functions by cumulative time): where a method's device time goes, host syncs
+    and Python included."""
     import cProfile
     import io
     import pstats
@@ -297,28 +299,35 @@ def profile(args) -> list[dict]:
     import cupy as cp
 
     import stein_coreset as sc
+    from stein_coreset.methods import METHODS
 
     n = args.n[0]
-    kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
     X, S = _input(cp, n, args.d)
-    kw = dict(size=math.ceil(math.sqrt(n)), method=args.method, kernel=kern, seed=0)
-    if args.method.startswith("l"):
-        kw["tau"] = args.tau
-    sc.compress(X, S, **kw)  # warm
-    cp.cuda.Device().synchronize()
-    prof = cProfile.Profile()
-    t0 = time.perf_counter()
-    prof.enable()
-    res = sc.compress(X, S, **kw)
-    cp.cuda.Device().synchronize()
-    prof.disable()
-    secs = time.perf_counter() - t0
-    buf = io.StringIO()
-    pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(30)
-    print(f"{args.method} n={n}: {secs:.3f} s, info: "
-          f"{ {k: v for k, v in res.info.items() if 'time' in k} }")
-    print(buf.getvalue())
-    return [{"method": args.method, "n": n, "seconds": secs}]
+    rows = []
+    for method in args.method.split(","):
+        stein = METHODS[method].debiased
+        base = sc.IMQ(sigma=math.sqrt(2 * args.d))
+        kw = dict(size=math.ceil(math.sqrt(n)), method=method, seed=0,
+                  kernel=sc.SteinKernel(base) if stein else base)
+        if method.startswith("l"):  # the low-rank methods at --tau, as gpu_check runs them
+            kw["tau"] = args.tau
+        Sm = S if stein else None
+        sc.compress(X, Sm, **kw)  # warm
+        cp.cuda.Device().synchronize()
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        prof.enable()
+        res = sc.compress(X, Sm, **kw)
+        cp.cuda.Device().synchronize()
+        prof.disable()
+        secs = time.perf_counter() - t0
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(30)
+        print(f"{method} n={n}: {secs:.3f} s, info: "
+              f"{ {k: v for k, v in res.info.items() if 'time' in k} }")
+        print(buf.getvalue(), flush=True)
+        rows.append({"method": method, "n": n, "seconds": secs})
+    return rows
 
 
 def main(argv=None) -> int:

@@ -131,6 +131,22 @@ def test_persistent_kernels_fit_one_block_per_multiprocessor():
             assert use[name]["spill"] == 0, (name, use[name])
 
 
+def test_dksd_rows_keep_their_adjoint_sums_in_registers():
+    """The DKSD pass's variants for a compile-time d hold a row's adjoint sums in registers
+    (their loops unrolled): no stack frame and no spills for sm_90; one of each exists for
+    every d up to DKSD_REGISTER_D."""
+    from stein_coreset._cuda import DKSD_REGISTER_D, nvrtc
+
+    if nvrtc.find_nvrtc() is None:
+        pytest.skip("no libnvrtc")
+    use = nvrtc.resource_usage("sm_90")
+    names = [f"dksd_rows_{'full_' if full else ''}d{d}" for full in (False, True)
+             for d in range(1, DKSD_REGISTER_D[full] + 1)]
+    for name in names:
+        assert use[name]["stack"] == 0 and use[name]["spill"] == 0, (name, use[name])
+    assert use["dksd_rows"]["spill"] == 0
+
+
 def test_fused_amd_keeps_sixteen_warps_a_multiprocessor_up_to_rank_256():
     """The fused AMD kernel streams F's rows; its blocks grow to the driver's limit for it
     (``_cuda.amd_grid``), which its registers set: up to rank 256 (KPL <= 8) at most 128 a
@@ -416,19 +432,20 @@ def test_cuda_refuses_a_low_rank_run_larger_than_the_device_before_any_work():
 
 
 @pytest.mark.parametrize("kind", ["diag", "full"])
-def test_cuda_dksd_pass_gives_the_cpp_value_and_adjoints(kind):
+@pytest.mark.parametrize("d", [3, 9])  # adjoint sums in registers (d = 3), in memory (d = 9)
+def test_cuda_dksd_pass_gives_the_cpp_value_and_adjoints(kind, d):
     """The estimators' pair pass on CuPy input runs the CUDA rows (the engine's "cuda"), and
     gives the C++ pass's loss and adjoints to rounding; "xp" still runs the array-API pass."""
     from stein_coreset.estimators import dksd as D
 
     cp = _cupy()
     rng = np.random.default_rng(4)
-    n, d = 300, 3
+    n = 300
     U, V = rng.standard_normal((n, d)), rng.standard_normal((n, d))
     F = rng.random((n, d)) + 0.5 if kind == "diag" else rng.standard_normal((n, d, d))
     U[5] = U[9]  # a duplicate point: q = 0 off the diagonal
     comps = [(sc.IMQ(0.8, beta=-0.3), 1.0), (sc.Gaussian(1.2), 0.7),
-             (sc.Matern(1.1, nu=1.5), 2.0)]
+             (sc.Matern(1.1, nu=1.5), 2.0)] * (d // 3)
     ref = D.pair_pass(U, V, kind, F, comps, True, backend="cpu")
     args = (cp.asarray(U), cp.asarray(V), kind, cp.asarray(F), comps, True)
     for backend in ("auto", "cuda", "xp"):

@@ -414,8 +414,8 @@ def _dksd_problem(n, d, full, comps, seed=5):
     if comps == "shared":
         codes, sig, bet = [0] * d, [1.3] * d, [-0.5] * d
     else:  # one base kernel per component: IMQ, Gaussian, both Materns (and IMQ beta -0.3)
-        codes = [0, 1, 2, 3, 0][:d]
-        sig, bet = [1.1, 0.9, 2.0, 1.5, 0.7][:d], [-0.5, -0.5, -0.5, -0.5, -0.3][:d]
+        codes = np.resize([0, 1, 2, 3, 0], d)
+        sig, bet = np.resize([1.1, 0.9, 2.0, 1.5, 0.7], d), np.resize([-0.5] * 4 + [-0.3], d)
     return (U, V, F, np.array(codes, dtype=np.intc), np.array(sig, dtype=float),
             np.array(bet, dtype=float), np.linspace(0.5, 2.0, d))
 
@@ -423,10 +423,11 @@ def _dksd_problem(n, d, full, comps, seed=5):
 @pytest.mark.parametrize("full", [False, True], ids=["diagonal", "full"])
 @pytest.mark.parametrize("comps", ["shared", "per_component"])
 @pytest.mark.parametrize("need_grad", [False, True], ids=["value", "adjoints"])
-@pytest.mark.parametrize("n,d", [(37, 3), (5, 5), (150, 2)])
+@pytest.mark.parametrize("n,d", [(37, 3), (5, 5), (150, 2), (20, 9)])
 def test_simulated_dksd_pass_is_the_cpp_pass(sim, full, comps, need_grad, n, d):
     """The CUDA rows of the DKSD pair pass give the C++ pass's value and adjoints: the same
-    terms (radial.inc) in the same order, the rows added in the C++'s chunks."""
+    terms (radial.inc) in the same order, the rows added in the C++'s chunks; the adjoint sums
+    in registers (d <= 8 diagonal, 4 full) or in device memory (d = 5 full, d = 9)."""
     from stein_coreset import _core, _cuda
 
     U, V, F, codes, sig, bet, lam = _dksd_problem(n, d, full, comps)

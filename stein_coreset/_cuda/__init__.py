@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available",
            "loop_mode", "loop_blocks", "amd_mode", "amd_grid", "amd_launch", "amd_lowrank",
-           "amd_lowrank_fits", "dksd_pass", "DKSD_ROWS"]
+           "amd_lowrank_fits", "dksd_pass", "DKSD_ROWS", "DKSD_REGISTER_D"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -68,6 +68,10 @@ KTS_MAX_CORESETS = 1024
 #: Rows of one partial sum of the DKSD pass (kRows of src_cpp/dksd.cpp): the rows' values are
 #: added in chunks of this many, then the chunks in order, as the C++ adds them.
 DKSD_ROWS = 16
+#: Largest d whose DKSD adjoint sums the CUDA rows keep in registers (dksd_rows_d<d> and
+#: dksd_rows_full_d<d> in kernels.cu), for a diagonal and a full diffusion; larger d add into
+#: device memory (dksd_rows).
+DKSD_REGISTER_D = {False: 8, True: 4}
 
 
 def loop_mode() -> str:
@@ -237,7 +241,8 @@ def dksd_pass(U, V, F, full: bool, base, sigma, beta, lam, need_grad: bool):
     U, V are (n, d) CuPy arrays, F the diffusion in canonical form ((n, d), or (n, d, d) when
     ``full``) on their device; base, sigma, beta, lam host sequences, one entry per component.
     One thread per row runs the C++'s row (``dksd_rows``: the same terms from radial.inc in the
-    same order) and the host adds the (n,) row values in the C++'s order (:data:`DKSD_ROWS`),
+    same order; its adjoint sums in registers for d <= :data:`DKSD_REGISTER_D`) and the host
+    adds the (n,) row values in the C++'s order (:data:`DKSD_ROWS`),
     so value and adjoints are the C++'s wherever the device rounds the radial functions alike
     (sqrt and the exponential do; the IMQ's pow for beta != -1/2 may not). O(n^2 d) work
     (O(n^2 d^2) with a full diffusion), O(n d) memory (O(n d^2) full)."""
@@ -265,11 +270,15 @@ def dksd_pass(U, V, F, full: bool, base, sigma, beta, lam, need_grad: bool):
         Gv = cp.empty((n, d) if need_grad else 1, dtype=cp.float64)
         Gf = cp.empty(fs if need_grad else 1, dtype=cp.float64)
         c = 1.0 / (float(n) * float(n - 1))
-        _module(device_id).get_function("dksd_rows")((_blocks(n),), (BLOCK,), (
-            U, V, Ff, np.int64(n), np.int32(d), np.int32(bool(full)),
-            cp.asarray(codes.astype(np.int32)), cp.asarray(sig.astype(np.float64)),
-            cp.asarray(bet.astype(np.float64)), cp.asarray(lm.astype(np.float64)),
-            np.int32(shared), np.float64(c), np.int32(bool(need_grad)), rows, Gv, Gf))
+        args = (U, V, Ff, np.int64(n), np.int32(d), cp.asarray(codes.astype(np.int32)),
+                cp.asarray(sig.astype(np.float64)), cp.asarray(bet.astype(np.float64)),
+                cp.asarray(lm.astype(np.float64)), np.int32(shared), np.float64(c),
+                np.int32(bool(need_grad)), rows, Gv, Gf)
+        if need_grad and d <= DKSD_REGISTER_D[bool(full)]:
+            name = f"dksd_rows_{'full_' if full else ''}d{d}"
+        else:
+            name, args = "dksd_rows", args + (np.int32(bool(full)),)
+        _module(device_id).get_function(name)((_blocks(n),), (BLOCK,), args)
         r = cp.asnumpy(rows)
     chunks = np.zeros(-(-n // DKSD_ROWS) * DKSD_ROWS)
     chunks[:n] = r

@@ -1079,23 +1079,55 @@ extern "C" __global__ void wrpc_persistent(KP_PARAMS, const double* sw, double* 
 // n x d x d when full) are the C++'s; the host adds the rows as the C++ does. U, V: (n, d),
 // F: (n, d) or (n, d, d) row-major; base, sigma, beta, lam: one per component; shared: every
 // component has the same base kernel (one radial evaluation per pair).
-extern "C" __global__ void dksd_rows(const double* U, const double* V, const double* F,
-                                     long long n, int d, int full, const int* base,
-                                     const double* sigma, const double* beta, const double* lam,
-                                     int shared, double c, int grad, double* rows, double* Gv,
-                                     double* Gf) {
+// The adjoints are summed over j for every pair: dksd_rows_d<D> (d = D known at compile time)
+// keeps the row's sums in registers and stores them once; dksd_rows (any d) adds into Gv and
+// Gf in device memory, a read and a write per term. The same additions in the same order.
+
+// where a row's adjoint sums live: in registers (D > 0, d == D) or in Gv / Gf themselves (D == 0)
+template <int D, int FULL>
+struct DksdSums {
+    double v[D], f[FULL ? D * D : D];
+    __device__ DksdSums(double*, double*) {
+#pragma unroll
+        for (int k = 0; k < D; ++k) v[k] = 0.0;
+#pragma unroll
+        for (int k = 0; k < (FULL ? D * D : D); ++k) f[k] = 0.0;
+    }
+    __device__ double& gv(int k) { return v[k]; }
+    __device__ double& gf(int k) { return f[k]; }
+    __device__ void store(double* Gv, double* Gf) const {
+#pragma unroll
+        for (int k = 0; k < D; ++k) Gv[k] = v[k];
+#pragma unroll
+        for (int k = 0; k < (FULL ? D * D : D); ++k) Gf[k] = f[k];
+    }
+};
+template <int FULL>
+struct DksdSums<0, FULL> {
+    double *v, *f;
+    __device__ DksdSums(double* Gv, double* Gf) : v(Gv), f(Gf) {}
+    __device__ double& gv(int k) { return v[k]; }
+    __device__ double& gf(int k) { return f[k]; }
+    __device__ void store(double*, double*) const {}
+};
+
+template <int D, int FULL>
+__device__ void dksd_rows_run(const double* U, const double* V, const double* F, long long n,
+                              int d_rt, const int* base, const double* sigma,
+                              const double* beta, const double* lam, int shared, double c,
+                              int grad, double* rows, double* Gv, double* Gf) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const long long fs = full ? (long long)d * d : d;
+    const int d = D > 0 ? D : d_rt;
+    const long long fs = FULL ? (long long)d * d : d;
     const double* ui = U + i * d;
     const double* vi = V + i * d;
     const double* fi = F + i * fs;
-    double* gv = Gv + i * d;
-    double* gf = Gf + i * fs;
-    if (grad) {
-        for (int r = 0; r < d; ++r) gv[r] = 0.0;
-        for (long long r = 0; r < fs; ++r) gf[r] = 0.0;
+    if (D == 0 && grad) {
+        for (int r = 0; r < d; ++r) Gv[i * d + r] = 0.0;
+        for (long long r = 0; r < fs; ++r) Gf[i * fs + r] = 0.0;
     }
+    DksdSums<D, FULL> g(Gv + i * d, Gf + i * fs);
     double acc = 0.0;
     for (long long j = 0; j < n; ++j) {
         if (j == i) continue;
@@ -1103,17 +1135,21 @@ extern "C" __global__ void dksd_rows(const double* U, const double* V, const dou
         const double* vj = V + j * d;
         const double* fj = F + j * fs;
         double q = 0.0;
+#pragma unroll
         for (int l = 0; l < d; ++l) {
             const double du = ui[l] - uj[l];
             q += du * du;
         }
         double k0, k1, k2;
         if (shared) dksd_radial(base[0], sigma[0], beta[0], q, k0, k1, k2);
+        // unrolled for a compile-time d, so that the sums' indices are constants (registers)
+#pragma unroll
         for (int r = 0; r < d; ++r) {
             if (!shared) dksd_radial(base[r], sigma[r], beta[r], q, k0, k1, k2);
             double P, Q, R;
-            if (full) {
+            if (FULL) {
                 P = Q = R = 0.0;
+#pragma unroll
                 for (int l = 0; l < d; ++l) {
                     const double du = ui[l] - uj[l];
                     P += fi[l * d + r] * du;
@@ -1128,17 +1164,49 @@ extern "C" __global__ void dksd_rows(const double* U, const double* V, const dou
             }
             acc += dksd_term(lam[r], k0, k1, k2, vi[r], vj[r], P, Q, R);
             if (grad) {
-                double g, AP, AR;
-                dksd_adjoint(2.0 * c * lam[r], k0, k1, k2, vj[r], Q, g, AP, AR);
-                gv[r] += g;
-                if (full) {
+                double gvr, AP, AR;
+                dksd_adjoint(2.0 * c * lam[r], k0, k1, k2, vj[r], Q, gvr, AP, AR);
+                g.gv(r) += gvr;
+                if (FULL) {
+#pragma unroll
                     for (int l = 0; l < d; ++l)
-                        gf[l * d + r] += AP * (ui[l] - uj[l]) + AR * fj[l * d + r];
+                        g.gf(l * d + r) += AP * (ui[l] - uj[l]) + AR * fj[l * d + r];
                 } else {
-                    gf[r] += AP * (ui[r] - uj[r]) + AR * fj[r];
+                    g.gf(r) += AP * (ui[r] - uj[r]) + AR * fj[r];
                 }
             }
         }
     }
+    if (grad) g.store(Gv + i * d, Gf + i * fs);
     rows[i] = c * acc;
 }
+
+#define DKSD_ROWS_PARAMS                                                                      \
+    const double *U, const double *V, const double *F, long long n, int d, const int *base,   \
+        const double *sigma, const double *beta, const double *lam, int shared, double c,     \
+        int grad, double *rows, double *Gv, double *Gf
+#define DKSD_ROWS_ARGS U, V, F, n, d, base, sigma, beta, lam, shared, c, grad, rows, Gv, Gf
+
+extern "C" __global__ void dksd_rows(DKSD_ROWS_PARAMS, int full) {
+    if (full) {
+        dksd_rows_run<0, 1>(DKSD_ROWS_ARGS);
+    } else {
+        dksd_rows_run<0, 0>(DKSD_ROWS_ARGS);
+    }
+}
+
+// d known at compile time: up to 8 coordinates with a diagonal diffusion, 4 with a full one
+#define DKSD_ROWS_ENTRY(D, FULL, NAME)                                                        \
+    extern "C" __global__ void NAME(DKSD_ROWS_PARAMS) { dksd_rows_run<D, FULL>(DKSD_ROWS_ARGS); }
+DKSD_ROWS_ENTRY(1, 0, dksd_rows_d1)
+DKSD_ROWS_ENTRY(2, 0, dksd_rows_d2)
+DKSD_ROWS_ENTRY(3, 0, dksd_rows_d3)
+DKSD_ROWS_ENTRY(4, 0, dksd_rows_d4)
+DKSD_ROWS_ENTRY(5, 0, dksd_rows_d5)
+DKSD_ROWS_ENTRY(6, 0, dksd_rows_d6)
+DKSD_ROWS_ENTRY(7, 0, dksd_rows_d7)
+DKSD_ROWS_ENTRY(8, 0, dksd_rows_d8)
+DKSD_ROWS_ENTRY(1, 1, dksd_rows_full_d1)
+DKSD_ROWS_ENTRY(2, 1, dksd_rows_full_d2)
+DKSD_ROWS_ENTRY(3, 1, dksd_rows_full_d3)
+DKSD_ROWS_ENTRY(4, 1, dksd_rows_full_d4)

@@ -80,7 +80,8 @@ def compile_ptx(arch: str = "compute_90", source: str | None = None) -> str:
 def resource_usage(arch: str = "sm_90", source: str | None = None) -> dict:
     """What ptxas gives each kernel for a real ``arch`` (machine code, as the driver would load
     it): ``{entry: {"registers": per thread, "smem": static shared bytes, "spill": spill-store
-    bytes}}``. A persistent kernel's grid barrier needs its blocks resident together, so this
+    bytes, "stack": stack-frame bytes (local memory: arrays the compiler could not keep in
+    registers)}}``. A persistent kernel's grid barrier needs its blocks resident together, so this
     is what says, without a GPU, that one block per multiprocessor fits."""
     log = _compile(arch, source, ("--ptxas-options=-v",))[1]
     out, name = {}, None
@@ -88,10 +89,13 @@ def resource_usage(arch: str = "sm_90", source: str | None = None) -> dict:
         m = re.search(r"Function properties for (\w+)", line)
         if m:
             name = m.group(1)
-            out[name] = {"registers": 0, "smem": 0, "spill": 0}
+            out[name] = {"registers": 0, "smem": 0, "spill": 0, "stack": 0}
             continue
         if name is None:
             continue
+        m = re.search(r"(\d+) bytes stack frame", line)
+        if m:
+            out[name]["stack"] = int(m.group(1))
         m = re.search(r"(\d+) bytes spill stores", line)
         if m:
             out[name]["spill"] = int(m.group(1))

@@ -276,10 +276,10 @@ def install(monkeypatch, block: int = 16, sms: int = 3, warp: int = 8,
     monkeypatch.setattr(_cuda, "WARP", warp)
     cache = {}
 
-    def module(device_id):
-        if "m" not in cache:
-            cache["m"] = cp.RawModule(code=_cuda.cuda_source(), options=_cuda.NVRTC_OPTIONS)
-        return cache["m"]
+    def module(device_id, part="kernels.cu"):
+        if part not in cache:
+            cache[part] = cp.RawModule(code=_cuda.cuda_source(part), options=_cuda.NVRTC_OPTIONS)
+        return cache[part]
 
     monkeypatch.setattr(_cuda, "_module", module)
     return cp

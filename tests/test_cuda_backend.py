@@ -98,6 +98,15 @@ def test_cuda_source_compiles_with_nvrtc():
         pytest.skip("no libnvrtc (pip install nvidia-cuda-nvrtc-cu12)")
     ptx = nvrtc.compile_ptx("compute_90")
     entries = set(re.findall(r"\.entry (\w+)", ptx))
+    from stein_coreset._cuda import DKSD_REGISTER_D, SOURCES, cuda_source
+
+    assert SOURCES == ("kernels.cu", "dksd.cu")
+    dksd = set(re.findall(r"\.entry (\w+)", nvrtc.compile_ptx("compute_90",
+                                                              cuda_source("dksd.cu"))))
+    assert dksd == {"dksd_rows"} | {f"dksd_rows_{'full_' if full else ''}d{d}"
+                                    for full in (False, True)
+                                    for d in range(1, DKSD_REGISTER_D[full] + 1)}
+    assert not dksd & entries  # the engine's module does not carry the estimators' pass
     assert {"kp_gram", "kp_diag", "kp_matvec_partial", "sum_rows", "kp_index_sum", "st_step",
             "kts_step", "kts_swap_step", "st_persistent", "kts_persistent",
             "wrpc_persistent", "ksls_init", "ksls_persistent"} <= entries
@@ -105,8 +114,6 @@ def test_cuda_source_compiles_with_nvrtc():
 
     assert {f"amd_lowrank_k{k}" for k in AMD_KPL} <= entries
     # the scalar math is the shared header's, not a copy
-    from stein_coreset._cuda import cuda_source
-
     src = cuda_source()
     assert "radial_local" in src and "imq_half_local" in src
 
@@ -135,11 +142,11 @@ def test_dksd_rows_keep_their_adjoint_sums_in_registers():
     """The DKSD pass's variants for a compile-time d hold a row's adjoint sums in registers
     (their loops unrolled): no stack frame and no spills for sm_90; one of each exists for
     every d up to DKSD_REGISTER_D."""
-    from stein_coreset._cuda import DKSD_REGISTER_D, nvrtc
+    from stein_coreset._cuda import DKSD_REGISTER_D, cuda_source, nvrtc
 
     if nvrtc.find_nvrtc() is None:
         pytest.skip("no libnvrtc")
-    use = nvrtc.resource_usage("sm_90")
+    use = nvrtc.resource_usage("sm_90", cuda_source("dksd.cu"))
     names = [f"dksd_rows_{'full_' if full else ''}d{d}" for full in (False, True)
              for d in range(1, DKSD_REGISTER_D[full] + 1)]
     for name in names:

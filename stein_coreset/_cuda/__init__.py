@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available",
            "loop_mode", "loop_blocks", "amd_mode", "amd_grid", "amd_launch", "amd_lowrank",
-           "amd_lowrank_fits", "dksd_pass", "DKSD_ROWS", "DKSD_REGISTER_D"]
+           "amd_lowrank_fits", "dksd_pass", "DKSD_ROWS", "DKSD_REGISTER_D", "SOURCES"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -120,10 +120,18 @@ def _radial_inc() -> str:
     )
 
 
-@functools.lru_cache(maxsize=1)
-def cuda_source() -> str:
-    """The full CUDA source: prelude, the shared radial.inc, kernels.cu."""
-    return _PRELUDE + _radial_inc() + "\n" + (_HERE / "kernels.cu").read_text()
+#: The CUDA sources beside this module, each compiled as a module of its own: the engine's
+#: kernels and loops, and the estimators' DKSD pass (compiled only where a model is fitted).
+SOURCES = ("kernels.cu", "dksd.cu")
+
+
+@functools.cache
+def cuda_source(part: str = "kernels.cu") -> str:
+    """One module's CUDA source (``part`` one of :data:`SOURCES`): the prelude, the shared
+    radial.inc, then the file."""
+    if part not in SOURCES:
+        raise ValueError(f"part must be one of {SOURCES}, got {part!r}")
+    return _PRELUDE + _radial_inc() + "\n" + (_HERE / part).read_text()
 
 
 def cuda_available() -> bool:
@@ -137,11 +145,11 @@ def cuda_available() -> bool:
 
 
 @functools.cache
-def _module(device_id: int):
+def _module(device_id: int, part: str = "kernels.cu"):
     import cupy
 
     with cupy.cuda.Device(device_id):
-        return cupy.RawModule(code=cuda_source(), options=NVRTC_OPTIONS)
+        return cupy.RawModule(code=cuda_source(part), options=NVRTC_OPTIONS)
 
 
 def _blocks(n: int) -> int:
@@ -240,11 +248,12 @@ def dksd_pass(U, V, F, full: bool, base, sigma, beta, lam, need_grad: bool):
 
     U, V are (n, d) CuPy arrays, F the diffusion in canonical form ((n, d), or (n, d, d) when
     ``full``) on their device; base, sigma, beta, lam host sequences, one entry per component.
-    One thread per row runs the C++'s row (``dksd_rows``: the same terms from radial.inc in the
-    same order; its adjoint sums in registers for d <= :data:`DKSD_REGISTER_D`) and the host
-    adds the (n,) row values in the C++'s order (:data:`DKSD_ROWS`),
-    so value and adjoints are the C++'s wherever the device rounds the radial functions alike
-    (sqrt and the exponential do; the IMQ's pow for beta != -1/2 may not). O(n^2 d) work
+    One thread per row runs the C++'s row (``dksd_rows`` of dksd.cu: the same terms from
+    radial.inc in the same order; its adjoint sums in registers for d <=
+    :data:`DKSD_REGISTER_D`) and the host adds the (n,) row values in the C++'s order
+    (:data:`DKSD_ROWS`), so value and adjoints are the C++'s wherever the device rounds the
+    radial functions alike (sqrt and the exponential do; the IMQ's pow for beta != -1/2 may
+    not). O(n^2 d) work
     (O(n^2 d^2) with a full diffusion), O(n d) memory (O(n d^2) full)."""
     import cupy as cp
 
@@ -278,7 +287,7 @@ def dksd_pass(U, V, F, full: bool, base, sigma, beta, lam, need_grad: bool):
             name = f"dksd_rows_{'full_' if full else ''}d{d}"
         else:
             name, args = "dksd_rows", args + (np.int32(bool(full)),)
-        _module(device_id).get_function(name)((_blocks(n),), (BLOCK,), args)
+        _module(device_id, "dksd.cu").get_function(name)((_blocks(n),), (BLOCK,), args)
         r = cp.asnumpy(rows)
     chunks = np.zeros(-(-n // DKSD_ROWS) * DKSD_ROWS)
     chunks[:n] = r

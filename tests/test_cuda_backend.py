@@ -486,6 +486,12 @@ def test_every_entry_point_with_a_backend_speaks_the_engines_vocabulary():
     for call in calls:
         with pytest.raises(ValueError, match=msg):
             call("gpu")
+    # "cuda" on host arrays is refused everywhere (AMD ran the array-API loop instead, silently)
+    for call in calls:
+        with pytest.raises(ValueError, match="'cuda' needs CuPy arrays"):
+            call("cuda")
+    with pytest.raises(ValueError, match="'cuda' needs CuPy arrays"):
+        LowRankPlusDiagonal(F, np.ones(60), backend="cuda")
     ref = stein_thinning(K, 5, backend="xp")
     np.testing.assert_array_equal(stein_thinning(K, 5, backend="array_api"), ref)
     np.testing.assert_array_equal(stein_thinning(K, 5, backend="cpp"), ref)

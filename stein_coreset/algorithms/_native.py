@@ -22,7 +22,7 @@ from .._cuda import WRPC_MAX_RANK, amd_lowrank_fits, amd_mode, loop_mode
 from .._cuda import amd_lowrank as cuda_amd_lowrank
 from .._cuda import dksd_pass as cuda_dksd_pass
 from .._progress import counter_bar, polled
-from ..engine import KernelMatrix
+from ..engine import KernelMatrix, resolve_backend
 
 #: Most coresets one KT-SPLIT round runs side by side on the device (CUDA's grid.y limit);
 #: deeper splits run in C++.
@@ -149,13 +149,15 @@ def affine_weights(KJ: np.ndarray):
 
 def amd_backend(backend: str, xp, r: int) -> str:
     """Who runs AMD's steps (Alg. F.2) on a rank-r F F^T + diag(res) held in namespace ``xp``,
-    asked for ``backend`` ("auto", "cpu", "cuda" or "xp"): "cpu" (the C++ loop, NumPy arrays),
-    "cuda" (the fused kernel, CuPy arrays, when :func:`stein_coreset._cuda.amd_mode` is "fused",
-    its default, and the rank fits) or "xp" (the array-API loop, two products with F per step)."""
-    if aa.is_numpy(xp) and backend in ("auto", "cpu"):
+    asked for ``backend`` (the engine's, :func:`stein_coreset.engine.resolve_backend`: "cuda"
+    on arrays other than CuPy's is refused): "cpu" (the C++ loop, NumPy arrays), "cuda" (the
+    fused kernel, CuPy arrays, when :func:`stein_coreset._cuda.amd_mode` is "fused", its
+    default, and the rank fits) or "xp" (the array-API loop, two products with F per step;
+    also what "cpu" gets on arrays that are not NumPy's, which :func:`amd` refuses)."""
+    name = resolve_backend(backend, xp)
+    if name == "cpu" and aa.is_numpy(xp):
         return "cpu"
-    if (aa.is_cupy(xp) and backend in ("auto", "cuda") and amd_mode() == "fused"
-            and amd_lowrank_fits(r)):
+    if name == "cuda" and amd_mode() == "fused" and amd_lowrank_fits(r):
         return "cuda"
     return "xp"
 

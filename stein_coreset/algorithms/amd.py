@@ -50,12 +50,14 @@ class LowRankPlusDiagonal:
         self.xp, self.device = aa.namespace(F=F, diag=diag)
         self.backend = backend_name(backend)
         self.n_threads = effective_n_threads(n_threads)
-        self._native = aa.is_numpy(self.xp) and self.backend in ("auto", "cpu")
         if F.ndim != 2 or diag.ndim != 1 or F.shape[0] != diag.shape[0]:
             raise ValueError(
                 f"F must be (n, r) and diag (n,), got shapes {tuple(F.shape)} and "
                 f"{tuple(diag.shape)}"
             )
+        from ._native import amd_backend
+
+        self._native = amd_backend(self.backend, self.xp, int(F.shape[1])) == "cpu"
         self.F = F
         self._diag = diag
         # row norms without an (n, r) temporary (at n = 2^20, r = 256 that is 2 GiB)
@@ -248,12 +250,13 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         :class:`LowRankPlusDiagonal` on NumPy arrays, which "auto" sends there. "cuda" (and "auto"
         on CuPy arrays) runs the same fused steps as one persistent CUDA kernel when the rank is
         at most 1024 (unless ``STEIN_CORESET_CUDA_AMD=xp``, :func:`stein_coreset._cuda.amd_mode`),
-        else the namespace-generic loop; "xp" always runs that loop (two products with F per
-        step). On a :class:`LowRankPlusDiagonal` every backend
-        steps on :meth:`LowRankPlusDiagonal.rounded`, F rounded to float32 (the C++ pass is
-        memory-bound and stores F in float32; sums are in double; the relative change of K' is
-        ~1e-7, far below its distance to K), so the backends give the same iterates up to the order
-        of their double sums (~1e-14 relative), not merely up to the rounding of F. "cpp" and
+        else the namespace-generic loop (on arrays that are not CuPy's, "cuda" is refused);
+        "xp" always runs that loop (two products with F per step). On a
+        :class:`LowRankPlusDiagonal` every backend steps on
+        :meth:`LowRankPlusDiagonal.rounded`, F rounded to float32 (the C++ pass is memory-bound
+        and stores F in float32; sums are in double; the relative change of K' is ~1e-7, far
+        below its distance to K), so the backends give the same iterates up to the order of
+        their double sums (~1e-14 relative), not merely up to the rounding of F. "cpp" and
         "array_api" are accepted for "cpu" and "xp".
     engine : str, optional
         The former name of ``backend``.

@@ -1,10 +1,13 @@
 """DKSD loss and theta-gradient (Barp et al., 2019, Eq. 7) at n = 2000, d = 5.
 
 One O(n^2 d) pass (scalar / diagonal diffusion) or O(n^2 d^2) (full diffusion) gives the
-U-statistic and its gradient: in C++ (src_cpp/dksd.hpp, the NumPy default) or blocked through the
-array API (what CuPy runs). The KSD value alone goes through engine.KernelMatrix.
+U-statistic and its gradient: in C++ (src_cpp/dksd.hpp, the NumPy default, "cpp"), blocked
+through the array API ("array_api"), or on a CUDA device ("cuda": CuPy input, the pass of
+stein_coreset/_cuda/dksd.cu; skipped where CuPy has no device). The KSD value alone goes
+through engine.KernelMatrix.
 """
 
+import array_api_compat
 import numpy as np
 
 import stein_coreset as sc
@@ -16,15 +19,29 @@ def _diag(x, t):
 
 
 def _full(x, t):
+    xp = array_api_compat.array_namespace(x)
     d = x.shape[1]
-    return np.eye(d)[None, :, :] + 0.1 * np.tanh(x)[:, :, None] * np.ones((1, 1, d))
+    eye = xp.eye(d, dtype=x.dtype, device=array_api_compat.device(x))
+    return eye[None, :, :] + 0.1 * xp.tanh(x)[:, :, None]
+
+
+def _on_device(X):
+    """X as a CuPy array, or NotImplementedError (asv: skip) where CuPy has no device."""
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("no CUDA device")
+    except Exception as e:
+        raise NotImplementedError(f"CuPy with a device is not usable here: {e}") from None
+    return cupy.asarray(X)
 
 
 DIFFUSIONS = {"identity": None, "diag": _diag, "full": _full}
 
 
 class DKSDLossGrad:
-    params = (["identity", "diag", "full"], ["cpp", "array_api"], [2000])
+    params = (["identity", "diag", "full"], ["cpp", "array_api", "cuda"], [2000])
     param_names = ["diffusion", "backend", "n"]
     timeout = 300
 
@@ -34,6 +51,8 @@ class DKSDLossGrad:
         self.model = est.StudentT(nu=5.0, d=d)
         self.theta = np.r_[np.zeros(d), 1.0]
         self.X = self.model.sample(n, self.theta, rng)
+        if backend == "cuda":
+            self.X = _on_device(self.X)
         self.kw = dict(discrepancy="dksd", kernel=sc.IMQ(sigma=1.0),
                        diffusion=DIFFUSIONS[diffusion], backend=backend)
 

@@ -14,11 +14,12 @@
 // keeps the row's sums in registers and stores them once; dksd_rows (any d) adds into Gv and
 // Gf in device memory, a read and a write per term. The same additions in the same order.
 
-// where a row's adjoint sums live: in registers (D > 0, d == D) or in Gv / Gf themselves (D == 0)
+// where a row's adjoint sums live, zeroed: in registers (D > 0, d == D) or in the row's Gv / Gf
+// themselves (D == 0; of d and fs entries, touched only with grad)
 template <int D, int FULL>
 struct DksdSums {
     double v[D], f[FULL ? D * D : D];
-    __device__ DksdSums(double*, double*) {
+    __device__ DksdSums(double*, double*, int, long long, int) {
 #pragma unroll
         for (int k = 0; k < D; ++k) v[k] = 0.0;
 #pragma unroll
@@ -36,7 +37,11 @@ struct DksdSums {
 template <int FULL>
 struct DksdSums<0, FULL> {
     double *v, *f;
-    __device__ DksdSums(double* Gv, double* Gf) : v(Gv), f(Gf) {}
+    __device__ DksdSums(double* Gv, double* Gf, int d, long long fs, int grad) : v(Gv), f(Gf) {
+        if (!grad) return;
+        for (int r = 0; r < d; ++r) v[r] = 0.0;
+        for (long long r = 0; r < fs; ++r) f[r] = 0.0;
+    }
     __device__ double& gv(int k) { return v[k]; }
     __device__ double& gf(int k) { return f[k]; }
     __device__ void store(double*, double*) const {}
@@ -54,11 +59,7 @@ __device__ void dksd_rows_run(const double* U, const double* V, const double* F,
     const double* ui = U + i * d;
     const double* vi = V + i * d;
     const double* fi = F + i * fs;
-    if (D == 0 && grad) {
-        for (int r = 0; r < d; ++r) Gv[i * d + r] = 0.0;
-        for (long long r = 0; r < fs; ++r) Gf[i * fs + r] = 0.0;
-    }
-    DksdSums<D, FULL> g(Gv + i * d, Gf + i * fs);
+    DksdSums<D, FULL> g(Gv + i * d, Gf + i * fs, d, fs, grad);
     double acc = 0.0;
     for (long long j = 0; j < n; ++j) {
         if (j == i) continue;

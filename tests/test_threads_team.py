@@ -210,5 +210,26 @@ def test_threads_table_prints_probes_and_a_table_with_equal_selections(tmp_path)
         assert {"stein_thinning steps", "kt_swap_refine steps"} <= labels, labels
         assert 0.0 <= p["serial_share"] <= 1.0
     assert "same as 1 thread: False" not in got.stdout
+    topo = out["topology"]
+    assert out["usable_cores"] <= topo["cpus"]  # affinity, less any quota or OpenMP limit
+    if topo["physical_cores"] is not None:  # Linux sysfs
+        assert 1 <= topo["physical_cores"] <= topo["cpus"]
+        assert topo["physical_cores"] * topo["smt"] >= topo["cpus"]
+        assert "physical cores" in got.stdout
     if (os.cpu_count() or 1) < 64:
         assert "dropped" in got.stdout  # 64 threads: more than the cores here
+
+
+@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="tools/ not in this checkout")
+def test_threads_table_reads_linux_cpu_lists():
+    sys.path.insert(0, _TOOLS)
+    try:
+        import threads_table
+    finally:
+        sys.path.remove(_TOOLS)
+    assert threads_table._cpu_list("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
+    assert threads_table._cpu_list("5") == [5]
+    text = threads_table.describe_topology({"cpus": 16, "physical_cores": 8, "smt": 2,
+                                            "l3_domains": 2, "l3_size": "32768K",
+                                            "numa_nodes": 1})
+    assert text.startswith("16 usable CPUs on 8 physical cores (2 hardware thread(s) a core)")

@@ -58,6 +58,10 @@ stage_run() {  # name timeout command...: the whole output into the summary (onl
     date
     nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv
     echo "cores: $(nproc)"; uptime
+    # issue 28's 12x bar on 16 threads assumes 16 physical cores: SMT siblings, L3 domains
+    python3 -c "import sys; sys.path.insert(0, 'tools'); import threads_table as t
+print('topology:', t.describe_topology(t.topology()))"
+    lscpu 2>/dev/null | grep -E "^(Model name|Thread|Core|Socket|NUMA node|L3|CPU\(s\))" || true
     python3 -c "import sys, numpy, cupy; print(sys.version); print('numpy', numpy.__version__, 'cupy', cupy.__version__)"
     python3 -c "import sys; sys.path.insert(0, 'tools'); import goodpoints_jax as g
 print('goodpoints.jax:', g.missing() or 'importable')"

@@ -65,6 +65,73 @@ def _cpu_model() -> str:
     return platform.processor() or "?"
 
 
+def topology() -> dict:
+    """The usable CPUs' layout from Linux's sysfs: physical cores (SMT siblings counted once),
+    the most hardware threads of one core among them, last-level cache domains (and their
+    size) and NUMA nodes. A speed-up bar of k x on k CPUs assumes k physical cores; SMT siblings
+    share one core's floating-point units, and a barrier across L3 domains costs more than one
+    inside. Unknown fields (no sysfs) are None."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = list(range(os.cpu_count() or 1))
+    base = "/sys/devices/system/cpu"
+
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    cores, l3, nodes, smt = set(), set(), set(), 0
+    l3_size = None
+    for c in cpus:
+        top = f"{base}/cpu{c}/topology"
+        sib = read(f"{top}/thread_siblings_list")
+        core = (read(f"{top}/physical_package_id"), read(f"{top}/core_id"))
+        if sib is None and None in core:
+            return {"cpus": len(cpus), "physical_cores": None, "smt": None, "l3_domains": None,
+                    "l3_size": None, "numa_nodes": None}
+        cores.add(core if None not in core else sib)
+        if sib is not None:
+            smt = max(smt, sum(1 for s in _cpu_list(sib) if s in cpus))
+        for idx in range(8):
+            if read(f"{base}/cpu{c}/cache/index{idx}/level") == "3":
+                l3.add(read(f"{base}/cpu{c}/cache/index{idx}/shared_cpu_list"))
+                l3_size = read(f"{base}/cpu{c}/cache/index{idx}/size")
+        try:
+            nodes.update(e for e in os.listdir(f"{base}/cpu{c}") if re.fullmatch(r"node\d+", e))
+        except OSError:
+            pass
+    return {"cpus": len(cpus), "physical_cores": len(cores), "smt": smt or None,
+            "l3_domains": len(l3) or None, "l3_size": l3_size, "numa_nodes": len(nodes) or None}
+
+
+def _cpu_list(text: str) -> list[int]:
+    """Linux's CPU list syntax ("0-3,8,10-11") as integers."""
+    out = []
+    for part in text.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out += range(int(a), int(b) + 1)
+        elif part:
+            out.append(int(part))
+    return out
+
+
+def describe_topology(t: dict) -> str:
+    if t["physical_cores"] is None:
+        return f"{t['cpus']} usable CPUs (layout unknown: no sysfs topology)"
+    text = (f"{t['cpus']} usable CPUs on {t['physical_cores']} physical cores "
+            f"({t['smt'] or 1} hardware thread(s) a core)")
+    if t["l3_domains"]:
+        text += f", {t['l3_domains']} L3 domain(s) of {t['l3_size']}"
+    if t["numa_nodes"]:
+        text += f", {t['numa_nodes']} NUMA node(s)"
+    return text
+
+
 def _digest(*arrays) -> str:
     h = hashlib.sha1()
     for a in arrays:
@@ -238,6 +305,7 @@ def main(argv=None) -> int:
     from stein_coreset._threads import usable_cores
 
     if args.probe_only:
+        print(describe_topology(topology()), flush=True)
         probe(usable_cores())
         return 0
     ns = [1 << int(a) for a in args.n.split(",")]
@@ -256,11 +324,13 @@ def main(argv=None) -> int:
         "team_wait": os.environ.get("STEIN_CORESET_TEAM_WAIT") or "sleep",
         "team_grain": os.environ.get("STEIN_CORESET_TEAM_GRAIN") or "1",
         "team_barrier": os.environ.get("STEIN_CORESET_TEAM_BARRIER") or "flat",
-        "st_frac": args.st_frac, "budget_s": args.budget_s, "cells": [],
+        "st_frac": args.st_frac, "budget_s": args.budget_s, "topology": topology(),
+        "cells": [],
     }
     print(f"{out['cpu_model']}: {out['cpu_count']} CPUs, {out['usable_cores']} usable; load "
           f"average {out['loadavg_before']}; n = {ns}, threads = {threads}; barrier "
           f"{out['team_barrier']}, wait {out['team_wait']}", flush=True)
+    print(f"  {describe_topology(out['topology'])}", flush=True)
     if dropped:
         out["threads_dropped"] = dropped
         print(f"  threads {dropped} dropped: more than the {usable_cores()} usable cores (those "

@@ -31,7 +31,9 @@ dksd at the largest n; then the other thread counts there), so a ``--budget-s`` 
 drops the least important ones. A cell is skipped when the time
 spent is past the budget, or when its predicted time (from a measured cell of the same method
 and n, assuming linear scaling) would pass it. The table and the JSON (rewritten after every
-cell, so a killed run leaves what it had) give the load average, the cores and the CPU model.
+cell, so a killed run leaves what it had) give the load average, the cores and the CPU model,
+and the usable CPUs' layout (``topology``: physical cores, hardware threads a core, L3 domains,
+NUMA nodes): k threads can reach k x only on k physical cores.
 """
 
 from __future__ import annotations

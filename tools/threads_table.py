@@ -86,18 +86,14 @@ def topology() -> dict:
         except OSError:
             return None
 
-    cores, l3, nodes, smt = set(), set(), set(), 0
+    cores, l3, nodes = set(), set(), set()  # a core: its hardware threads' CPU list
     l3_size = None
     for c in cpus:
-        top = f"{base}/cpu{c}/topology"
-        sib = read(f"{top}/thread_siblings_list")
-        core = (read(f"{top}/physical_package_id"), read(f"{top}/core_id"))
-        if sib is None and None in core:
+        sib = read(f"{base}/cpu{c}/topology/thread_siblings_list")
+        if sib is None:
             return {"cpus": len(cpus), "physical_cores": None, "smt": None, "l3_domains": None,
                     "l3_size": None, "numa_nodes": None}
-        cores.add(core if None not in core else sib)
-        if sib is not None:
-            smt = max(smt, sum(1 for s in _cpu_list(sib) if s in cpus))
+        cores.add(sib)
         for idx in range(8):
             if read(f"{base}/cpu{c}/cache/index{idx}/level") == "3":
                 l3.add(read(f"{base}/cpu{c}/cache/index{idx}/shared_cpu_list"))
@@ -106,7 +102,9 @@ def topology() -> dict:
             nodes.update(e for e in os.listdir(f"{base}/cpu{c}") if re.fullmatch(r"node\d+", e))
         except OSError:
             pass
-    return {"cpus": len(cpus), "physical_cores": len(cores), "smt": smt or None,
+    usable = set(cpus)
+    smt = max(len(usable.intersection(_cpu_list(sib))) for sib in cores)
+    return {"cpus": len(cpus), "physical_cores": len(cores), "smt": smt,
             "l3_domains": len(l3) or None, "l3_size": l3_size, "numa_nodes": len(nodes) or None}
 
 
@@ -123,6 +121,7 @@ def _cpu_list(text: str) -> list[int]:
 
 
 def describe_topology(t: dict) -> str:
+    """:func:`topology` as one line for the table's header and device_run.sh's summary."""
     if t["physical_cores"] is None:
         return f"{t['cpus']} usable CPUs (layout unknown: no sysfs topology)"
     text = (f"{t['cpus']} usable CPUs on {t['physical_cores']} physical cores "

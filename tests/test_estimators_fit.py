@@ -195,15 +195,18 @@ def test_closed_form_rejects_theta_dependent_diffusion():
 
 
 def test_symmetric_bessel_laplace_ksd_recovers_location_and_scale():
-    """Sec. 4.1 / F.1: s = 1 (Laplace), n = 500, KSD with a Gaussian kernel."""
+    """Sec. 4.1 / F.1: s = 1 (Laplace), n = 500, KSD with a Gaussian kernel. The score has a kink
+    at x = loc, so the fit is derivative-free (Nelder-Mead), from a start away from the median."""
     model = est.SymmetricBessel(s=1.0)
     X = model.sample(500, [0.0, 1.0], np.random.default_rng(8))
-    f = est.fit(model, X, discrepancy="ksd", kernel=sc.Gaussian(sigma=1.0), optimizer="lbfgs")
-    assert abs(f.theta[0]) < 0.15 and abs(f.theta[1] - 1.0) < 0.2
+    f = est.fit(model, X, discrepancy="ksd", kernel=sc.Gaussian(sigma=1.0),
+                optimizer="nelder_mead", theta0=[0.7, 1.0])
+    assert abs(f.theta[0]) < 0.15 and abs(f.theta[1] - 1.0) < 0.2  # measured [-0.042, 0.987]
+    assert f.cov is None and "not differentiable" in f.cov_message
     # SM needs a twice-differentiable density: the Laplace Hessian is 0 away from the kink, so
-    # the SM scale estimate runs away (measured 2.5e3)
-    sm = est.fit(model, X, discrepancy="sm", optimizer="lbfgs")
-    assert sm.theta[1] > 10.0
+    # the SM loss is 1 / (2 scale^2) whatever the location, and the scale runs away
+    sm = est.fit(model, X, discrepancy="sm", optimizer="nelder_mead")
+    assert not sm.converged and "scale" in sm.message
 
 
 def test_information_is_half_the_hessian_of_the_ksd_loss_for_exponential_families():

@@ -45,8 +45,8 @@ from . import dksd_array_api
 from .matrix_kernels import kernel_plan
 from .pointwise import batch_diagonal, batch_trace, checked_scores, point_terms
 
-__all__ = ["BACKENDS", "pair_pass", "pair_pass_compiled", "dksd", "ksd_kernel_matrix", "ksd_value",
-           "information"]
+__all__ = ["BACKENDS", "pair_pass", "pair_pass_compiled", "dksd", "row_sums", "ksd_kernel_matrix",
+           "ksd_value", "information"]
 
 #: The pair pass's backends: the engine's (:data:`stein_coreset.engine.BACKENDS`) or "auto";
 #: the older names "cpp" and "array_api" are accepted for "cpu" and "xp".
@@ -93,10 +93,8 @@ def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, backend="auto", 
     return pair_pass_compiled(U, V, kind, F, comps, need_grad, name, n_threads)
 
 
-def dksd(model, X, theta, kernel, diff, need_grad, block_size=None, backend="auto",
-         n_threads=1):
-    """DKSD^2 U-statistic (Eq. 7) and optionally its theta-gradient (host (p,)), on validated
-    arguments (``n_threads`` already a team size)."""
+def _canonical(model, X, theta, kernel, diff, need_grad):
+    """The pair pass's canonical form: whitened points U, v -> C^T v, m -> L^{-1} m C."""
     xp, dev = aa.namespace(X=X)
     n, d = int(X.shape[0]), int(X.shape[1])
     plan = kernel_plan(kernel, X, xp, dev)
@@ -105,6 +103,7 @@ def dksd(model, X, theta, kernel, diff, need_grad, block_size=None, backend="aut
     kind, m = pts.kind, pts.m
     V = pts.v
     Ch = plan.C
+    Cx = None
     # canonical form: K = diag(lambda_r k_r) in whitened coordinates
     if plan.full or kind == "full":
         if kind == "identity":
@@ -130,6 +129,37 @@ def dksd(model, X, theta, kernel, diff, need_grad, block_size=None, backend="aut
         else:
             F = m
         ckind = "diag"
+    return plan, pts, U, V, ckind, F, Cx
+
+
+def row_sums(model, X, theta, kernel, diff, block_size=None, backend="auto", n_threads=1):
+    """R_i = sum_{j != i} k0(x_i, x_j), (n,) host, from one pass with adjoints.
+
+    Every term of k0(x, y) has one factor from each point's (v, m), so scaling point i's (v_i,
+    m_i) by w_i scales k0(x_i, x_j) by w_i w_j, and d/dw_i of the pair sum at w = 1 is 2 R_i =
+    n (n - 1) (G_V,i . v_i + G_F,i : m_i) with the pass's adjoints G_V, G_F. Cost: one pass
+    (O(n^2 d)). Their theta-derivatives are the per-sample gradient contributions of the
+    U-statistic's Hoeffding projection (Thm. 4).
+    """
+    xp, _ = aa.namespace(X=X)
+    n = int(X.shape[0])
+    plan, _pts, U, V, ckind, F, _ = _canonical(model, X, theta, kernel, diff, False)
+    _total, GV, GF = pair_pass(U, V, ckind, F, plan.comps, True, block_size,
+                               backend=backend, n_threads=n_threads)
+    Ff = xp.broadcast_to(F, GF.shape) if tuple(F.shape) != tuple(GF.shape) else F
+    r = xp.sum(GV * V, axis=1) + xp.sum(xp.reshape(GF * Ff, (n, -1)), axis=1)
+    return aa.to_host(r) * (0.5 * n * (n - 1))
+
+
+def dksd(model, X, theta, kernel, diff, need_grad, block_size=None, backend="auto",
+         n_threads=1):
+    """DKSD^2 U-statistic (Eq. 7) and optionally its theta-gradient (host (p,)), on validated
+    arguments (``n_threads`` already a team size)."""
+    xp, dev = aa.namespace(X=X)
+    n = int(X.shape[0])
+    plan, pts, U, V, ckind, F, Cx = _canonical(model, X, theta, kernel, diff, need_grad)
+    kind = pts.kind
+    Ch = plan.C
     total, GV, GF = pair_pass(U, V, ckind, F, plan.comps, need_grad, block_size,
                               backend=backend, n_threads=n_threads)
     if not need_grad:

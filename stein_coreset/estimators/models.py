@@ -436,6 +436,21 @@ class SymmetricBessel(_Parametric):
     def _scale_from_mad(self, mad):
         return mad / math.sqrt(2.0 * max(self.s, 0.5))
 
+    @property
+    def nonsmooth_params(self) -> tuple:
+        """The free parameters in which the score is not differentiable at every x.
+
+        For nu = s - d/2 <= 1/2 the score jumps (nu = 1/2, Laplace: -sign(x - mu) / sigma) or
+        blows up (nu < 1/2) at x = mu, so as mu crosses a sample point the loss changes by a
+        jump that the chain rule through ``score_dtheta`` misses: the location gradient of the
+        loss is wrong (zero for the Laplace model, whose loss is piecewise constant in mu).
+        Gradient-based fits refuse such parameters; ``optimizer="nelder_mead"`` does not need
+        the gradient. The scale stays smooth.
+        """
+        if self.nu > 0.5:
+            return ()
+        return tuple(nm for nm in self.param_names if nm.startswith("loc"))
+
     def sample(self, n, theta, rng):
         """Gaussian scale mixture: x = mu + sqrt(W) Z, W ~ Gamma(s, scale 2 sigma^2)."""
         mu, s = self._loc_scale(self.full(theta))

@@ -7,7 +7,13 @@ models or losses: ``grad(theta, batch) -> (loss, gradient)``, ``metric(theta, ba
   with the information tensor g_hat estimated on the same minibatch (Props. 3-4) and its
   eigenvalues floored at ``reg`` times the largest when it is (nearly) singular.
 - :func:`sgd` — plain stochastic gradient descent with a constant step.
-- :func:`lbfgs` — scipy's L-BFGS-B on the full loss, bounds from the model's domain.
+
+Both stochastic methods return the Polyak-Ruppert average of the second half of their iterates
+and stop by :func:`stopping_rule` on that average. Every method stops at a
+:class:`NumericalExcursion` of the objective and returns its best finite iterate.
+- :func:`lbfgs` — scipy's L-BFGS-B on the full loss; parameters with a lower bound (scales) are
+  optimised on the log scale, so an iterate never sits on the boundary.
+- :func:`nelder_mead` — derivative-free, for models whose score has a kink in theta.
 - :func:`closed_form` — for losses that are quadratic in theta (exponential families with a
   theta-independent kernel and diffusion, Sec. 2.4): the gradient is affine, 2 A theta + c, so
   p + 1 gradients give A and c exactly and theta* solves 2 A theta = -c.
@@ -21,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["riemannian_sgd", "sgd", "lbfgs", "closed_form", "regularised_inverse", "OptResult"]
+__all__ = ["riemannian_sgd", "sgd", "lbfgs", "nelder_mead", "closed_form", "regularised_inverse",
+           "OptResult", "NumericalExcursion", "stopping_rule", "averaged_window"]
 
 
 @dataclass
@@ -32,6 +39,7 @@ class OptResult:
     n_iter: int = 0
     converged: bool = False
     message: str = ""
+    excursion: object = None  # the NumericalExcursion that ended the run, if one did
 
 
 def regularised_inverse(g: np.ndarray, reg: float = 1e-8) -> np.ndarray:
@@ -54,94 +62,310 @@ def _stay_inside(theta, step, in_domain, max_halvings=60):
     return theta
 
 
-#: An SGD run has converged when its parameter moved less than this, relative to 1 + |theta|,
-#: over the last :data:`STATIONARY_WINDOW` steps (all iterates and losses finite).
-STATIONARY_RTOL = 1e-2
-STATIONARY_WINDOW = 10
+class NumericalExcursion(Exception):
+    """Raised by an objective when the loss, its gradient or the model's score is not finite
+    (or overflows) at some theta; the optimisers stop and return their best finite iterate."""
+
+    def __init__(self, theta, what: str):
+        self.theta = np.array(theta, dtype=np.float64)
+        self.what = what
+        super().__init__(f"{what} at theta = {np.array2string(self.theta, precision=4)}")
 
 
-def _sgd_outcome(hist, losses, steps):
-    """(converged, message) of a constant-step SGD run from its trajectory."""
+#: Stopping rule of the stochastic optimisers (Polyak-Ruppert averaging): the averaged iterate
+#: over the second half of the run is accepted when its Monte Carlo standard error (batch means
+#: over :data:`N_BATCHES` batches) is at most MCSE_FRACTION, and the difference between the means
+#: of the window's two halves at most DRIFT_FRACTION, of the tolerance (the statistical standard
+#: error of the estimate when it is known, 1e-3 (1 + |theta|) otherwise).
+MCSE_FRACTION = 0.2
+DRIFT_FRACTION = 0.5
+N_BATCHES = 8
+#: The rule is checked every CHECK_EVERY steps from MIN_STEPS on (and at the last step).
+MIN_STEPS = 200
+CHECK_EVERY = 50
+
+
+def averaged_window(hist):
+    """The averaging window (second half of the trajectory, theta0 excluded) as an array."""
     H = np.asarray(hist)
-    if not (np.all(np.isfinite(H)) and np.all(np.isfinite(np.asarray(losses, dtype=float)))):
-        return False, "diverged: the parameter or the loss became NaN or inf (lr too large?)"
-    tail = H[-min(len(H), STATIONARY_WINDOW + 1) :]
-    spread = float(np.max(np.abs(tail - tail[-1])))
-    scale = 1.0 + float(np.max(np.abs(tail[-1])))
-    if spread <= STATIONARY_RTOL * scale:
-        return True, f"stationary over the last {len(tail) - 1} of {steps} steps"
-    return False, (
-        f"not stationary after {steps} steps: theta moved {spread:.3g} (relative "
-        f"{spread / scale:.3g}) over the last {len(tail) - 1}; lower lr or raise steps"
-    )
+    t = H.shape[0] - 1
+    return H[1 + t // 2 :] if t >= 2 else H[-1:]
 
 
-def _diverged(theta, val) -> bool:
-    return not (np.all(np.isfinite(theta)) and np.isfinite(val))
+def stopping_rule(hist, tol):
+    """``(converged, theta_bar, mcse, drift)`` of a stochastic run from its trajectory.
+
+    theta_bar is the Polyak-Ruppert average over the second half of the run; mcse its batch
+    means Monte Carlo standard error; drift the difference of the means of the window's halves.
+    Converged iff mcse <= MCSE_FRACTION tol and |drift| <= DRIFT_FRACTION tol componentwise.
+    """
+    W = averaged_window(hist)
+    bar = np.mean(W, axis=0)
+    if W.shape[0] < 2 * N_BATCHES:
+        return False, bar, np.full(bar.shape, np.inf), np.full(bar.shape, np.inf)
+    L = W.shape[0] // N_BATCHES
+    B = W[W.shape[0] - L * N_BATCHES :].reshape(N_BATCHES, L, -1).mean(axis=1)
+    mcse = np.std(B, axis=0, ddof=1) / np.sqrt(N_BATCHES)
+    h = W.shape[0] // 2
+    drift = np.mean(W[h:], axis=0) - np.mean(W[:h], axis=0)
+    tol = np.asarray(tol, dtype=np.float64)
+    ok = bool(np.all(mcse <= MCSE_FRACTION * tol) and np.all(np.abs(drift) <= DRIFT_FRACTION * tol))
+    return ok, bar, mcse, drift
 
 
-def _batches(n, batch_size, steps, rng):
-    for _ in range(steps):
-        if batch_size >= n:
-            yield None
-        else:
-            yield np.sort(rng.choice(n, size=batch_size, replace=False))
+def _default_tol(theta):
+    return 1e-3 * (1.0 + np.abs(theta))
+
+
+def _batches(n, batch_size, rng):
+    if batch_size >= n:
+        return None
+    return np.sort(rng.choice(n, size=batch_size, replace=False))
+
+
+def _stochastic(step, theta0, *, n, steps, batch_size, rng, in_domain, tolerance, callback):
+    """The loop shared by :func:`riemannian_sgd` and :func:`sgd`: ``step(theta, batch)`` gives
+    ``(minibatch loss, update)``; Polyak-Ruppert averaging and :func:`stopping_rule` checked
+    every CHECK_EVERY steps from MIN_STEPS on; a :class:`NumericalExcursion` ends the run."""
+    theta = np.array(theta0, dtype=np.float64)
+    hist, losses = [theta.copy()], []
+    tolerance = tolerance or _default_tol
+    tol = None
+    excursion = None
+    ok, bar = False, theta.copy()
+    mcse = drift = np.full(theta.shape, np.inf)
+    for t in range(1, steps + 1):
+        batch = _batches(n, batch_size, rng)
+        try:
+            val, upd = step(theta, batch)
+        except NumericalExcursion as e:
+            excursion = e
+            break
+        losses.append(val)
+        theta = _stay_inside(theta, upd, in_domain)
+        hist.append(theta.copy())
+        if callback is not None:
+            callback(t, theta.copy(), float(val))
+        if t == steps or (t >= MIN_STEPS and t % CHECK_EVERY == 0):
+            W = averaged_window(hist)
+            if not np.all(np.isfinite(W)):
+                excursion = NumericalExcursion(theta, "the iterate is not finite")
+                break
+            if tol is None or t == steps:
+                try:
+                    tol = np.asarray(tolerance(np.mean(W, axis=0)), dtype=np.float64)
+                except NumericalExcursion:
+                    tol = _default_tol(np.mean(W, axis=0))
+            ok, bar, mcse, drift = stopping_rule(hist, tol)
+            if ok:
+                break
+    n_iter = len(hist) - 1
+    H = np.asarray(hist)
+    if excursion is not None:
+        finite = H[np.all(np.isfinite(H), axis=1)]
+        W = averaged_window(finite)
+        bar = np.mean(W, axis=0)
+        msg = (f"stopped after {n_iter} of {steps} steps: {excursion}; lr too large, or the "
+               "loss is unbounded in that direction")
+        return OptResult(bar, H, losses, n_iter, False, msg, excursion=excursion)
+    if ok:
+        msg = (f"averaged iterate stable after {n_iter} steps (Monte Carlo standard error "
+               f"{np.max(mcse / tol):.2g} x the tolerance)")
+    elif not np.all(np.isfinite(mcse)):
+        msg = (f"not converged: {steps} steps are too few for the stopping rule (it averages "
+               f"the second half of the run in {N_BATCHES} batches of at least 2); raise steps")
+    else:
+        msg = (f"not converged after {steps} steps: the averaged iterate's Monte Carlo "
+               f"standard error is {np.max(mcse / tol):.3g} x and its drift "
+               f"{np.max(np.abs(drift) / tol):.3g} x the tolerance (statistical standard "
+               "error); lower lr or raise steps")
+    return OptResult(bar, H, losses, n_iter, ok, msg)
 
 
 def riemannian_sgd(grad, metric, theta0, *, n, steps, lr, batch_size, rng, in_domain=None,
-                   reg=1e-8) -> OptResult:
-    """Stochastic Riemannian gradient descent, Eq. 16. Cost per step: one loss gradient and one
-    information tensor on the minibatch (O(b^2 d p) for DKSD, O(b d p^2) for DSM)."""
-    theta = np.array(theta0, dtype=np.float64)
-    hist, losses = [theta.copy()], []
-    for batch in _batches(n, batch_size, steps, rng):
+                   reg=1e-8, tolerance=None, callback=None) -> OptResult:
+    """Stochastic Riemannian gradient descent (Eq. 16) with Polyak-Ruppert averaging.
+
+    Constant step theta <- theta - lr g_hat^{-1} grad L_hat on minibatches; the returned theta
+    is the average of the second half of the iterates, and the run stops once
+    :func:`stopping_rule` accepts that average (``tolerance(theta) -> (p,)``: the statistical
+    standard error). Cost per step: one loss gradient and one information tensor on the
+    minibatch (O(b^2 d p) for DKSD, O(b d p^2) for DSM).
+    """
+
+    def step(theta, batch):
         val, g = grad(theta, batch)
-        losses.append(val)
-        if _diverged(g, val):
-            break
         G = metric(theta, batch)
-        theta = _stay_inside(theta, lr * (regularised_inverse(G, reg) @ g), in_domain)
-        hist.append(theta.copy())
-    return OptResult(theta, np.asarray(hist), losses, len(losses),
-                     *_sgd_outcome(hist, losses, len(losses)))
+        return val, lr * (regularised_inverse(G, reg) @ g)
+
+    return _stochastic(step, theta0, n=n, steps=steps, batch_size=batch_size, rng=rng,
+                       in_domain=in_domain, tolerance=tolerance, callback=callback)
 
 
-def sgd(grad, theta0, *, n, steps, lr, batch_size, rng, in_domain=None) -> OptResult:
-    """Plain SGD with a constant step size; one minibatch gradient per step."""
-    theta = np.array(theta0, dtype=np.float64)
-    hist, losses = [theta.copy()], []
-    for batch in _batches(n, batch_size, steps, rng):
+def sgd(grad, theta0, *, n, steps, lr, batch_size, rng, in_domain=None, tolerance=None,
+        callback=None) -> OptResult:
+    """Plain SGD with a constant step and Polyak-Ruppert averaging (see :func:`riemannian_sgd`
+    for the averaging and the stopping rule); one minibatch gradient per step."""
+
+    def step(theta, batch):
         val, g = grad(theta, batch)
-        losses.append(val)
-        if _diverged(g, val):
-            break
-        theta = _stay_inside(theta, lr * g, in_domain)
-        hist.append(theta.copy())
-    return OptResult(theta, np.asarray(hist), losses, len(losses),
-                     *_sgd_outcome(hist, losses, len(losses)))
+        return val, lr * g
+
+    return _stochastic(step, theta0, n=n, steps=steps, batch_size=batch_size, rng=rng,
+                       in_domain=in_domain, tolerance=tolerance, callback=callback)
 
 
-def lbfgs(grad, theta0, *, steps, bounds=None, gtol=1e-10, ftol=1e-12) -> OptResult:
-    """scipy L-BFGS-B on the full-data loss with its analytic (or FD) gradient."""
+class _Reparam:
+    """theta_j = lo_j + exp(phi_j) for the parameters with a lower bound, identity otherwise:
+    an optimiser on phi never reaches the boundary (a scale of exactly 0) and takes its steps
+    for a scale on the log scale."""
+
+    def __init__(self, lower):
+        self.lower = lower
+        self.idx = [j for j, lo in enumerate(lower or []) if lo is not None]
+        self.lo = np.array([lower[j] for j in self.idx], dtype=np.float64)
+
+    def to_phi(self, theta):
+        phi = np.array(theta, dtype=np.float64)
+        if self.idx:
+            phi[self.idx] = np.log(phi[self.idx] - self.lo)
+        return phi
+
+    def to_theta(self, phi):
+        theta = np.array(phi, dtype=np.float64)
+        if self.idx:
+            with np.errstate(over="ignore"):
+                theta[self.idx] = self.lo + np.exp(theta[self.idx])
+        return theta
+
+    def chain(self, theta, g):
+        """d/dphi from d/dtheta."""
+        g = np.array(g, dtype=np.float64)
+        if self.idx:
+            g[self.idx] = g[self.idx] * (theta[self.idx] - self.lo)
+        return g
+
+
+class _Best:
+    """The best finite full-data loss seen, and the first excursion."""
+
+    def __init__(self):
+        self.theta, self.value, self.excursion = None, np.inf, None
+
+    def see(self, theta, val):
+        if np.isfinite(val) and np.all(np.isfinite(theta)) and val < self.value:
+            self.theta, self.value = np.array(theta, dtype=np.float64), float(val)
+
+
+def lbfgs(grad, theta0, *, steps, lower=None, gtol=1e-10, ftol=1e-12,
+          callback=None) -> OptResult:
+    """scipy L-BFGS-B on the full-data loss with its analytic (or FD) gradient.
+
+    Parameters with a lower bound ``lower[j]`` are optimised as log(theta_j - lower[j]). A
+    :class:`NumericalExcursion` of the objective (non-finite score, loss or gradient) ends the
+    run: the best finite iterate is returned with ``converged=False`` and the excursion named.
+    """
     from scipy.optimize import minimize
 
+    rp = _Reparam(lower)
+    best = _Best()
     hist, losses = [np.array(theta0, dtype=np.float64)], []
 
-    def fun(t):
-        val, g = grad(np.asarray(t, dtype=np.float64), None)
-        losses.append(val)
-        return val, np.asarray(g, dtype=np.float64)
+    class _Stop(Exception):
+        pass
 
-    res = minimize(
-        fun,
-        np.asarray(theta0, dtype=np.float64),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        callback=lambda t: hist.append(np.array(t, dtype=np.float64)),
-        options={"maxiter": int(steps), "gtol": gtol, "ftol": ftol},
-    )
-    theta = np.asarray(res.x, dtype=np.float64)
+    def fun(phi):
+        t = rp.to_theta(phi)
+        try:
+            if not np.all(np.isfinite(t)):
+                raise NumericalExcursion(t, "the parameter overflowed")
+            val, g = grad(t, None)
+        except NumericalExcursion as e:
+            best.excursion = e
+            raise _Stop from None
+        losses.append(val)
+        best.see(t, val)
+        return val, rp.chain(t, np.asarray(g, dtype=np.float64))
+
+    def cb(phi):
+        t = rp.to_theta(phi)
+        hist.append(t)
+        if callback is not None:
+            callback(len(hist) - 1, t.copy(), losses[-1] if losses else float("nan"))
+
+    try:
+        res = minimize(fun, rp.to_phi(theta0), jac=True, method="L-BFGS-B", callback=cb,
+                       options={"maxiter": int(steps), "gtol": gtol, "ftol": ftol})
+    except _Stop:
+        theta = best.theta if best.theta is not None else np.array(theta0, dtype=np.float64)
+        hist.append(theta.copy())
+        msg = (f"stopped after {len(hist) - 2} iterations: {best.excursion}; returning the "
+               "best finite iterate")
+        return OptResult(theta, np.asarray(hist), losses, len(hist) - 2, False, msg,
+                         excursion=best.excursion)
+    theta = rp.to_theta(res.x)
+    if not np.array_equal(hist[-1], theta):
+        hist.append(theta.copy())
+    ok = bool(res.success)
+    msg = str(res.message)
+    if best.theta is not None and not best.value >= float(res.fun):
+        # a line search ended above a point it had visited
+        theta, ok = best.theta, False
+        msg += "; returning the best iterate seen"
+    return OptResult(theta, np.asarray(hist), losses, int(res.nit), ok, msg)
+
+
+def nelder_mead(value, theta0, *, steps, lower=None, xatol=1e-4, fatol=1e-10,
+                callback=None) -> OptResult:
+    """Derivative-free Nelder-Mead (scipy) on the full-data loss, for models whose score is not
+    differentiable in theta (a kink at the location: the gradient of the loss misses the jumps
+    of the score, Sec. 4.1). Lower-bounded parameters on the log scale, as in :func:`lbfgs`;
+    ``steps`` bounds the iterations (each a few loss evaluations, O(n^2 d) for DKSD)."""
+    from scipy.optimize import minimize
+
+    rp = _Reparam(lower)
+    best = _Best()
+    hist, losses = [np.array(theta0, dtype=np.float64)], []
+
+    class _Stop(Exception):
+        pass
+
+    def fun(phi):
+        t = rp.to_theta(phi)
+        try:
+            if not np.all(np.isfinite(t)):
+                raise NumericalExcursion(t, "the parameter overflowed")
+            val = value(t)
+        except NumericalExcursion as e:
+            best.excursion = e
+            raise _Stop from None
+        losses.append(val)
+        best.see(t, val)
+        return val
+
+    def cb(phi):
+        t = rp.to_theta(phi)
+        hist.append(t)
+        if callback is not None:
+            callback(len(hist) - 1, t.copy(), best.value)
+
+    phi0 = rp.to_phi(theta0)
+    simplex = [phi0]
+    for j in range(phi0.size):
+        e = phi0.copy()
+        e[j] += 0.1 if j in rp.idx else 0.1 * max(1.0, abs(phi0[j]))
+        simplex.append(e)
+    try:
+        res = minimize(fun, phi0, method="Nelder-Mead", callback=cb,
+                       options={"maxiter": int(steps), "xatol": xatol, "fatol": fatol,
+                                "initial_simplex": np.asarray(simplex)})
+    except _Stop:
+        theta = best.theta if best.theta is not None else np.array(theta0, dtype=np.float64)
+        hist.append(theta.copy())
+        msg = f"stopped: {best.excursion}; returning the best finite iterate"
+        return OptResult(theta, np.asarray(hist), losses, len(hist) - 2, False, msg,
+                         excursion=best.excursion)
+    theta = rp.to_theta(res.x)
     if not np.array_equal(hist[-1], theta):
         hist.append(theta.copy())
     return OptResult(theta, np.asarray(hist), losses, int(res.nit), bool(res.success),

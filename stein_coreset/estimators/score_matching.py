@@ -13,11 +13,18 @@ from .. import _array_api as aa
 from . import models as _models
 from .pointwise import batch_diagonal, batch_trace, checked_scores, mT
 
-__all__ = ["dsm_value", "information"]
+__all__ = ["dsm_value", "dsm_terms", "information"]
 
 
 def dsm_value(model, X, theta, diff) -> float:
     """The DSM loss (Eq. 11) with diffusion ``diff`` (None: m = I, twice the SM loss)."""
+    xp, _ = aa.namespace(X=X)
+    return float(xp.mean(dsm_terms(model, X, theta, diff)))
+
+
+def dsm_terms(model, X, theta, diff):
+    """The per-point DSM terms F_theta(x_i) (Eq. 11, Thm. 6), (n,) in X's namespace; their mean
+    is :func:`dsm_value`."""
     xp, _ = aa.namespace(X=X)
     S = checked_scores(model, X, theta)
     H = _models.score_dx(model, X, theta)
@@ -41,7 +48,7 @@ def dsm_value(model, X, theta, diff) -> float:
             A = m @ xp.permute_dims(m, (0, 2, 1))
             tr = xp.sum(xp.reshape(A * H, (n, -1)), axis=1)
         val = ms2 + 2.0 * (xp.sum(dmm * S, axis=1) + tr)
-    return float(xp.mean(val))
+    return val
 
 
 def information(H):

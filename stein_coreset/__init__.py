@@ -17,6 +17,7 @@ except ImportError as e:  # pragma: no cover - only hit when importing an unbuil
     ) from e
 
 from .compress import Coreset, available_methods, compress
+from .diagnostics import DiagnosticWarning
 from .discrepancy import energy_distance, ksd, mmd
 from .kernels import IMQ, Gaussian, Matern, RadialKernel, SteinKernel, median_bandwidth
 
@@ -38,4 +39,5 @@ __all__ = [
     "compress",
     "Coreset",
     "available_methods",
+    "DiagnosticWarning",
 ]

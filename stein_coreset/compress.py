@@ -20,6 +20,7 @@ from . import _array_api as aa
 from . import _validation as val
 from ._progress import stage
 from ._threads import effective_n_threads
+from .diagnostics import check_orientation, check_scores
 from .discrepancy import finite_discrepancy
 from .engine import Whitening
 from .kernels import DEFAULT_KERNEL, RadialKernel, SteinKernel, centred_kernel_matrix
@@ -332,9 +333,9 @@ def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None
 def compress(
     X,
     S=None,
+    size: int | None = None,
+    method: str | None = None,
     *,
-    size: int,
-    method: str,
     kernel=None,
     weights=None,
     rank: int | None = None,
@@ -354,9 +355,9 @@ def compress(
     S : (n, d) array, optional
         Scores at X; required by the debiased methods, and used for ``res.ksd`` when given.
     size : int
-        Coreset size m, 1 <= m <= n.
+        Coreset size m, 1 <= m <= n (required; by keyword, or positionally after S).
     method : str
-        One of :data:`METHODS` (``docs/api.md`` lists each one with its options).
+        One of :data:`METHODS` (``docs/api.md`` lists each one with its options; required).
     kernel : SteinKernel or base kernel, optional
         Default (:data:`~stein_coreset.kernels.DEFAULT_KERNEL`, scale-free): the Stein kernel of
         IMQ(beta=-1/2) with the preconditioner M = diag(per-coordinate variance of X) and the median
@@ -397,6 +398,9 @@ def compress(
     pipelines then run on trusted inputs.
     """
     # -- scalar arguments and options: all checked before any array work ------------------
+    for name, value in (("size", size), ("method", method)):
+        if value is None:
+            raise TypeError(f"compress() missing required argument: {name!r}")
     spec = _check_method(method)
     opts = _check_options(method, spec, options)
     _check_kernel_type(kernel)
@@ -469,6 +473,7 @@ def compress(
             info["weight_dropped"] = 1.0 - kept
         info["n_dropped"] = n_bad
     n = int(X.shape[0])
+    check_orientation(n, int(X.shape[1]))
     size = val.check_size(size, n)
     if rank is not None:
         rank = _check_rank(val.check_size(rank, n, "rank"), method, spec, size, n)
@@ -548,6 +553,9 @@ def compress(
             points, xp.take(S, local_dev, axis=0), n_threads=n_threads, check_input=False
         )
         res_ksd = finite_discrepancy(sub.quad(weights_out), "res.ksd")
+        # the result's own residuals judge the scores only where it was debiased with them
+        info["diagnostics"] = (check_scores(X, S, weights_out, local_dev) if spec.debiased
+                               else check_scores(X, S))
     indices = aa.from_host(original, xp=xp, device=dev)
     draw_indices = draws = None
     if spec.kind == "equal":  # the m picks, repeats kept (chain order)

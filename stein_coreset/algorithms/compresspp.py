@@ -246,8 +246,8 @@ def run_kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=No
         baseline = stein_thinning(K, m, check_input=False)
     if baseline is not None and baseline.size != m:
         raise ValueError(f"baseline must have the candidates' size {m}, got {baseline.size}")
-    out = _kt.kt_swap(KT, cands, baseline, passes=swap_passes, order=swap_order,
-                      check_input=False)
+    out, swap = _kt.kt_swap(KT, cands, baseline, passes=swap_passes, order=swap_order,
+                            check_input=False, return_info=True)
     if thin_kernel is not None:
         out = C[out]
     out = np.ascontiguousarray(out, dtype=np.int64)
@@ -259,6 +259,7 @@ def run_kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=No
         "thin_rounds": int(t),
         "halvings": n_halvings,
         "m": m,
+        "swap": swap,
     }
     return out, info
 

@@ -13,7 +13,7 @@ from ..engine import KernelMatrix
 from . import _native
 from .resample import standard_thinning
 from .stein_thinning import stein_thinning
-from .weights import equal_weights
+from .weights import equal_weights, picks_ksd
 
 __all__ = [
     "SWAP_ORDERS",
@@ -181,6 +181,7 @@ def kt_swap(
     order: str = "sorted",
     check_input: bool = True,
     n_threads: int | None = None,
+    return_info: bool = False,
 ):
     """KT-Swap targeting P (Alg. D.3): best candidate, then greedy swaps lowering MMD_{k_P}.
 
@@ -211,10 +212,15 @@ def kt_swap(
         Validate the arguments (default); ``False`` trusts them (a list of int64 host arrays).
     n_threads : int or None
         Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+    return_info : bool
+        Also return what the swap did: ``{"candidates", "ksd_best_candidate",
+        "ksd_candidate_swapped", "ksd_baseline", "ksd_baseline_swapped", "winner"}`` (KSDs are
+        MMD_{k_P} of the equal-weighted coresets; ``winner`` is ``"candidate"`` or
+        ``"baseline"``, the shortlisted coreset returned).
 
     Returns
     -------
-    (m,) int64 NumPy array of indices (with repeats).
+    (m,) int64 NumPy array of indices (with repeats); with ``return_info``, ``(indices, info)``.
 
     Notes
     -----
@@ -222,9 +228,10 @@ def kt_swap(
     """
     K = val.with_threads(K, n_threads)
     if not check_input:
-        return _kt_swap(K, candidates, baseline, passes, order)
+        return _kt_swap(K, candidates, baseline, passes, order, return_info=return_info)
     val.check_kernel_matrix(K)
     order = check_swap_order(order)
+    return_info = val.check_bool(return_info, "return_info")
     if isinstance(candidates, np.ndarray) and candidates.ndim == 2:
         cands = [candidates[i] for i in range(candidates.shape[0])]
     else:
@@ -245,19 +252,39 @@ def kt_swap(
         b = val.check_index_array(baseline, K.n, "baseline")
         if b.size != m:
             raise ValueError(f"baseline must have the candidates' size {m}, got {b.size}")
-    return _kt_swap(K, cands, b, passes, order)
+    return _kt_swap(K, cands, b, passes, order, return_info=return_info)
 
 
-def _kt_swap(K, cands, baseline, passes: int, order: str = "sorted", progress: bool = False):
+def _ksd_of(mmd2) -> float:
+    return math.sqrt(max(float(mmd2), 0.0))
+
+
+def _kt_swap(K, cands, baseline, passes: int, order: str = "sorted", progress: bool = False,
+             return_info: bool = False):
     """:func:`kt_swap` on validated arguments (host int64 candidates of one size)."""
     C = np.stack(cands)
-    short = [C[int(np.argmin(_mmd2(K, C)))].copy()]
+    before = _mmd2(K, C)
+    best = int(np.argmin(before))
+    short = [C[best].copy()]
     if baseline is not None:
         short.append(np.array(baseline, dtype=np.int64))
+        before_baseline = _mmd2(K, short[1][None, :])[0]
     for I in short:
         _native.kt_swap_refine(K, I, passes, order == "sorted", progress)
     final = _mmd2(K, np.stack(short))
-    return short[int(np.argmin(final))]
+    win = int(np.argmin(final))
+    if not return_info:
+        return short[win]
+    info = {
+        "candidates": int(C.shape[0]),
+        "ksd_best_candidate": _ksd_of(before[best]),
+        "ksd_candidate_swapped": _ksd_of(final[0]),
+        "winner": "candidate" if win == 0 else "baseline",
+    }
+    if baseline is not None:
+        info["ksd_baseline"] = _ksd_of(before_baseline)
+        info["ksd_baseline_swapped"] = _ksd_of(final[1])
+    return short[win], info
 
 
 def kernel_thinning(
@@ -274,6 +301,7 @@ def kernel_thinning(
     check_input: bool = True,
     n_threads: int | None = None,
     progress: bool = False,
+    return_info: bool = False,
 ):
     """Kernel Thinning targeting P (Alg. D.2): KT-SPLIT to m points, then KT-Swap.
 
@@ -304,11 +332,13 @@ def kernel_thinning(
     progress : bool
         Progress bars over the C++ KT-SPLIT walk and KT-Swap sweeps (stages under half a second
         draw none).
+    return_info : bool
+        Also return KT-Swap's report (:func:`kt_swap`'s ``return_info``).
 
     Returns
     -------
     (m,) int64 NumPy array of indices into K's points (with repeats); the weight of point i is
-    its number of occurrences over m.
+    its number of occurrences over m. With ``return_info``, ``(indices, info)``.
 
     Notes
     -----
@@ -318,7 +348,7 @@ def kernel_thinning(
     if not check_input:
         idx = np.arange(K.n, dtype=np.int64) if indices is None else indices
         return _kernel_thinning(K, m, idx, delta, rng, baseline, passes, swap_order, delta_rule,
-                                progress)
+                                progress, return_info)
     val.check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)
     if indices is None:
@@ -336,12 +366,14 @@ def kernel_thinning(
     swap_order = check_swap_order(swap_order)
     delta_rule = check_delta_rule(delta_rule)
     progress = val.check_bool(progress, "progress")
-    return _kernel_thinning(K, m, idx, delta, rng, b, passes, swap_order, delta_rule, progress)
+    return_info = val.check_bool(return_info, "return_info")
+    return _kernel_thinning(K, m, idx, delta, rng, b, passes, swap_order, delta_rule, progress,
+                            return_info)
 
 
 def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, passes: int,
                      swap_order: str = "sorted", delta_rule: str = "total",
-                     progress: bool = False):
+                     progress: bool = False, return_info: bool = False):
     """:func:`kernel_thinning` on validated arguments."""
     ratio = idx.size / m
     t = int(round(math.log2(ratio))) if ratio >= 1 else -1
@@ -350,7 +382,7 @@ def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, pa
             f"len(indices) / m must be a power of two, got len(indices) = {idx.size}, m = {m}"
         )
     cands = _kt_split(K, idx, t, delta, rng, None, delta_rule, progress) if t > 0 else [idx]
-    return _kt_swap(K, cands, baseline, passes, swap_order, progress)
+    return _kt_swap(K, cands, baseline, passes, swap_order, progress, return_info)
 
 
 def stein_kernel_thinning(
@@ -418,7 +450,7 @@ def stein_kernel_thinning(
     t = max(0, math.ceil(math.log2(K.n / m) - 1e-12))
     n_prime = m << t
     st = stein_thinning(K, n_prime, progress=progress, check_input=False)
-    idx = kernel_thinning(
+    idx, swap = kernel_thinning(
         K,
         m,
         indices=np.sort(st),
@@ -430,6 +462,7 @@ def stein_kernel_thinning(
         delta_rule=delta_rule,
         check_input=False,
         progress=progress,
+        return_info=True,
     )
     if sub is not None:
         idx = sub[idx]
@@ -439,8 +472,29 @@ def stein_kernel_thinning(
         "n_thinned": int(K.n),
         "n_prime": int(n_prime),
         "kt_rounds": int(t),
+        "stages": swap_stages(swap, "kt_split", {"stein_thinning": {
+            "ksd": picks_ksd(K, st), "points": int(n_prime)}}),
     }
     return uniq, w, info
+
+
+def swap_stages(swap: dict, thinned: str, before: dict) -> dict:
+    """``res.info["stages"]`` of a KT pipeline from KT-Swap's report (:func:`kt_swap`'s
+    ``return_info``): the stages ``before`` it, the best ``thinned`` candidate (KT-SPLIT's or
+    KT-Compress++'s) and the Stein thinning baseline as they entered KT-Swap, the swapped result,
+    and which of the two won."""
+    won = thinned if swap["winner"] == "candidate" else "baseline"
+    return {
+        **before,
+        thinned: {"ksd": swap["ksd_best_candidate"], "candidates": swap["candidates"]},
+        "baseline": {"ksd": swap["ksd_baseline"]},
+        "kt_swap": {
+            "ksd": min(swap["ksd_candidate_swapped"], swap["ksd_baseline_swapped"]),
+            f"ksd_{thinned}": swap["ksd_candidate_swapped"],
+            "ksd_baseline": swap["ksd_baseline_swapped"],
+        },
+        "winner": won,
+    }
 
 
 def kernel_thinning_coreset(

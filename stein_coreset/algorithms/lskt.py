@@ -10,7 +10,7 @@ from .. import _validation as val
 from ..engine import KernelMatrix
 from .compresspp import compresspp_plan, run_kt_compresspp
 from .debias import ld_summary, low_rank_debias
-from .kernel_thinning import check_delta_rule, check_swap_order
+from .kernel_thinning import check_delta_rule, check_swap_order, swap_stages
 from .resample import resample
 from .weights import equal_weights
 
@@ -112,6 +112,7 @@ def low_rank_stein_kernel_thinning(
         thin_rounds=cinfo["thin_rounds"],
         time_ld_s=t1 - t0,
         time_compresspp_s=t2 - t1,
+        stages=swap_stages(cinfo["swap"], "kt_compress", {}),
         **ld_summary(ldinfo),
     )
     return uniq, wts, info

@@ -8,6 +8,8 @@ Internal building blocks: arguments are trusted (the public functions of
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.linalg
 
@@ -18,6 +20,8 @@ from . import _native
 
 __all__ = [
     "equal_weights",
+    "weighted_ksd",
+    "picks_ksd",
     "input_weights",
     "check_thinning_input",
     "centre_at_weights",
@@ -38,6 +42,21 @@ def equal_weights(idx, m: int):
     """
     uniq, counts = np.unique(np.asarray(idx, dtype=np.int64), return_counts=True)
     return uniq, counts / float(m)
+
+
+def weighted_ksd(K: KernelMatrix, idx, w) -> float:
+    """MMD_{k_P} of ``sum_i w_i delta_{x_idx_i}`` to P (host indices, host weights):
+    O(len(idx)^2) kernel evaluations on the support only."""
+    sub = K.take(np.asarray(idx, dtype=np.int64))
+    return math.sqrt(max(sub.quad(aa.from_host(np.asarray(w, dtype=np.float64), like=sub.U)),
+                         0.0))
+
+
+def picks_ksd(K: KernelMatrix, picks) -> float:
+    """MMD_{k_P} of the equal-weighted multiset ``picks`` (host indices, repeats counted):
+    O(u^2) kernel evaluations for u distinct picks."""
+    picks = np.asarray(picks, dtype=np.int64)
+    return weighted_ksd(K, *equal_weights(picks, picks.size))
 
 
 def check_thinning_input(K: KernelMatrix, w, m: int, rank, rng, rank_range):

@@ -1,0 +1,220 @@
+"""Input diagnostics: do the scores S look like grad log p at the points X?
+
+Stein's identity (integration by parts, for a smooth density p that vanishes at infinity) says
+that under P
+
+    E[s(x)] = 0          and          E[s(x) (x - mu)^T] = -I,
+
+with s = grad log p. Both are cheap to check on a sample (O(n d)): :func:`stein_residuals`
+computes, for the (weighted) sample,
+
+- ``stein_corr``: the mean over coordinates of corr(s_j, x_j). It is negative for any pair of
+  points and their own scores (exactly -1 for a Gaussian target, whatever the chain's spread:
+  s is then a decreasing linear function of x), about 0 when the rows of S are not those of X
+  (shuffled, shifted, from another run), and positive when the scores point away from the bulk
+  (-grad log p passed, e.g. the gradient of a potential U = -log p).
+- ``stein_trace``: mean_j E[s_j (x_j - xbar_j)], -1 under P (dimensionless: s_j has the units
+  of 1 / x_j).
+- ``mean_score``: the root mean square over coordinates of mean(s_j) sd(x_j): how many standard
+  deviations the sample's mean sits from where the scores point; 0 under P.
+
+A biased chain (burn-in, a tempered or stochastic-gradient chain) breaks the identity on its
+input too, so :func:`check_scores` judges the *debiased result* as well: a coreset that
+targets P through correct scores satisfies the identity much better than its input, while the
+common mistakes (X and S swapped, scores of another target) leave the best coreset far from it.
+:func:`check_scores` warns with :class:`DiagnosticWarning`, naming the likely cause; the
+figures go to ``res.info["diagnostics"]``. docs/diagnostics.md has the detection and
+false-alarm rates the thresholds were chosen from.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from . import _array_api as aa
+
+__all__ = [
+    "DiagnosticWarning",
+    "stein_residuals",
+    "check_scores",
+    "check_orientation",
+    "SIGN_FLIP_CORR",
+    "MISALIGNED_R2",
+    "CORESET_MEAN_SCORE",
+    "SWAP_MEAN_SCORE",
+    "SWAP_RATIO",
+]
+
+
+class DiagnosticWarning(UserWarning):
+    """The input looks like a misuse (e.g. scores that are not grad log p at the points); the
+    result was computed, but is probably not what was meant. ``res.info["diagnostics"]`` has
+    the figures. Silence it with ``warnings.filterwarnings("ignore",
+    category=stein_coreset.DiagnosticWarning)``."""
+
+
+#: ``stein_corr`` above this (and above its noise level): the scores point away from the bulk.
+SIGN_FLIP_CORR = 0.2
+#: ``linear_r2`` below this (or below 10 d / n): S is not a function of X's rows.
+MISALIGNED_R2 = 0.05
+#: ``mean_score`` of the debiased result above this: no weighting of X satisfies Stein's
+#: identity for these scores (swapped X and S, scores of another target).
+CORESET_MEAN_SCORE = 0.5
+#: The input's ``mean_score`` above this and above :data:`SWAP_RATIO` times the
+#: ``mean_score_swapped``: X and S are probably exchanged.
+SWAP_MEAN_SCORE = 0.3
+SWAP_RATIO = 2.0
+
+
+def stein_residuals(X, S, weights=None) -> dict:
+    """Stein's identity on the (weighted) sample: ``{"stein_corr", "stein_trace",
+    "mean_score", "mean_score_swapped", "linear_r2", "n_eff"}`` (module docstring).
+    O(n d^2); d x d moments leave the device.
+
+    ``linear_r2`` is the share of the variance of S that a linear function of X explains
+    (1 for a Gaussian target, about d / n for unrelated rows); ``mean_score_swapped`` is
+    ``mean_score`` with the roles of X and S exchanged.
+
+    Parameters
+    ----------
+    X, S : (n, d) arrays in one namespace
+        Points and their scores.
+    weights : (n,) array, optional
+        Weights summing to 1 (signed weights allowed); default uniform.
+    """
+    xp, dev = aa.namespace(X=X, S=S)
+    n = X.shape[0]
+    if weights is None:
+        w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev)
+    else:
+        w = xp.astype(weights, xp.float64)
+    wc = w[:, None]
+    xbar = xp.sum(wc * X, axis=0)
+    sbar = xp.sum(wc * S, axis=0)
+    dx = X - xbar[None, :]
+    ds = S - sbar[None, :]
+    wdx = wc * dx
+    moments = aa.to_host(xp.concat([xp.matmul(xp.matrix_transpose(wdx), xp.concat(
+        [dx, ds], axis=1)), xp.matmul(xp.matrix_transpose(wc * ds), ds)], axis=1))
+    w_abs = xp.abs(w)
+    n_eff = float(xp.sum(w_abs)) ** 2 / float(xp.sum(w_abs * w_abs))
+    means = aa.to_host(xp.stack([xbar, sbar]))
+    return _residuals(moments, means[0], means[1], n_eff)
+
+
+def _residuals(moments: np.ndarray, xbar: np.ndarray, sbar: np.ndarray, n_eff: float) -> dict:
+    d = xbar.shape[0]
+    Cxx, Cxs, Css = moments[:, :d], moments[:, d : 2 * d], moments[:, 2 * d :]
+    var_x = np.abs(np.diag(Cxx))
+    var_s = np.abs(np.diag(Css))
+    cov = np.diag(Cxs)
+    ok = (var_x > 0) & (var_s > 0)
+    corr = cov[ok] / np.sqrt(var_x[ok] * var_s[ok])
+    explained = np.einsum("ij,ij->j", Cxs, np.linalg.pinv(Cxx, hermitian=True) @ Cxs)
+    sd_x, sd_s = np.sqrt(var_x), np.sqrt(var_s)
+    return {
+        "stein_corr": float(corr.mean()) if ok.any() else 0.0,
+        "stein_trace": float(cov.mean()),
+        "linear_r2": float(np.mean(explained[var_s > 0] / var_s[var_s > 0]))
+        if (var_s > 0).any() else 0.0,
+        "mean_score": float(np.sqrt(np.mean((sbar * sd_x) ** 2))),
+        "mean_score_swapped": float(np.sqrt(np.mean((xbar * sd_s) ** 2))),
+        "n_eff": float(n_eff),
+    }
+
+
+def check_orientation(n: int, d: int, name: str = "X") -> None:
+    """Refuse n <= d: too few points to say anything of a d-dimensional target, and the usual
+    sign of a transposed array."""
+    if n <= d:
+        raise ValueError(
+            f"{name} has n = {n} rows (points) and d = {d} columns (dimensions); n <= d leaves "
+            f"too few points for a {d}-dimensional target. Each row must be one point: if your "
+            f"array is (d, n), pass its transpose ({name}.T, and S.T)"
+        )
+
+
+def _noise(n_eff: float) -> float:
+    return 4.0 / math.sqrt(max(n_eff, 1.0))
+
+
+def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = True) -> dict:
+    """Stein's identity on the input and on the debiased result; a :class:`DiagnosticWarning`
+    naming the likely cause when the scores do not look like grad log p at X.
+
+    Parameters
+    ----------
+    X, S : (n, d) arrays
+        The input points and scores.
+    coreset_weights, coreset_rows : optional
+        The result's weights and its rows of X (an int index array), to check the result too.
+    warn : bool
+        Warn (default) or only return the figures.
+
+    Returns
+    -------
+    dict
+        ``{"input": stein_residuals(X, S), "coreset": ... or None, "suspect": str or None}``,
+        stored as ``res.info["diagnostics"]``.
+
+    Notes
+    -----
+    The rules, in order (docs/diagnostics.md measures them):
+
+    1. input ``stein_corr`` > :data:`SIGN_FLIP_CORR` and beyond its noise: "sign-flipped";
+    2. input ``linear_r2`` < :data:`MISALIGNED_R2` (or 10 d / n): "misaligned";
+    3. the result's ``mean_score`` > :data:`CORESET_MEAN_SCORE`: "wrong target" (X and S
+       swapped, or the scores of another density);
+    4. input ``mean_score`` > :data:`SWAP_MEAN_SCORE` and > :data:`SWAP_RATIO` times
+       ``mean_score_swapped``: "swapped".
+    """
+    out = {"input": stein_residuals(X, S), "coreset": None, "suspect": None}
+    inp = out["input"]
+    noise = _noise(inp["n_eff"])
+    len_d = X.shape[1]
+    if coreset_rows is not None:
+        xp = aa.namespace(X=X)[0]
+        out["coreset"] = stein_residuals(
+            xp.take(X, coreset_rows, axis=0), xp.take(S, coreset_rows, axis=0), coreset_weights
+        )
+    if inp["stein_corr"] > max(SIGN_FLIP_CORR, noise):
+        out["suspect"] = "sign-flipped"
+        msg = (
+            f"S looks sign-flipped: the scores point away from the bulk of X (mean corr(s_j, "
+            f"x_j) = {inp['stein_corr']:+.2f}; for s = grad log p it is negative). Did you pass "
+            "-grad log p, e.g. the gradient of a potential U = -log p?"
+        )
+    elif inp["linear_r2"] < max(MISALIGNED_R2, 10.0 * len_d / max(inp["n_eff"], 1.0)):
+        out["suspect"] = "misaligned"
+        msg = (
+            f"S does not look like a function of X: a linear function of X explains "
+            f"{inp['linear_r2']:.1%} of the variance of S, as for unrelated rows (a score field "
+            "is a smooth function of its points). Are the rows of S those of X, in the same "
+            "order (not shuffled, shifted or from another run)?"
+        )
+    elif out["coreset"] is not None and out["coreset"]["mean_score"] > CORESET_MEAN_SCORE:
+        out["suspect"] = "wrong target"
+        msg = (
+            "no weighting of X satisfies Stein's identity for these scores: the result's mean "
+            f"score is {out['coreset']['mean_score']:.2f} standard deviations from 0 (a "
+            "debiased result of correct scores is near 0). Are X and S swapped, or are the "
+            "scores those of another density than the one X was sampled for?"
+        )
+    elif (inp["mean_score"] > SWAP_MEAN_SCORE
+          and inp["mean_score"] > SWAP_RATIO * inp["mean_score_swapped"]):
+        out["suspect"] = "swapped"
+        msg = (
+            f"X and S look swapped: the mean score sits {inp['mean_score']:.2f} standard "
+            f"deviations from 0, and {inp['mean_score_swapped']:.2f} with the roles of X and S "
+            "exchanged (under P the mean score is 0). Did you pass the scores as X and the "
+            "points as S, or the scores of another density?"
+        )
+    else:
+        return out
+    if warn:
+        warnings.warn(msg + " (res.info['diagnostics'] has the figures)", DiagnosticWarning,
+                      stacklevel=3)
+    return out

@@ -20,11 +20,35 @@ DELAY_S = 0.5
 POLL_S = 0.2
 
 
-class _Plain:
-    """The bar without tqdm: one ``\\r``-rewritten line on stderr, at most twice a second."""
+def resolve(progress) -> bool:
+    """A ``progress`` argument as a bool: ``None`` (the default of the public entry points) is
+    "on a terminal": progress when stderr is a TTY, silent in pipes, files, CI and notebooks'
+    captured output (as PyMC does). Raises ``TypeError`` naming ``progress`` otherwise."""
+    if progress is None:
+        try:
+            return bool(sys.stderr.isatty())
+        except (AttributeError, ValueError):  # replaced or closed stderr
+            return False
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress must be True, False or None, got {type(progress).__name__}")
+    return progress
 
-    def __init__(self, desc: str, total: int):
-        self.desc, self.total, self.n = desc, int(total), 0
+
+def _count(k: int, unit: str) -> str:
+    if unit != "entries" or k < 10_000:
+        return str(k)
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if k >= div:
+            return f"{k / div:.1f}{suffix}"
+    return str(k)  # pragma: no cover
+
+
+class _Plain:
+    """The bar without tqdm: one ``\\r``-rewritten line on stderr, at most twice a second,
+    with the unit counted ("kernel entries" scaled as 1.2G)."""
+
+    def __init__(self, desc: str, total: int, unit: str = "it"):
+        self.desc, self.total, self.n, self.unit = desc, int(total), 0, unit
         self._t0 = time.perf_counter()
         self._last = 0.0
         self._drawn = False
@@ -33,7 +57,10 @@ class _Plain:
         self.n += k
         now = time.perf_counter()
         if now - self._t0 >= DELAY_S and (now - self._last > 0.5 or self.n >= self.total):
-            print(f"\r{self.desc}: {self.n}/{self.total} ({now - self._t0:.1f} s)", end="",
+            unit = "kernel entries" if self.unit == "entries" else self.unit
+            pct = 100.0 * self.n / max(self.total, 1)
+            print(f"\r{self.desc}: {_count(self.n, self.unit)}/{_count(self.total, self.unit)} "
+                  f"{unit} ({pct:.0f}%, {now - self._t0:.1f} s)", end="",
                   file=sys.stderr, flush=True)
             self._last, self._drawn = now, True
 
@@ -46,7 +73,7 @@ def _bar(desc: str, total: int, unit: str = "it"):
     try:
         from tqdm.auto import tqdm
     except ImportError:
-        return _Plain(desc, total)
+        return _Plain(desc, total, unit)
     return tqdm(desc=desc, total=int(total), leave=False, delay=DELAY_S, unit=unit,
                 unit_scale=unit == "entries")
 

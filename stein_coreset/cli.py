@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib.metadata
 import json
 import os
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -210,7 +212,7 @@ def _compress_single(args) -> int:
 
     options = _parse_options(args.option)
     out = _check_out(args.out, [args.points, args.scores or _scores_from_points_file(
-        args.points), args.precond])  # before any work
+        args.points), args.precond], args.force)  # before any work
     X, S, scores = _load_single_input(args)
     if S is not None and S.shape != X.shape:
         raise CLIError(
@@ -228,18 +230,19 @@ def _compress_single(args) -> int:
             "pass --nan-policy omit to drop them"
         )
     kernel = _kernel_from_args(args, X)
-    res = sc.compress(
-        X,
-        S,
-        size=args.size,
-        method=args.method,
-        kernel=kernel,
-        rank=args.rank,
-        seed=args.seed,
-        progress=args.progress,
-        nan_policy=args.nan_policy,
-        **options,
-    )
+    with _warnings_as_lines():
+        res = sc.compress(
+            X,
+            S,
+            size=args.size,
+            method=args.method,
+            kernel=kernel,
+            rank=args.rank,
+            seed=args.seed,
+            progress=args.progress,
+            nan_policy=args.nan_policy,
+            **options,
+        )
     info = dict(res.info)
     info.update(
         method=res.method,
@@ -255,22 +258,32 @@ def _compress_single(args) -> int:
         options=options,
         precond_file=args.precond,
     )
-    _write_coreset(out, res, info)
+    where = _write_coreset(out, res, info)
     ksd = "n/a (no scores)" if res.ksd is None else f"{res.ksd:.4g}"
     dropped = f", dropped {n_bad} rows with NaN/inf" if n_bad else ""
     print(
         f"{res.method}: {len(res)} of {X.shape[0]} points ({res.kind} weights), KSD {ksd}, "
-        f"{info['time_s']:.2f} s{dropped} -> {out}"
+        f"{info['time_s']:.2f} s{dropped}{where}"
     )
+    stages = res.summary().partition("; stages: ")[2]
+    if stages:
+        print(f"  stages (KSD): {stages}")
     return 0
 
 
-def _check_out(out: str, inputs: list) -> str:
+#: --out values that ask for the summary line only, no file.
+NO_FILE = ("-", os.devnull)
+
+
+def _check_out(out: str, inputs: list, force: bool = False) -> str | None:
     """The ``.npz`` path --out names (np.savez appends .npz: --out chain is chain.npz), checked
     before any work: refused when it is empty, one of the inputs, a directory or another
     non-regular file, or when its directory does not exist or cannot be written (a probe file is
     created there and removed, so /proc, /sys or a read-only mount fail now, not after the
-    compression)."""
+    compression). ``None`` for :data:`NO_FILE` (print the summary only); an existing file
+    is replaced only with ``force``."""
+    if out in NO_FILE:
+        return None
     if not out or not os.path.basename(out.rstrip("/" + os.sep)) or out.endswith(("/", os.sep)):
         raise CLIError(f"--out: {out!r} names no file; give a file name such as coreset.npz")
     if os.path.isdir(out):  # np.savez would write OUT.npz beside it: not what was meant
@@ -285,6 +298,9 @@ def _check_out(out: str, inputs: list) -> str:
                        f"{os.path.join(out, 'coreset.npz')}")
     if os.path.exists(out) and not os.path.isfile(out):
         raise CLIError(f"--out: {out} exists and is not a regular file; choose another path")
+    if os.path.exists(out) and not force:
+        raise CLIError(f"--out: {out} exists; pass --force to replace it, choose another "
+                       "--out, or --out - to print the summary only")
     out_dir = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out_dir):
         raise CLIError(f"--out: directory does not exist: {out_dir}")
@@ -297,10 +313,31 @@ def _check_out(out: str, inputs: list) -> str:
     return out
 
 
-def _write_coreset(out: str, res, info: dict) -> None:
-    """The output ``.npz`` of ``compress`` (single-process and distributed alike)."""
+def _write_coreset(out: str | None, res, info: dict) -> str:
+    """The output ``.npz`` of ``compress`` (single-process and distributed alike); returns the
+    summary line's tail (``" -> FILE"``, or nothing for ``--out -``)."""
+    if out is None:
+        return ""
     # written atomically: an error or Ctrl-C never leaves a partial file behind
     _io.write_coreset(out, res, json.dumps(_jsonable(info)))
+    return f" -> {out}"
+
+
+@contextlib.contextmanager
+def _warnings_as_lines():
+    """Warnings of the library (input diagnostics, ...) as ``stein-coreset: warning: ...``
+    lines on stderr, once each, instead of Python's file:line form."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            seen = set()
+            for w in caught:
+                msg = str(w.message)
+                if msg not in seen:
+                    seen.add(msg)
+                    print(f"stein-coreset: warning: {msg}", file=sys.stderr)
 
 
 def _holds_points_and_scores(spec: str) -> bool:
@@ -357,7 +394,7 @@ def _cmd_compress_distributed(args) -> int:
     options = _parse_options(args.option)
     if args.rank is not None:
         options["rank"] = args.rank
-    out = _check_out(args.out, [*files, *(scores or []), args.precond])
+    out = _check_out(args.out, [*files, *(scores or []), args.precond], args.force)
     kernel = _kernel_from_args(args, None)
     try:
         res = scd.run_cli(
@@ -381,7 +418,7 @@ def _cmd_compress_distributed(args) -> int:
         precond_file=args.precond,
         scheduler=args.scheduler,
     )
-    _write_coreset(out, res, info)
+    dest = _write_coreset(out, res, info)
     ksd = "n/a" if res.ksd is None else f"{res.ksd:.4g}"
     dropped = f", dropped {info['n_dropped']} rows with NaN/inf" if info["n_dropped"] else ""
     if args.workers is not None:
@@ -392,7 +429,7 @@ def _cmd_compress_distributed(args) -> int:
         where = "the threaded scheduler"
     print(
         f"{res.method}: {len(res)} of {info['n']} points ({res.kind} weights), KSD {ksd}, "
-        f"{info['time_s']:.2f} s, {info['n_blocks']} blocks on {where}{dropped} -> {out}"
+        f"{info['time_s']:.2f} s, {info['n_blocks']} blocks on {where}{dropped}{dest}"
     )
     return 0
 
@@ -488,7 +525,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="also save the simulated chain (X, S, ...) for `stein-coreset compress FILE.npz`",
     )
-    demo.add_argument("--progress", action="store_true", help="show progress bars")
+    demo.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="progress on stderr (default: on when stderr is a terminal)",
+    )
     demo.set_defaults(func=_cmd_demo)
 
     comp = sub.add_parser(
@@ -514,7 +554,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     comp.add_argument("--method", required=True, help="method name (see `stein-coreset methods`)")
     comp.add_argument("--size", type=int, required=True, help="coreset size")
-    comp.add_argument("--out", default="coreset.npz", help="output .npz (default coreset.npz)")
+    comp.add_argument(
+        "--out", default="coreset.npz",
+        help="output .npz (default coreset.npz); '-' (or /dev/null): print the summary only",
+    )
+    comp.add_argument("--force", action="store_true",
+                      help="replace an existing --out file (refused by default)")
     comp.add_argument("--rank", type=int, default=None, help="rank of the low-rank methods")
     comp.add_argument(
         "--bandwidth",
@@ -566,7 +611,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="method-specific option, repeatable (e.g. --option tau=0.4)",
     )
-    comp.add_argument("--progress", action="store_true", help="show a progress bar")
+    comp.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help="progress on stderr (default: on when stderr is a terminal)",
+    )
     dist = comp.add_argument_group(
         "distributed (stein_coreset.distributed, extra 'dask'; docs/distributed.md)"
     )

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _array_api as aa
 from . import _validation as val
+from ._progress import resolve as resolve_progress
 from ._progress import stage
 from ._threads import effective_n_threads
 from .diagnostics import check_orientation, check_scores
@@ -137,9 +138,34 @@ class Coreset:
     def __len__(self):
         return int(self.indices.shape[0])
 
+    def summary(self) -> str:
+        """One line on what the run did: the result, then each stage's KSD in order and which
+        candidate won (``info["stages"]``), and the input diagnostics' suspect if any."""
+        k = "n/a (no scores)" if self.ksd is None else f"{self.ksd:.4g}"
+        line = f"{self.method}: {len(self)} points ({self.kind} weights), KSD {k}"
+        stages = self.info.get("stages")
+        if stages:
+            parts = []
+            for name, st in stages.items():
+                if name == "winner":
+                    continue
+                v = st.get("ksd")
+                parts.append(f"{name} {'n/a' if v is None else f'{v:.3g}'}")
+            line += f"; stages: {', '.join(parts)}; {stages['winner']} won"
+        suspect = (self.info.get("diagnostics") or {}).get("suspect")
+        if suspect:
+            line += f"; WARNING: the scores look {suspect} (info['diagnostics'])"
+        return line
+
     def __repr__(self):
         k = "None" if self.ksd is None else f"{self.ksd:.4g}"
         extra = "" if self.draws is None else f", draws={int(self.draws.shape[0])}"
+        stages = self.info.get("stages")
+        if stages:
+            extra += f", winner={stages['winner']!r}"
+        suspect = (self.info.get("diagnostics") or {}).get("suspect")
+        if suspect:
+            extra += f", suspect={suspect!r}"
         return (
             f"Coreset(method={self.method!r}, kind={self.kind!r}, size={len(self)}{extra}, "
             f"ksd={k})"
@@ -340,7 +366,7 @@ def compress(
     weights=None,
     rank: int | None = None,
     seed=None,
-    progress: bool = False,
+    progress: bool | None = None,
     nan_policy: str = "raise",
     n_threads: int | None = None,
     tau: float | None = None,
@@ -381,8 +407,9 @@ def compress(
         0.5 at equal KSD); 0.5 (the size) for the RT / CT counts of sr, sc, rt, ct. An explicit
         ``rank`` wins.
     seed : None, int >= 0 or numpy.random.Generator, optional
-    progress : bool
-        Show progress on long runs.
+    progress : bool or None
+        Progress on stderr for the stages longer than half a second. Default ``None``: on when
+        stderr is a terminal, silent otherwise (pipes, files, CI).
     nan_policy : {"raise", "omit"}
         "omit" drops rows with NaN/inf in X or S and reports the count in ``res.info``.
     n_threads : int, optional
@@ -418,7 +445,7 @@ def compress(
             )
         tau = val.check_real(tau, "tau", lo=0.0, hi=1.0, lo_open=True)
     rng = val.check_random_state(seed, "seed")
-    progress = val.check_bool(progress, "progress")
+    progress = resolve_progress(progress)
     val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
     n_threads = effective_n_threads(n_threads)
     if weights is not None and not spec.takes_weights:

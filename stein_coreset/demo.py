@@ -133,15 +133,21 @@ def run_demo(
     plot: str | None = None,
     no_curves: bool = False,
     save_chain: str | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> int:
     """Simulate a biased chain, compress it with each method, print the table (and plot).
+
+    ``progress``: bars on stderr for the simulation and the long methods (default: on when
+    stderr is a terminal).
 
     Returns the exit code: 0, or 1 when a method failed (the others still run).
     Raises :class:`DemoError` on a bad argument, before any simulation.
     """
     import stein_coreset as sc
 
+    from ._progress import resolve as resolve_progress
+
+    progress = resolve_progress(progress)
     plt = require_matplotlib() if plot else None
     for flag, path in (("--plot", plot), ("--save-chain", save_chain)):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):

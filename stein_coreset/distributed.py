@@ -417,7 +417,8 @@ def compress(
     children = ss.spawn(n_blocks + n_nodes)
     seeds = [int(c.generate_state(1, np.uint64)[0]) for c in children]
 
-    opts = dict(options, n_threads=n_threads)
+    # one bar per task would interleave on the driver's terminal: the tasks run silent
+    opts = dict(options, n_threads=n_threads, progress=False)
     # Task keys name every input of this call: Dask hands out a key's result if the cluster
     # still holds it, so two calls on one cluster (st then skt with one seed, say) must share a
     # key only when they compute the same thing. Named by seed and index alone, a second call

@@ -657,3 +657,62 @@ def test_a_corrupt_input_file_is_a_one_line_error_naming_the_file(sample, capsys
                            "--method", "st", "--size", 5, "--out", d / "o.npz"], capsys)
         line = _one_line_error(rc, err)
         assert kind in line and needle in line
+
+
+# --- trust at the boundary: output files, misuse warnings, the stages line -------------------
+
+
+@pytest.fixture
+def chain_files(tmp_path):
+    """A 3-d Gaussian chain (mean [1, -2, 0.5]) with its exact scores, as .npy files."""
+    rng = np.random.default_rng(0)
+    mean = np.array([1.0, -2.0, 0.5])
+    X = mean + rng.standard_normal((1000, 3))
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "s.npy", -(X - mean))
+    return tmp_path
+
+
+@pytest.mark.parametrize("out", ["-", os.devnull])
+def test_out_dash_or_devnull_prints_the_summary_and_writes_nothing(chain_files, capsys, out,
+                                                                   monkeypatch):
+    monkeypatch.chdir(chain_files)
+    before = set(os.listdir(chain_files))
+    rc, stdout, _ = _run(["compress", "x.npy", "--scores", "s.npy", "--method", "skt",
+                          "--size", 16, "--out", out], capsys)
+    assert rc == 0
+    assert "skt: " in stdout and "->" not in stdout
+    assert "stages (KSD): stein_thinning" in stdout and " won" in stdout
+    assert set(os.listdir(chain_files)) == before
+    assert not os.path.exists(os.devnull + ".npz")
+
+
+def test_an_existing_output_is_replaced_only_with_force(chain_files, capsys):
+    out = chain_files / "c.npz"
+    out.write_bytes(b"keep me")
+    argv = ["compress", chain_files / "x.npy", "--scores", chain_files / "s.npy",
+            "--method", "st", "--size", 8, "--out", out]
+    rc, _, err = _run(argv, capsys)
+    line = _one_line_error(rc, err)
+    assert "exists" in line and "--force" in line
+    assert out.read_bytes() == b"keep me"
+    rc, stdout, _ = _run([*argv, "--force"], capsys)
+    assert rc == 0 and f"-> {out}" in stdout
+    assert _load(out)["indices"].size >= 1
+
+
+def test_swapped_files_warn_on_one_line_naming_the_swap(chain_files, capsys):
+    rc, _, err = _run(["compress", chain_files / "s.npy", "--scores", chain_files / "x.npy",
+                       "--method", "skt", "--size", 16, "--out", "-"], capsys)
+    assert rc == 0
+    lines = [ln for ln in err.splitlines() if ln.startswith("stein-coreset: warning:")]
+    assert len(lines) == 1 and "swapped" in lines[0]
+
+
+def test_a_transposed_input_is_refused_with_a_hint(tmp_path, capsys):
+    X = np.random.default_rng(0).standard_normal((3, 500))
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "s.npy", -X)
+    rc, _, err = _run(["compress", tmp_path / "x.npy", "--scores", tmp_path / "s.npy",
+                       "--method", "skt", "--size", 2, "--out", "-"], capsys)
+    assert "transpose" in _one_line_error(rc, err)

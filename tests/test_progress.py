@@ -1,4 +1,7 @@
-"""progress=True says what runs before a long stage starts and when it ends (issue 26)."""
+"""progress=True says what runs before a long stage starts and when it ends; progress=None is
+"on a terminal"."""
+
+import sys
 
 import numpy as np
 
@@ -92,3 +95,29 @@ def test_short_stages_draw_no_bar(capsys):
     sc.compress(X, -X, size=8, method="skt", progress=True, seed=0)
     err = capsys.readouterr().err
     assert "KT-SPLIT" not in err and "skt done in" in err
+
+
+def test_progress_none_follows_whether_stderr_is_a_terminal(monkeypatch):
+    class Tty:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    monkeypatch.setattr(sys, "stderr", Tty(True))
+    assert _progress.resolve(None) is True
+    monkeypatch.setattr(sys, "stderr", Tty(False))
+    assert _progress.resolve(None) is False
+    assert _progress.resolve(True) is True
+    with pytest.raises(TypeError, match="progress"):
+        _progress.resolve("yes")
+
+
+def test_plain_bar_names_its_unit_and_scales_kernel_entries(monkeypatch, capsys):
+    monkeypatch.setattr(_progress, "DELAY_S", 0.0)
+    bar = _progress._Plain("KT-SPLIT", 534_752_192, "entries")
+    bar.update(42_795_126)
+    bar.close()
+    err = capsys.readouterr().err
+    assert "KT-SPLIT: 42.8M/534.8M kernel entries (8%" in err

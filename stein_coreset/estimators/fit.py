@@ -331,7 +331,8 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
             converged = False
             message = (f"stalled where the loss ({final:.6g}) is above its value at theta0 "
                        f"({start:.6g}): the steps overshot; lower lr")
-    if optimizer in ("riemannian_sgd", "sgd") and np.all(res.history == theta0):
+    if (optimizer in ("riemannian_sgd", "sgd") and np.all(res.history == theta0)
+            and (converged or message == res.message)):  # a flat loss says so itself
         converged = False
         message = ("theta never moved from theta0: every step was rejected (it left the "
                    "parameter domain); lower lr")

@@ -319,7 +319,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     if converged and not (math.isfinite(final) and np.all(np.isfinite(theta))):
         converged, message = False, f"the full-data loss at theta is {final}"
     info_h = np.asarray(aa.to_host(info))
-    if converged and not (np.all(np.isfinite(info_h)) and np.any(info_h != 0)):
+    if res.excursion is None and not (np.all(np.isfinite(info_h)) and np.any(info_h != 0)):
         # every term of the loss is 0 near theta (IMQ(1) against X ~ 1e149): stationary, but
         # theta is not identified by the data
         converged = False

@@ -1,4 +1,4 @@
-"""compress_trace: a PyMC trace in, a debiased InferenceData out (issues 14, 26).
+"""compress_trace: a PyMC trace in, a debiased InferenceData out that ArviZ cannot misread.
 
 Runs on PyMC 5 + ArviZ 0.x (InferenceData) and on PyMC 6 + ArviZ >= 1.1 (DataTree): the tests
 read groups through ``stein_coreset.integrations.arviz.get_group`` only."""
@@ -129,30 +129,109 @@ def test_unconstrained_draws_map_back_to_the_trace(model, trace):
     np.testing.assert_allclose(back["u"][14:], post["u"].values[1], rtol=1e-10)
 
 
-def test_weighted_result_keeps_weights_outside_the_posterior_variables(model, trace):
+def hand_coreset(trace, model, size, method, seed):
+    """The same compression done by hand: trace_scores, then sc.compress with the same seed
+    stream, the support mapped back through the model's backward transform."""
+    import stein_coreset as sc
+
+    ts = trace_scores(trace, model)
+    res = sc.compress(ts.X, ts.S, size=size, method=method, seed=np.random.default_rng(seed))
+    pts = dict(zip(ts.functions.names,
+                   ts.functions.to_constrained(ts.X[np.asarray(res.indices)]), strict=True))
+    return res, np.asarray(res.weights), pts
+
+
+def test_weighted_support_keeps_its_weights_and_sources_in_the_coreset_group(model, trace):
     out = compress_trace(trace, model, size=5, method="sr", random_seed=1)
     post, cs = get_group(out, "posterior"), get_group(out, "coreset")
-    assert "coreset_weight" not in post.data_vars and "weight" in cs.data_vars
-    assert post.sizes["chain"] == 1 and post.sizes["draw"] <= 5
-    assert post["W"].shape[2:] == (2, 3) and post["p"].shape[2:] == (3,)
+    assert "coreset_weight" not in post.data_vars and "weight" not in post.data_vars
+    assert cs["weight"].dims == ("point",) and cs.sizes["point"] <= 5
+    assert cs["W"].shape[1:] == (2, 3) and post["p"].shape[2:] == (3,)
     np.testing.assert_allclose(cs["weight"].values.sum(), 1.0)
     np.testing.assert_allclose(post["p"].values.sum(axis=-1), 1.0)
     a = post.attrs
     assert a["stein_coreset_method"] == "sr" and a["ksd"] > 0 and a["n_input"] == 20
-    assert a["coreset_kind"] == "simplex"
+    assert a["coreset_kind"] == "simplex" and a["coreset_size"] == cs.sizes["point"]
     assert a["time_scores_s"] >= 0 and a["time_compress_s"] >= 0
     # every point is a source draw: free variables (backward transform) and the deterministic
-    src = zip(
-        cs["source_chain"].values[0], cs["source_draw"].values[0], cs["source_warmup"].values[0],
-        strict=True,
-    )
+    src = zip(cs["source_chain"].values, cs["source_draw"].values, cs["source_warmup"].values,
+              strict=True)
     for j, (c, d, w) in enumerate(src):
         g = get_group(trace, "warmup_posterior" if w else "posterior")
-        np.testing.assert_allclose(post["W"].values[0, j], g["W"].values[c, d], rtol=1e-10)
-        np.testing.assert_allclose(post["t"].values[0, j], g["t"].values[c, d], rtol=1e-12)
-    # the weighted mean is what the weights say
-    want = float(np.sum(cs["weight"].values * post["s"].values))
-    assert float(weighted_mean(out, "s")["s"]) == pytest.approx(want, rel=1e-12)
+        np.testing.assert_allclose(cs["W"].values[j], g["W"].values[c, d], rtol=1e-10)
+        np.testing.assert_allclose(cs["t"].values[j], g["t"].values[c, d], rtol=1e-12)
+    # the weighted mean is what the weights of the method say
+    res, w, pts = hand_coreset(trace, model, 5, "sr", 1)
+    np.testing.assert_allclose(cs["weight"].values, w, rtol=1e-12)
+    assert float(weighted_mean(out, "s")["s"]) == pytest.approx(float(w @ pts["s"]), rel=1e-12)
+
+
+def test_simplex_posterior_is_an_equal_weight_resample_of_the_weighted_support(model, trace):
+    out = compress_trace(trace, model, size=5, method="sr", random_seed=1, draws=200)
+    post, cs = get_group(out, "posterior"), get_group(out, "coreset")
+    assert post.sizes["chain"] * post.sizes["draw"] == 200
+    assert post.attrs["resampled_equal"] == 1 and post.attrs["posterior_draws"] == 200
+    assert "resample" in post.attrs["posterior_is"]
+    dp = cs["draw_point"].values.ravel()
+    for name in ("s", "W", "t"):  # each draw is one of the support points
+        np.testing.assert_array_equal(
+            post[name].values.reshape((200,) + cs[name].shape[1:]), cs[name].values[dp]
+        )
+    share = np.bincount(dp, minlength=cs.sizes["point"]) / 200
+    assert np.max(np.abs(share - cs["weight"].values)) <= 2 / 200 + 1e-12
+    # so plain az.summary of the posterior follows the weighted mean to resampling error
+    summ = az.summary(out, var_names=["s"], kind="stats", round_to="none")
+    want = float(weighted_mean(out, "s")["s"])
+    spread = float(np.ptp(cs["s"].values))
+    assert abs(float(summ["mean"].iloc[0]) - want) <= 2 * cs.sizes["point"] / 200 * spread
+    # the default: 1000 draws (pm.sample's default), or size if larger
+    default = compress_trace(trace, model, size=5, method="sr", random_seed=1)
+    assert get_group(default, "posterior").attrs["posterior_draws"] == 1000
+
+
+def test_signed_weights_give_no_posterior_draws_but_their_weighted_support(model, trace):
+    from stein_coreset.integrations.arviz import summary
+
+    out = compress_trace(trace, model, size=6, method="sc", random_seed=3)
+    assert not has_group(out, "posterior") and not has_group(out, "sample_stats")
+    cs = get_group(out, "coreset")
+    assert cs.attrs["coreset_kind"] == "constant" and cs.attrs["posterior_draws"] == 0
+    assert "signed" in cs.attrs["posterior_is"] and "summary" in cs.attrs["posterior_is"]
+    res, w, pts = hand_coreset(trace, model, 6, "sc", 3)
+    np.testing.assert_allclose(cs["weight"].values, w, rtol=1e-12)
+    got = summary(out, var_names=["s", "b"])
+    np.testing.assert_allclose(got["mean"].to_numpy(), [w @ pts["s"], w @ pts["b"]], rtol=1e-12)
+    # ArviZ refuses it rather than reading signed weights as draws
+    with pytest.raises((ValueError, KeyError, AttributeError, TypeError)):
+        az.summary(out)
+
+
+def test_documented_summary_is_the_weighted_truth_with_no_mcmc_diagnostics(model, trace):
+    from stein_coreset.integrations.arviz import summary
+
+    out = compress_trace(trace, model, size=5, method="sr", random_seed=1)
+    got = summary(out, var_names=["s", "u"])
+    assert list(got.columns) == ["mean", "sd", "eti_3%", "eti_97%"]
+    res, w, pts = hand_coreset(trace, model, 5, "sr", 1)
+    for name in ("s", "u"):
+        x, row = pts[name], got.loc[name]
+        mean = w @ x
+        assert row["mean"] == pytest.approx(mean, rel=1e-12)
+        assert row["sd"] == pytest.approx(np.sqrt(w @ (x - mean) ** 2), rel=1e-12)
+        assert x.min() <= row["eti_3%"] <= mean <= row["eti_97%"] <= x.max()
+
+
+def test_arviz_prints_no_ess_mcse_or_rhat_for_a_coreset(model, trace):
+    from stein_coreset.integrations.arviz import summary
+
+    out = compress_trace(trace, model, size=8, method="skt", random_seed=0)
+    full = az.summary(out, var_names=["s", "b"], round_to="none")
+    diag = [c for c in full.columns if c.startswith(("ess", "mcse", "r_hat"))]
+    assert len(diag) >= 3 and full[diag].isna().all().all(), full
+    # its means are the coreset's (equal weights, repeats kept) and the documented call agrees
+    ours = summary(out, var_names=["s", "b"])
+    np.testing.assert_allclose(full["mean"].to_numpy(), ours["mean"].to_numpy(), rtol=1e-12)
+    assert list(full.index) == list(ours.index)
 
 
 def test_equal_result_is_size_draws_with_repeats_and_summary_means_are_weighted_means(
@@ -160,8 +239,9 @@ def test_equal_result_is_size_draws_with_repeats_and_summary_means_are_weighted_
 ):
     out = compress_trace(trace, model, size=8, method="skt", random_seed=0)
     post, cs = get_group(out, "posterior"), get_group(out, "coreset")
-    assert post.sizes["draw"] == 8 and "coreset_weight" not in post.data_vars
-    np.testing.assert_allclose(cs["weight"].values, 1 / 8)
+    assert post.sizes["chain"] * post.sizes["draw"] == 8 and "weight" not in post.data_vars
+    counts = np.bincount(cs["draw_point"].values.ravel(), minlength=cs.sizes["point"])
+    np.testing.assert_allclose(cs["weight"].values, counts / 8, rtol=1e-12)
     summ = az.summary(out, var_names=["s", "b"], kind="stats", round_to="none")
     wm = weighted_mean(out, ["s", "b"])
     np.testing.assert_allclose(summ["mean"].to_numpy(), [float(wm["s"]), float(wm["b"])],
@@ -191,10 +271,10 @@ def test_sample_stats_of_the_kept_draws_are_carried_over(model, trace):
     idata = to_idata(groups, like=trace)
     out = compress_trace(idata, model, size=6, method="skt", random_seed=0)
     ss, cs = get_group(out, "sample_stats"), get_group(out, "coreset")
-    for j in range(6):
-        c, d = int(cs["source_chain"][0, j]), int(cs["source_draw"][0, j])
-        src = wstats if cs["source_warmup"][0, j] else stats
-        assert ss["energy"].values[0, j] == src["energy"][c, d]
+    for j, p in enumerate(cs["draw_point"].values.ravel()):
+        c, d = int(cs["source_chain"][p]), int(cs["source_draw"][p])
+        src = wstats if cs["source_warmup"][p] else stats
+        assert ss["energy"].values.ravel()[j] == src["energy"][c, d]
 
 
 def test_the_result_round_trips_through_netcdf(model, trace, tmp_path):
@@ -223,15 +303,17 @@ def test_a_datatree_trace_gives_a_datatree_coreset(model, trace):
     assert out["posterior"].attrs["n_input"] == 20
 
 
-def test_resample_equal_gives_equal_weights_deterministically_for_a_seed(model, trace):
-    a = compress_trace(trace, model, size=6, method="sr", random_seed=3, resample_equal=True)
-    b = compress_trace(trace, model, size=6, method="sr", random_seed=3, resample_equal=True)
-    np.testing.assert_allclose(get_group(a, "coreset")["weight"].values, 1 / 6)
-    assert get_group(a, "posterior").sizes["draw"] == 6
+def test_the_resample_is_deterministic_for_a_seed_and_resample_equal_refuses_signed(
+    model, trace
+):
+    a = compress_trace(trace, model, size=6, method="sr", random_seed=3, draws=6)
+    b = compress_trace(trace, model, size=6, method="sr", random_seed=3, draws=6,
+                       resample_equal=True)
+    assert get_group(a, "posterior").attrs["posterior_draws"] == 6
     np.testing.assert_array_equal(
         get_group(a, "posterior")["W"].values, get_group(b, "posterior")["W"].values
     )
-    assert get_group(a, "posterior").attrs["coreset_kind"] == "equal"
+    assert get_group(a, "posterior").attrs["coreset_kind"] == "simplex"
     with pytest.raises(ValueError, match="signed"):
         compress_trace(trace, model, size=6, method="sc", random_seed=3, resample_equal=True)
 
@@ -273,6 +355,84 @@ def test_nan_gradients_raise_or_are_dropped_and_counted():
     out = compress_trace(idata, bad, size=3, method="st", nan_policy="omit")
     assert get_group(out, "posterior").attrs["n_dropped"] == 2
     assert (get_group(out, "posterior")["x"].values < 1.5).all()
+
+
+# ---- what happened: the warm-up, the compile, feedback -----------------------------------------
+
+
+def test_a_trace_without_warmup_gets_a_note_naming_discard_tuned_samples(model, trace):
+    post = get_group(trace, "posterior").assign_attrs(tuning_steps=500)
+    no_warm = to_idata({"posterior": post}, like=trace)
+    a = get_group(compress_trace(no_warm, model, size=4, method="skt", random_seed=0),
+                  "posterior").attrs
+    assert a["n_warmup_input"] == 0
+    assert "500 tuning steps" in a["note_warmup"]
+    assert "discard_tuned_samples=False" in a["note_warmup"]
+    left_out = compress_trace(trace, model, size=4, method="skt", random_seed=0,
+                              include_warmup=False)
+    assert "include_warmup=False" in get_group(left_out, "posterior").attrs["note_warmup"]
+    kept = compress_trace(trace, model, size=4, method="skt", random_seed=0)
+    assert "note_warmup" not in get_group(kept, "posterior").attrs
+
+
+def test_the_warmup_note_is_said_with_the_progress_feedback(model, trace, capfd):
+    no_warm = to_idata({"posterior": get_group(trace, "posterior")}, like=trace)
+    compress_trace(no_warm, model, size=4, method="skt", random_seed=0, progress=True)
+    assert "no warm-up draws" in capfd.readouterr().err
+    compress_trace(no_warm, model, size=4, method="skt", random_seed=0)  # not a terminal
+    assert "warm-up" not in capfd.readouterr().err
+
+
+def tiny_model():
+    with pm.Model() as m:
+        pm.Normal("x", 0.0, 1.0)
+        pm.HalfNormal("h", 1.0)
+    rng = np.random.default_rng(0)
+    return m, from_dict(posterior={"x": rng.normal(size=(1, 12)),
+                                   "h": rng.gamma(2.0, size=(1, 12))})
+
+
+@pytest.fixture
+def slow_compile(monkeypatch):
+    """Every PyTensor compile of a compress_trace call takes 0.2 s more."""
+    import time
+
+    from stein_coreset.integrations.pymc import ModelFunctions
+
+    real = ModelFunctions._compile
+    calls = []
+
+    def slow(inputs, outputs):
+        calls.append(1)
+        time.sleep(0.2)
+        return real(inputs, outputs)
+
+    monkeypatch.setattr(ModelFunctions, "_compile", staticmethod(slow))
+    return calls
+
+
+def test_every_compile_counts_as_compile_time_and_none_as_scoring_time(slow_compile):
+    m, idata = tiny_model()  # a new model: nothing compiled yet
+    a = get_group(compress_trace(idata, m, size=4, method="st", random_seed=0), "posterior").attrs
+    n = len(slow_compile)
+    assert n >= 5  # forward, gradient and backward maps, per draw and batched
+    assert a["time_compile_s"] >= 0.2 * n
+    assert a["time_scores_s"] < 0.2 and a["time_transform_s"] < 0.2
+    # a second call on the same model compiles nothing
+    b = get_group(compress_trace(idata, m, size=4, method="st", random_seed=0), "posterior").attrs
+    assert len(slow_compile) == n and b["time_compile_s"] < 0.2
+
+
+def test_progress_says_when_the_model_compiles_and_is_silent_when_not_a_terminal(
+    slow_compile, capfd
+):
+    m, idata = tiny_model()
+    compress_trace(idata, m, size=4, method="st", random_seed=0)  # stderr is not a TTY here
+    assert "compiling" not in capfd.readouterr().err
+    m, idata = tiny_model()
+    compress_trace(idata, m, size=4, method="st", random_seed=0, progress=True)
+    err = capfd.readouterr().err
+    assert "compiling the model's gradient (PyTensor)" in err and "done in" in err
 
 
 # ---- the statistical check on a real, short PyMC run --------------------------------------------

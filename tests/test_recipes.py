@@ -1,5 +1,5 @@
-"""Every documented way of using an equal-weighted result gives the coreset's weighted mean
-(issue 26): a point picked k times out of m counts k times."""
+"""Every documented way of using an equal-weighted result gives the coreset's weighted mean:
+a point picked k times out of m counts k times."""
 
 import numpy as np
 import pytest

@@ -11,12 +11,16 @@ constrained space. PyMC, PyTensor, ArviZ and xarray are imported lazily.
 from __future__ import annotations
 
 import math
+import sys
+import threading
 import time
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _progress
 from . import arviz as _az
 
 __all__ = ["TraceScores", "trace_scores", "compress_trace", "ModelFunctions", "model_functions"]
@@ -61,6 +65,7 @@ class ModelFunctions:
         transforms = getattr(model, "rvs_to_transforms", {})
         self.transforms = [transforms.get(rv) for rv in self.free]
         ip = model.initial_point()
+        self._initial = [np.asarray(ip[name]) for name in self.value_names]
         self.value_shapes = [tuple(np.shape(ip[name])) for name in self.value_names]
         self.value_sizes = [int(np.prod(s, dtype=np.int64)) for s in self.value_shapes]
         self.d = int(sum(self.value_sizes))
@@ -122,31 +127,58 @@ class ModelFunctions:
                 self._batched[key] = None
         return self._batched[key]
 
-    def __call__(self, key: str, args: list, batch_size: int = 1024) -> list:
-        """Evaluate map ``key`` on batched inputs, each ``(n, *shape)``; list of ``(n, *shape)``."""
+    def __call__(
+        self, key: str, args: list, batch_size: int = 1024, progress: str | None = None
+    ) -> list:
+        """Evaluate map ``key`` on batched inputs, each ``(n, *shape)``; list of ``(n, *shape)``.
+        ``progress``: a label to show a bar over the batches (or draws) under."""
         n = int(args[0].shape[0])
         single = self.single(key)
         fn = self._batched_fn(key)
-        if fn is not None and key not in self.vectorized:
-            ok = False
+        if key not in self.vectorized:
+            self._check_vectorized(key, args)
+        if fn is not None and self.vectorized.get(key):
+            starts = range(0, n, batch_size)
+            if progress:
+                starts = _progress.progress_bar(starts, f"{progress} (batches of {batch_size})")
+            parts = [fn(*[a[i : i + batch_size] for a in args]) for i in starts]
+            return [np.concatenate([np.asarray(p[j]) for p in parts]) for j in range(len(parts[0]))]
+        self.vectorized[key] = False
+        draws = range(n)
+        if progress:
+            draws = _progress.progress_bar(draws, f"{progress} (draw by draw)")
+        rows = [single(*[a[i] for a in args]) for i in draws]
+        return [np.stack([np.asarray(r[j]) for r in rows]) for j in range(len(rows[0]))]
+
+    def _check_vectorized(self, key: str, args: list) -> None:
+        """Call the batched and the per-draw map ``key`` on the first row of ``args`` and set
+        ``vectorized[key]`` to whether they agree (False when there is no batched map)."""
+        fn, ok = self._batched_fn(key), False
+        if fn is not None:
             try:
                 got = fn(*[a[:1] for a in args])
-                want = single(*[a[0] for a in args])
+                want = self.single(key)(*[a[0] for a in args])
                 ok = all(
                     np.allclose(
                         np.asarray(g)[0], np.asarray(w), rtol=1e-10, atol=1e-12, equal_nan=True
                     )
                     for g, w in zip(got, want, strict=True)
                 )
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - any failure falls back to the per-draw loop
                 ok = False
-            self.vectorized[key] = ok
-        if fn is not None and self.vectorized.get(key):
-            parts = [fn(*[a[i : i + batch_size] for a in args]) for i in range(0, n, batch_size)]
-            return [np.concatenate([np.asarray(p[j]) for p in parts]) for j in range(len(parts[0]))]
-        self.vectorized[key] = False
-        rows = [single(*[a[i] for a in args]) for i in range(n)]
-        return [np.stack([np.asarray(r[j]) for r in rows]) for j in range(len(rows[0]))]
+        self.vectorized[key] = ok
+
+    def compile(self, keys=("forward", "dlogp", "backward")) -> None:
+        """Compile the per-draw and batched maps ``keys`` now and make their first call, at the
+        model's initial point (PyTensor 3 finishes building a function on its first call), so
+        that later evaluations time evaluation only. Each map once per model."""
+        for key in keys:
+            if key in self.vectorized:
+                continue
+            example = [v[None] for v in self._initial]
+            if key == "forward":  # takes constrained values
+                example = [np.asarray(v)[None] for v in self.single("backward")(*self._initial)]
+            self._check_vectorized(key, example)
 
     # flat views -------------------------------------------------------------------------------
     def split(self, X):
@@ -169,9 +201,9 @@ class ModelFunctions:
     def to_constrained(self, X, batch_size: int = 1024) -> list:
         return self("backward", self.split(X), batch_size)
 
-    def scores(self, X, batch_size: int = 1024) -> np.ndarray:
+    def scores(self, X, batch_size: int = 1024, progress: str | None = None) -> np.ndarray:
         """(n, d) gradients of the joint log density at the unconstrained rows of X."""
-        return self.join(self("dlogp", self.split(X), batch_size))
+        return self.join(self("dlogp", self.split(X), batch_size, progress))
 
     def logp(self, X, batch_size: int = 1024) -> np.ndarray:
         return np.asarray(self("logp", self.split(X), batch_size)[0]).reshape(-1)
@@ -198,6 +230,46 @@ def model_functions(model) -> ModelFunctions:
     fns = ModelFunctions(model)
     _CACHE[model] = (key, fns)
     return fns
+
+
+# ---- feedback ----------------------------------------------------------------------------------
+
+
+def _resolve_progress(progress) -> bool:
+    """``None``: on when stderr is a terminal (as PyMC's own bars); else the bool given."""
+    if progress is None:
+        stream = sys.stderr
+        return bool(getattr(stream, "isatty", lambda: False)())
+    from .. import _validation as val
+
+    return val.check_bool(progress, "progress")
+
+
+@contextmanager
+def _announce(message: str, enabled: bool):
+    """A stage that cannot count its work (a PyTensor compile): ``message ...`` on stderr once it
+    has run :data:`stein_coreset._progress.DELAY_S` seconds, and its time when it ends; nothing
+    for a shorter stage or when not ``enabled``."""
+    if not enabled:
+        yield
+        return
+    t0 = time.perf_counter()
+    shown = threading.Event()
+
+    def show():
+        shown.set()
+        _progress.stage(f"{message} ...")
+
+    timer = threading.Timer(_progress.DELAY_S, show)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()
+        if shown.is_set():
+            _progress.stage(f"{message}: done in {time.perf_counter() - t0:.1f} s")
 
 
 # ---- the trace in the unconstrained space --------------------------------------------------------
@@ -245,7 +317,12 @@ def _model_var_names(model) -> set:
 
 
 def trace_scores(
-    idata, model=None, *, include_warmup: bool = True, batch_size: int = 1024
+    idata,
+    model=None,
+    *,
+    include_warmup: bool = True,
+    batch_size: int = 1024,
+    progress: bool | None = None,
 ) -> TraceScores:
     """The draws of ``idata`` in ``model``'s unconstrained space and the model's scores there.
 
@@ -259,22 +336,32 @@ def trace_scores(
         Take the ``warmup_posterior`` group too, when it is present.
     batch_size : int
         Draws per call of the vectorised gradient.
+    progress : bool, optional
+        Say on stderr when PyTensor compiles (``time_compile_s``; ~1 s with a warm PyTensor
+        cache, tens of seconds on a cold one) and show a bar over the scoring batches, for
+        stages longer than half a second. Default: on when stderr is a terminal.
 
     Notes
     -----
-    Cost: one compiled forward-transform call and one compiled gradient call per batch of
-    ``batch_size`` draws (a loop over draws when the model's graph cannot be vectorised).
+    Cost: building and compiling the model's forward-transform, gradient and backward-transform
+    graphs once per model (``time_compile_s``; later calls on the same model reuse them), then
+    one compiled forward-transform call and one compiled gradient call per batch of
+    ``batch_size`` draws (a loop over draws when the model's graph cannot be vectorised):
+    ``time_transform_s`` and ``time_scores_s``.
     """
     from .. import _validation as val
 
     model = _check_model(model)
     batch_size = val.check_int(batch_size, "batch_size", lo=1)
     include_warmup = val.check_bool(include_warmup, "include_warmup")
+    progress = _resolve_progress(progress)
     post = _az.get_group(idata, "posterior")
     groups = ["posterior"]
     if include_warmup and _az.has_group(idata, "warmup_posterior"):
         groups = ["warmup_posterior", "posterior"]
-    fns = model_functions(model)
+    tc = time.perf_counter()
+    fns = model_functions(model)  # graph building: part of the one-off cost, as the compile
+    t_build = time.perf_counter() - tc
     known = _model_var_names(model)
     extra = [v for v in post.data_vars if v not in known]
     if extra:
@@ -289,10 +376,11 @@ def trace_scores(
             f"({list(post.data_vars)})"
         )
     tc = time.perf_counter()
-    for key in ("forward", "dlogp"):  # compile (or fetch from cache) before timing evaluation
-        fns.single(key)
-        fns._batched_fn(key)
-    t_compile = time.perf_counter() - tc
+    # compile (or fetch from the per-model cache) before timing evaluation; the backward map
+    # too, so that a compress_trace call compiles in one stage
+    with _announce("compress_trace: compiling the model's gradient (PyTensor)", progress):
+        fns.compile()
+    t_compile = t_build + time.perf_counter() - tc
     t0 = time.perf_counter()
     blocks, src_group, src_chain, src_draw = [], [], [], []
     datasets = {g: _az.get_group(idata, g) for g in groups}
@@ -316,7 +404,7 @@ def trace_scores(
     constrained = [np.concatenate([b[j] for b in blocks]) for j in range(len(fns.names))]
     X = fns.to_unconstrained(constrained, batch_size)
     t1 = time.perf_counter()
-    S = fns.scores(X, batch_size)
+    S = fns.scores(X, batch_size, progress=f"scores of {X.shape[0]} draws" if progress else None)
     t2 = time.perf_counter()
     return TraceScores(
         X=X,
@@ -331,6 +419,10 @@ def trace_scores(
     )
 
 
+#: Equal-weight draws a simplex result's posterior resamples by default (``pm.sample``'s draws).
+_DEFAULT_DRAWS = 1000
+
+
 # ---- compress_trace ----------------------------------------------------------------------------
 
 
@@ -343,13 +435,15 @@ def compress_trace(
     random_seed=None,
     var_names=None,
     include_warmup: bool = True,
+    draws: int | None = None,
     resample_equal: bool = False,
     nan_policy: str = "raise",
     batch_size: int = 1024,
+    progress: bool | None = None,
     seed=None,
     **compress_options,
 ):
-    """Compress a PyMC trace to a debiased ``InferenceData`` that ArviZ summarises correctly.
+    """Compress a PyMC trace to a debiased ``InferenceData`` that ArviZ cannot misread.
 
     Parameters
     ----------
@@ -361,7 +455,7 @@ def compress_trace(
         Coreset size m.
     method : str
         A :func:`stein_coreset.compress` method: "st", "skt", "lskt" (equal weights), "sr",
-        "lsr" (simplex), "sc", "lsc" (signed), or a baseline ("standard", "kt", ...).
+        "lsr" (simplex), "sc", "lsc" (signed), or a baseline ("standard", "kt", "rt", "ct", ...).
     random_seed : None, int or numpy.random.Generator
         As in ``pm.sample``. ``seed`` is accepted as an alias.
     var_names : list of str, optional
@@ -369,14 +463,26 @@ def compress_trace(
         every free variable of the model.
     include_warmup : bool
         Compress the ``warmup_posterior`` draws too (default), when the trace kept them.
+    draws : int, optional
+        Simplex weights only: the number of equal-weight draws the posterior group resamples
+        from the weighted coreset (default: 1000, ``pm.sample``'s default, or ``size`` if
+        larger). Each point's share of the draws is within about 1/draws of its weight, so
+        ``az.summary`` of the draws follows the weighted figures to resampling error (eight
+        schools, size 40: 0.7-1.1 in one mean with 40 draws, 0.02-0.03 with 1000); the exact figures
+        are the weighted ones of :func:`stein_coreset.integrations.arviz.summary`.
     resample_equal : bool
-        Turn simplex weights into ``size`` equally weighted draws (App. E.3, stratified
-        residual resampling; deterministic for a seed), for tools that ignore weights.
+        Kept for compatibility: a simplex result's posterior is always its equal-weight
+        resample. ``True`` refuses signed weights (``ValueError``) instead of returning a
+        result without a posterior.
     nan_policy : {"raise", "omit"}
         Draws where the trace or the model's gradient is NaN/inf: error, or dropped and counted
         in ``attrs["n_dropped"]``.
     batch_size : int
         Draws per call of the compiled, vectorised gradient.
+    progress : bool, optional
+        Feedback on stderr for the stages longer than half a second: the PyTensor compile of
+        the first call on a model (``time_compile_s``), the scoring batches and the
+        compression. Default: on when stderr is a terminal, as PyMC's bars.
     **compress_options
         Passed to :func:`stein_coreset.compress` (``kernel``, ``rank``, ``tau``, ``n_threads``,
         method options).
@@ -385,28 +491,48 @@ def compress_trace(
     -------
     arviz.InferenceData (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ >= 1, or a DataTree in):
 
-    - ``posterior``: one chain; for an equal-weighted result (``st``, ``skt``, ``lskt``,
-      baselines, or ``resample_equal=True``) ``size`` draws, repeats kept, so ``az.summary``
-      and every plot are the coreset's; for simplex / signed weights one draw per support
-      point. Free variables are the backward-transformed coreset points, deterministics come
-      from the source draws; names, dims and coords are the trace's. No weight variable.
-    - ``coreset``: the weights ``weight`` (chain, draw) (1/size each for equal results; use them
-      for simplex / signed results: ``(w * post[v]).sum(("chain", "draw"))``), and the source
-      of every draw: ``source_chain``, ``source_draw``, ``source_warmup``.
-    - ``sample_stats``: the sampler statistics of the kept draws (from ``warmup_sample_stats``
-      for warm-up draws), when the trace has them.
+    - ``posterior``: equal-weight draws, so that every ArviZ summary and plot reads a sample:
+      for equal-weight methods (``st``, ``skt``, ``lskt``, ``standard``, ``kt``, ...) the
+      coreset's ``size`` draws, repeats kept; for simplex weights (``sr``, ``lsr``, ``rt``) an
+      equal-weight resample of ``draws`` draws from the weighted coreset (stratified residual
+      resampling, App. E.3, deterministic for a seed); for signed weights (``sc``, ``lsc``,
+      ``ct``) **no posterior group**: signed weights are not draws, and no tool that ignores
+      weights can use them (use :func:`stein_coreset.integrations.arviz.summary`,
+      :func:`~stein_coreset.integrations.arviz.weighted_mean` or the ``coreset`` group).
+      Each draw is its own chain of one draw (dims ``chain`` = draws, ``draw`` = 1): a coreset
+      is not a Markov chain, and in this layout ArviZ's ESS, MCSE and R-hat are NaN rather
+      than numbers that look meaningful. Free variables are the backward-transformed coreset
+      points, deterministics come from the source draws; names, dims and coords are the
+      trace's. No weight variable.
+    - ``coreset``: the weighted support, dim ``point``: the variables at each distinct point,
+      ``weight`` (summing to 1; counts/size for equal results; negative entries possible for
+      signed results), and the source of every point: ``source_chain``, ``source_draw``,
+      ``source_warmup``; ``draw_point`` (chain, draw) says which point each posterior draw is.
+    - ``sample_stats``: the sampler statistics of the posterior draws' sources (from
+      ``warmup_sample_stats`` for warm-up draws), when the trace has them and there is a
+      posterior.
     - ``observed_data``, ``constant_data``: carried over.
 
-    ``posterior.attrs`` (and ``coreset.attrs``) hold ``stein_coreset_method``, ``coreset_kind``,
-    ``ksd``, ``coreset_size``, ``n_input``, ``n_warmup_input``, ``n_dropped``,
-    ``time_compile_s`` / ``time_transform_s`` / ``time_scores_s`` / ``time_compress_s``,
-    ``bandwidth``, ``preconditioner``.
+    ``posterior.attrs`` and ``coreset.attrs`` hold ``stein_coreset_method``, ``coreset_kind``
+    (of the method's weights), ``ksd``, ``coreset_size`` (distinct points), ``posterior_draws``
+    (0 without a posterior), ``posterior_is`` (what the posterior group holds, in words),
+    ``n_input``, ``n_warmup_input``, ``n_dropped``, ``time_compile_s`` (building and
+    compiling the model's PyTensor functions: the first call on a model only),
+    ``time_transform_s``, ``time_scores_s`` (evaluating the compiled gradient),
+    ``time_compress_s``, ``scores_vectorized``, ``resampled_equal``, ``bandwidth``,
+    ``preconditioner``, and ``note_warmup`` when the compressed draws hold no warm-up
+    (the trace was sampled with ``discard_tuned_samples=True``, PyMC's default, or
+    ``include_warmup=False``): a note, also printed with the progress feedback, and not a
+    warning, since post-warm-up draws are a fine input; the debiased methods can use the
+    warm-up too.
 
     Notes
     -----
     Cost: scores as in :func:`trace_scores`, then the method's cost (``docs/choosing_a_method.md``).
-    ESS and R-hat of a coreset mean nothing (it is not a Markov chain): ``az.summary(...,
-    kind="stats")``.
+    :func:`stein_coreset.integrations.arviz.summary` gives the weighted mean, sd and interval
+    of every kind of result, with no MCMC diagnostics; ``az.summary(result, kind="stats")`` is
+    the plain summary of the posterior draws (exact for equal-weight methods, within
+    resampling error for simplex ones).
     """
     import xarray as xr
 
@@ -419,6 +545,10 @@ def compress_trace(
         random_seed = seed
     val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
     resample_equal = val.check_bool(resample_equal, "resample_equal")
+    include_warmup = val.check_bool(include_warmup, "include_warmup")
+    if draws is not None:
+        draws = val.check_int(draws, "draws", lo=1)
+    progress = _resolve_progress(progress)
     rng = val.check_random_state(random_seed, "random_seed")
     post = _az.get_group(idata, "posterior")
     if var_names is None:
@@ -430,7 +560,9 @@ def compress_trace(
             raise ValueError(
                 f"var_names: {missing} are not in the trace's posterior ({list(post.data_vars)})"
             )
-    ts = trace_scores(idata, model, include_warmup=include_warmup, batch_size=batch_size)
+    ts = trace_scores(
+        idata, model, include_warmup=include_warmup, batch_size=batch_size, progress=progress
+    )
     X, S = ts.X, ts.S
     bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(S).all(axis=1))
     n_bad = int(bad.sum())
@@ -443,30 +575,54 @@ def compress_trace(
         )
     t0 = time.perf_counter()
     res = compress(
-        X, S, size=size, method=method, seed=rng, nan_policy=nan_policy, **compress_options
+        X, S, size=size, method=method, seed=rng, nan_policy=nan_policy, progress=progress,
+        **compress_options,
     )
     t_compress = time.perf_counter() - t0
     kind = res.kind
-    if resample_equal and kind != "equal":
-        if kind == "constant":
-            raise ValueError(
-                f"resample_equal: method {method!r} returned signed ('constant') weights, "
-                "which cannot be resampled; use a method with simplex weights (sr, lsr) or "
-                "equal weights (st, skt, lskt)"
-            )
-        res = res.resample_equal(int(size), rng)
-    if res.kind == "equal":  # the sample view: the m draws, repeats kept
-        idx = np.asarray(res.draw_indices, dtype=np.int64)
-        w = np.full(idx.size, 1.0 / idx.size)
-    else:  # the support view: weights in the coreset group
-        idx = np.asarray(res.indices, dtype=np.int64)
-        w = np.asarray(res.weights, dtype=np.float64)
+    if resample_equal and kind == "constant":
+        raise ValueError(
+            f"resample_equal: method {method!r} returned signed ('constant') weights, "
+            "which cannot be resampled; use a method with simplex weights (sr, lsr) or "
+            "equal weights (st, skt, lskt)"
+        )
+    support = np.asarray(res.indices, dtype=np.int64)
+    w = np.asarray(res.weights, dtype=np.float64)
+    k = support.size
+    if kind == "equal":  # the sample: the m draws, repeats kept
+        rows = np.asarray(res.draw_indices, dtype=np.int64)
+        posterior_is = f"the coreset's {rows.size} draws (equal weights, repeats kept)"
+    elif kind == "simplex":  # an equal-weight resample of the weighted support
+        n_draws = max(_DEFAULT_DRAWS, int(size)) if draws is None else draws
+        rows = np.asarray(res.resample_equal(n_draws, rng).draw_indices, np.int64)
+        posterior_is = (
+            f"an equal-weight resample ({rows.size} draws, stratified residual resampling) of "
+            f"the {k}-point simplex-weighted coreset: its means are within resampling error of "
+            "the weighted ones; the exact weights are in the 'coreset' group "
+            "(stein_coreset.integrations.arviz.summary / weighted_mean read them)"
+        )
+    else:  # signed weights are not draws
+        rows = None
+        posterior_is = (
+            f"absent: method {method!r} gives signed weights, which are not draws, so no "
+            "posterior is offered to tools that ignore weights; use "
+            "stein_coreset.integrations.arviz.summary(result) or weighted_mean(result), or the "
+            "weighted points of the 'coreset' group"
+        )
+    draw_point = None
+    if rows is not None:
+        where = {int(r): j for j, r in enumerate(support)}
+        draw_point = np.array([where[int(r)] for r in rows], dtype=np.int64)
 
     fns = ts.functions
-    constrained = dict(zip(fns.names, fns.to_constrained(X[idx], batch_size), strict=True))
-    k = idx.size
-    src_group, src_chain, src_draw = ts.source_group[idx], ts.source_chain[idx], ts.source_draw[idx]
-    coords = {"chain": np.arange(1), "draw": np.arange(k)}
+    tc = time.perf_counter()
+    with _announce("compress_trace: compiling the model's backward transform", progress):
+        fns.compile(("backward",))  # compiled by trace_scores already, unless called alone
+    t_compile = ts.time_compile_s + time.perf_counter() - tc
+    constrained = dict(zip(fns.names, fns.to_constrained(X[support], batch_size), strict=True))
+    src_group, src_chain, src_draw = (
+        ts.source_group[support], ts.source_chain[support], ts.source_draw[support]
+    )
     groups = {g: _az.get_group(idata, g) for g in set(src_group.tolist())}
 
     def from_sources(group_of, name, template):
@@ -476,7 +632,10 @@ def compress_trace(
         ]
         return np.stack(vals) if k else np.empty((0,) + template.shape[2:], template.dtype)
 
-    data_vars = {}
+    m = 0 if rows is None else rows.size
+    cd = ("chain", "draw")
+    draw_coords = {"chain": np.arange(m), "draw": np.arange(1)}
+    point_vars, draw_vars, var_coords = {}, {}, {}
     for name in var_names:
         da = post[name].transpose("chain", "draw", ...)
         dims = tuple(da.dims[2:])
@@ -484,41 +643,60 @@ def compress_trace(
             vals = np.asarray(constrained[name]).reshape((k,) + da.shape[2:])
         else:  # deterministics: from the source draws
             vals = from_sources(groups, name, da)
-        data_vars[name] = (("chain", "draw") + dims, vals[None].astype(da.dtype, copy=False))
+        vals = vals.astype(da.dtype, copy=False)
+        point_vars[name] = (("point",) + dims, vals)
+        if draw_point is not None:
+            draw_vars[name] = (cd + dims, vals[draw_point][:, None])
         for dim in dims:
             if dim in post.coords:
-                coords[dim] = post.coords[dim].values
+                var_coords[dim] = post.coords[dim].values
+
+    n_warm = int((ts.source_group == "warmup_posterior").sum())
     attrs = {
         "stein_coreset_method": method,
-        "coreset_kind": res.kind,
+        "coreset_kind": kind,
         "ksd": float("nan") if res.ksd is None else float(res.ksd),
         "coreset_size": int(k),
+        "posterior_draws": int(m),
+        "posterior_is": posterior_is,
         "n_input": int(X.shape[0]),
-        "n_warmup_input": int((ts.source_group == "warmup_posterior").sum()),
+        "n_warmup_input": n_warm,
         "n_dropped": int(res.info.get("n_dropped", 0)),
         "time_transform_s": float(ts.time_transform_s),
-        "time_compile_s": float(ts.time_compile_s),
+        "time_compile_s": float(t_compile),
         "time_scores_s": float(ts.time_scores_s),
         "time_compress_s": float(t_compress),
         "scores_vectorized": int(bool(ts.functions.vectorized.get("dlogp", False))),
-        "resampled_equal": int(res.kind == "equal" and kind != "equal"),
+        "resampled_equal": int(kind == "simplex"),
         "bandwidth": float(res.info.get("bandwidth", math.nan)),
         "preconditioner": str(res.info.get("preconditioner", "")),
     }
-    out = {"posterior": xr.Dataset(data_vars, coords=coords, attrs=attrs)}
-    cd = ("chain", "draw")
-    out["coreset"] = xr.Dataset(
+    note = _warmup_note(idata, include_warmup, n_warm)
+    if note:  # not a warning: pm.sample discards the warm-up by default, a fine input
+        attrs["note_warmup"] = note
+        if progress:
+            _progress.stage(f"compress_trace: {note}")
+    out = {}
+    if draw_point is not None:
+        out["posterior"] = xr.Dataset(
+            draw_vars, coords={**draw_coords, **var_coords}, attrs=attrs
+        )
+    cs_vars = dict(point_vars)
+    cs_vars.update(
         {
-            "weight": (cd, w[None]),
-            "source_chain": (cd, src_chain[None]),
-            "source_draw": (cd, src_draw[None]),
-            "source_warmup": (cd, (src_group == "warmup_posterior").astype(np.int64)[None]),
-        },
-        coords={"chain": np.arange(1), "draw": np.arange(k)},
-        attrs=attrs,
+            "weight": (("point",), w),
+            "source_chain": (("point",), src_chain),
+            "source_draw": (("point",), src_draw),
+            "source_warmup": (("point",), (src_group == "warmup_posterior").astype(np.int64)),
+        }
     )
+    cs_coords = {"point": np.arange(k), **var_coords}
+    if draw_point is not None:
+        cs_vars["draw_point"] = (cd, draw_point[:, None])
+        cs_coords.update(draw_coords)
+    out["coreset"] = xr.Dataset(cs_vars, coords=cs_coords, attrs=attrs)
     stats = {"posterior": "sample_stats", "warmup_posterior": "warmup_sample_stats"}
-    if all(_az.has_group(idata, stats[g]) for g in groups):
+    if draw_point is not None and all(_az.has_group(idata, stats[g]) for g in groups):
         sgroups = {g: _az.get_group(idata, stats[g]) for g in groups}
         first = sgroups[next(iter(sgroups))]
         svars = {}
@@ -531,11 +709,38 @@ def compress_trace(
                     continue
                 da = da.transpose("chain", "draw", ...)
             vals = from_sources(sgroups, name, da)
-            svars[name] = (cd + tuple(da.dims[2:]), vals[None])
-        out["sample_stats"] = xr.Dataset(
-            svars, coords={"chain": np.arange(1), "draw": np.arange(k)}
-        )
+            svars[name] = (cd + tuple(da.dims[2:]), vals[draw_point][:, None])
+        out["sample_stats"] = xr.Dataset(svars, coords=draw_coords)
     for g in ("observed_data", "constant_data"):
         if _az.has_group(idata, g):
             out[g] = _az.get_group(idata, g)
     return _az.to_idata(out, like=idata)
+
+
+def _warmup_note(idata, include_warmup: bool, n_warm: int) -> str:
+    """Why the compressed draws hold no warm-up, in words ("" when they hold some)."""
+    if n_warm:
+        return ""
+    keep = (
+        "the debiased methods correct burn-in, so a trace sampled with "
+        "pm.sample(..., discard_tuned_samples=False) gives them its warm-up draws to choose "
+        "from as well"
+    )
+    if _az.has_group(idata, "warmup_posterior"):
+        if not include_warmup:
+            return f"the trace's warm-up draws were left out (include_warmup=False); {keep}"
+        return f"the trace's warm-up group is empty; {keep}"
+    tuning = None
+    for g in ("posterior", "sample_stats"):
+        if _az.has_group(idata, g):
+            tuning = _az.get_group(idata, g).attrs.get("tuning_steps", tuning)
+    if tuning:
+        return (
+            f"the trace has no warm-up draws: pm.sample ran {int(tuning)} tuning steps per "
+            f"chain and discarded them (discard_tuned_samples=True); only the post-warm-up "
+            f"draws were compressed; {keep}"
+        )
+    return (
+        "the trace has no warm-up draws (no 'warmup_posterior' group): only its post-warm-up "
+        f"draws were compressed; {keep}"
+    )

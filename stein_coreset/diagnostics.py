@@ -42,6 +42,7 @@ __all__ = [
     "check_scores",
     "check_orientation",
     "SIGN_FLIP_CORR",
+    "SIGN_FLIP_TRACE",
     "MISALIGNED_R2",
     "CORESET_MEAN_SCORE",
     "SWAP_MEAN_SCORE",
@@ -56,8 +57,11 @@ class DiagnosticWarning(UserWarning):
     category=stein_coreset.DiagnosticWarning)``."""
 
 
-#: ``stein_corr`` above this (and above its noise level): the scores point away from the bulk.
+#: ``stein_corr`` above its noise level and above this, or ``stein_trace`` above
+#: :data:`SIGN_FLIP_TRACE`: the scores point away from the bulk.
 SIGN_FLIP_CORR = 0.2
+#: Under P ``stein_trace`` is -1; a biased chain of a log-concave target keeps it negative.
+SIGN_FLIP_TRACE = 0.5
 #: ``linear_r2`` below this (or below 10 d / n): S is not a function of X's rows.
 MISALIGNED_R2 = 0.05
 #: ``mean_score`` of the debiased result above this: no weighting of X satisfies Stein's
@@ -164,7 +168,8 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
     -----
     The rules, in order (docs/diagnostics.md measures them):
 
-    1. input ``stein_corr`` > :data:`SIGN_FLIP_CORR` and beyond its noise: "sign-flipped";
+    1. input ``stein_corr`` beyond its noise (4 / sqrt(n)) and > :data:`SIGN_FLIP_CORR`, or
+       ``stein_trace`` > :data:`SIGN_FLIP_TRACE`: "sign-flipped";
     2. input ``linear_r2`` < :data:`MISALIGNED_R2` (or 10 d / n): "misaligned";
     3. the result's ``mean_score`` > :data:`CORESET_MEAN_SCORE`: "wrong target" (X and S
        swapped, or the scores of another density);
@@ -180,7 +185,8 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
         out["coreset"] = stein_residuals(
             xp.take(X, coreset_rows, axis=0), xp.take(S, coreset_rows, axis=0), coreset_weights
         )
-    if inp["stein_corr"] > max(SIGN_FLIP_CORR, noise):
+    if inp["stein_corr"] > noise and (inp["stein_corr"] > SIGN_FLIP_CORR
+                                      or inp["stein_trace"] > SIGN_FLIP_TRACE):
         out["suspect"] = "sign-flipped"
         msg = (
             f"S looks sign-flipped: the scores point away from the bulk of X (mean corr(s_j, "

@@ -198,3 +198,14 @@ def test_lskt_stages_name_the_compress_candidate(mala_chain):
     st = res.info["stages"]
     assert st["winner"] in ("kt_compress", "baseline")
     assert st["kt_swap"]["ksd"] == pytest.approx(res.ksd, rel=1e-8)
+
+
+def test_sign_flip_is_caught_by_the_trace_where_coordinates_correlate_weakly():
+    """A strongly correlated target: corr(s_j, x_j) is small (-0.14) but Stein's trace is -1,
+    so the flipped scores' trace (+1) names them (the Goodwin posterior is such a case)."""
+    target = datasets.Gaussian.correlated(d=4, rho=0.99)
+    X = target.sample(4096, 0)
+    r = stein_residuals(X, -target.score(X))
+    assert r["stein_corr"] < 0.2 < r["stein_trace"]
+    assert check_scores(X, -target.score(X), warn=False)["suspect"] == "sign-flipped"
+    assert check_scores(X, target.score(X), warn=False)["suspect"] is None

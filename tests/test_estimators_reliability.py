@@ -197,3 +197,16 @@ def test_sandwich_intervals_cover_the_truth_95_percent_of_the_time():
         hit.append(np.abs(f.theta - truth) <= 1.96 * f.stderr)
     cover = np.mean(hit, axis=0)
     assert np.all(cover >= 0.9) and np.all(cover <= 0.99), cover
+
+
+def test_a_smooth_fit_to_contaminated_data_is_not_called_a_kink_without_a_hessian():
+    """With stderr=False no Hessian is formed; twice the information tensor is the Hessian
+    only for a well-specified model, so under a Dirac contamination it must not be used to
+    call a smooth minimiser 'not smooth' (App. F.2's efficient DKSD, z = 5)."""
+    model = est.StudentT(nu=5.0, scale=1.0)
+    X = model.sample(500, [0.0], np.random.default_rng(0))
+    X[:80] = 5.0
+    f = est.fit(model, X, discrepancy="dksd", kernel=sc.IMQ(sigma=1.0),
+                diffusion=lambda x, t: 1.0 + (x[:, 0] - t[0]) ** 2, optimizer="lbfgs",
+                stderr=False)
+    assert f.converged, f.message

@@ -408,8 +408,9 @@ def compress(
         ``rank`` wins.
     seed : None, int >= 0 or numpy.random.Generator, optional
     progress : bool or None
-        Progress on stderr for the stages longer than half a second. Default ``None``: on when
-        stderr is a terminal, silent otherwise (pipes, files, CI).
+        ``True``: a line on stderr when the method starts and ends, and a bar for each stage
+        longer than half a second. Default ``None``: the bars alone when stderr is a terminal,
+        silent otherwise (pipes, files, CI). ``False``: silent.
     nan_policy : {"raise", "omit"}
         "omit" drops rows with NaN/inf in X or S and reports the count in ``res.info``.
     n_threads : int, optional
@@ -445,6 +446,7 @@ def compress(
             )
         tau = val.check_real(tau, "tau", lo=0.0, hi=1.0, lo_open=True)
     rng = val.check_random_state(seed, "seed")
+    announce = progress is True  # the stage lines when asked for; bars alone by default
     progress = resolve_progress(progress)
     val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
     n_threads = effective_n_threads(n_threads)
@@ -526,7 +528,7 @@ def compress(
     info.update(_kernel_info(kernel, stein))
 
     t0 = time.perf_counter()
-    if progress:
+    if announce:
         stage(f"stein_coreset.compress: {method} ({spec.summary}) on n = {n}, d = "
               f"{X.shape[1]}, size {size}, {n_threads} threads ...")
     args = dict(opts)
@@ -557,7 +559,7 @@ def compress(
     info.update(extra)
     info["n_threads"] = n_threads
     info["time_s"] = time.perf_counter() - t0
-    if progress:
+    if announce:
         stage(f"stein_coreset.compress: {method} done in {info['time_s']:.2f} s")
 
     local = np.asarray(idx, dtype=np.int64)

@@ -147,6 +147,7 @@ def run_demo(
 
     from ._progress import resolve as resolve_progress
 
+    methods_progress = progress  # None stays "bars on a terminal" for compress: no stage lines
     progress = resolve_progress(progress)
     plt = require_matplotlib() if plot else None
     for flag, path in (("--plot", plot), ("--save-chain", save_chain)):
@@ -226,7 +227,7 @@ def run_demo(
         size,
         kernel,
         seed,
-        progress=progress,
+        progress=methods_progress,
         on_row=lambda r: print(_fmt_row(r), flush=True),
     )
     if plt is not None:

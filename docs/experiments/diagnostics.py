@@ -100,21 +100,23 @@ def main(argv=None):
     print("| chain | " + " | ".join(MISUSES) + " |")
     print("|---" * (len(MISUSES) + 1) + "|")
     for cname, make in CHAINS.items():
-        row = []
-        for misuse in MISUSES.values():
-            hits, named = 0, {}
-            for seed in range(args.seeds):
-                X, S, target = make(args.n, seed)
+        hits = {m: 0 for m in MISUSES}
+        named = {m: {} for m in MISUSES}
+        for seed in range(args.seeds):
+            X, S, target = make(args.n, seed)  # one chain per seed, every misuse of it
+            for mname, misuse in MISUSES.items():
                 Xm, Sm = misuse(X, S, target, np.random.default_rng(100 + seed))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", sc.DiagnosticWarning)
                     res = sc.compress(Xm, Sm, args.size, args.method, seed=seed)
                 suspect = res.info["diagnostics"]["suspect"]
                 if suspect is not None:
-                    hits += 1
-                    named[suspect] = named.get(suspect, 0) + 1
-            what = ", ".join(f"{k} {v}" for k, v in sorted(named.items()))
-            row.append(f"{hits}/{args.seeds}" + (f" ({what})" if what else ""))
+                    hits[mname] += 1
+                    named[mname][suspect] = named[mname].get(suspect, 0) + 1
+        row = []
+        for mname in MISUSES:
+            what = ", ".join(f"{k} {v}" for k, v in sorted(named[mname].items()))
+            row.append(f"{hits[mname]}/{args.seeds}" + (f" ({what})" if what else ""))
         print(f"| {cname} | " + " | ".join(row) + " |", flush=True)
     print(f"({time.perf_counter() - t0:.0f} s)")
 

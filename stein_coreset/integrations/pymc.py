@@ -11,7 +11,6 @@ constrained space. PyMC, PyTensor, ArviZ and xarray are imported lazily.
 from __future__ import annotations
 
 import math
-import sys
 import threading
 import time
 import weakref
@@ -235,16 +234,6 @@ def model_functions(model) -> ModelFunctions:
 # ---- feedback ----------------------------------------------------------------------------------
 
 
-def _resolve_progress(progress) -> bool:
-    """``None``: on when stderr is a terminal (as PyMC's own bars); else the bool given."""
-    if progress is None:
-        stream = sys.stderr
-        return bool(getattr(stream, "isatty", lambda: False)())
-    from .. import _validation as val
-
-    return val.check_bool(progress, "progress")
-
-
 @contextmanager
 def _announce(message: str, enabled: bool):
     """A stage that cannot count its work (a PyTensor compile): ``message ...`` on stderr once it
@@ -354,7 +343,7 @@ def trace_scores(
     model = _check_model(model)
     batch_size = val.check_int(batch_size, "batch_size", lo=1)
     include_warmup = val.check_bool(include_warmup, "include_warmup")
-    progress = _resolve_progress(progress)
+    progress = _progress.resolve(progress)
     post = _az.get_group(idata, "posterior")
     groups = ["posterior"]
     if include_warmup and _az.has_group(idata, "warmup_posterior"):
@@ -548,7 +537,7 @@ def compress_trace(
     include_warmup = val.check_bool(include_warmup, "include_warmup")
     if draws is not None:
         draws = val.check_int(draws, "draws", lo=1)
-    progress = _resolve_progress(progress)
+    progress = _progress.resolve(progress)
     rng = val.check_random_state(random_seed, "random_seed")
     post = _az.get_group(idata, "posterior")
     if var_names is None:

@@ -378,7 +378,7 @@ def test_cli_one_file_or_points_and_scores_stay_single_process(chains, capsys):
     for argv in ([npz[0]], [xs[0], "--scores", ss[0]]):
         out = d / "one.npz"
         rc, stdout, err = _main(["compress", *argv, "--method", "skt", "--size", 16, "--seed", 0,
-                                 "--out", out], capsys)
+                                 "--out", out, "--force"], capsys)  # the second replaces it
         assert rc == 0, err
         assert "blocks" not in stdout
         with np.load(out) as z:

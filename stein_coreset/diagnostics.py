@@ -44,6 +44,7 @@ __all__ = [
     "SIGN_FLIP_CORR",
     "SIGN_FLIP_TRACE",
     "MISALIGNED_R2",
+    "MISALIGNED_MIN_ROWS",
     "CORESET_MEAN_SCORE",
     "SWAP_MEAN_SCORE",
     "SWAP_RATIO",
@@ -62,8 +63,10 @@ class DiagnosticWarning(UserWarning):
 SIGN_FLIP_CORR = 0.2
 #: Under P ``stein_trace`` is -1; a biased chain of a log-concave target keeps it negative.
 SIGN_FLIP_TRACE = 0.5
-#: ``linear_r2`` below this (or below 10 d / n): S is not a function of X's rows.
+#: ``linear_r2`` below this (or below 3 d / n, three times its mean for unrelated rows): S is
+#: not a function of X's rows. Judged from :data:`MISALIGNED_MIN_ROWS` d rows on.
 MISALIGNED_R2 = 0.05
+MISALIGNED_MIN_ROWS = 20
 #: ``mean_score`` of the debiased result above this: no weighting of X satisfies Stein's
 #: identity for these scores (swapped X and S, scores of another target).
 CORESET_MEAN_SCORE = 0.5
@@ -170,7 +173,8 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
 
     1. input ``stein_corr`` beyond its noise (4 / sqrt(n)) and > :data:`SIGN_FLIP_CORR`, or
        ``stein_trace`` > :data:`SIGN_FLIP_TRACE`: "sign-flipped";
-    2. input ``linear_r2`` < :data:`MISALIGNED_R2` (or 10 d / n): "misaligned";
+    2. input ``linear_r2`` < :data:`MISALIGNED_R2` (or 3 d / n), given at least
+       :data:`MISALIGNED_MIN_ROWS` d rows: "misaligned";
     3. the result's ``mean_score`` > :data:`CORESET_MEAN_SCORE`: "wrong target" (X and S
        swapped, or the scores of another density);
     4. input ``mean_score`` > :data:`SWAP_MEAN_SCORE` and > :data:`SWAP_RATIO` times
@@ -193,7 +197,8 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
             f"x_j) = {inp['stein_corr']:+.2f}; for s = grad log p it is negative). Did you pass "
             "-grad log p, e.g. the gradient of a potential U = -log p?"
         )
-    elif inp["linear_r2"] < max(MISALIGNED_R2, 10.0 * len_d / max(inp["n_eff"], 1.0)):
+    elif (inp["n_eff"] >= MISALIGNED_MIN_ROWS * len_d
+          and inp["linear_r2"] < max(MISALIGNED_R2, 3.0 * len_d / inp["n_eff"])):
         out["suspect"] = "misaligned"
         msg = (
             f"S does not look like a function of X: a linear function of X explains "
@@ -206,8 +211,9 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
         msg = (
             "no weighting of X satisfies Stein's identity for these scores: the result's mean "
             f"score is {out['coreset']['mean_score']:.2f} standard deviations from 0 (a "
-            "debiased result of correct scores is near 0). Are X and S swapped, or are the "
-            "scores those of another density than the one X was sampled for?"
+            "debiased result of correct scores is near 0). Are X and S swapped, are the "
+            "scores those of another density than the one X was sampled for, or has X not "
+            "reached where P has its mass (a chain still in its burn-in)?"
         )
     elif (inp["mean_score"] > SWAP_MEAN_SCORE
           and inp["mean_score"] > SWAP_RATIO * inp["mean_score_swapped"]):

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import time
+import warnings
 import zipfile
 
 import array_api_compat
@@ -30,6 +31,7 @@ from ._threads import cancel_running, effective_n_threads
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
 from .compress import equal_draw_counts
+from .diagnostics import DiagnosticWarning
 from .kernels import SteinKernel
 
 __all__ = ["compress", "run_cli"]
@@ -189,6 +191,15 @@ def _sample_task(Xb, Sb, local):
     return to_host(xp.take(Xb, idx, axis=0)), to_host(xp.take(Sb, idx, axis=0))
 
 
+def _task_compress(*args, **kw):
+    """``compress`` inside a task, without its input diagnostics' warnings: a block may hold
+    only burn-in and a reduce node only debiased points, so Stein's identity judged there
+    says nothing of the user's input (and a warning from a worker reaches no one)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticWarning)
+        return _sc_compress(*args, **kw)
+
+
 def _block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, delay_s):
     """Map: compress one block; return (global indices, weights, points, scores, info).
 
@@ -223,7 +234,7 @@ def _block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options,
                          "n_dropped": n - n_ok, "time_s": 0.0, "passed_through": True},
             }
     opts = _fit_options(options, n_ok)
-    res = _sc_compress(
+    res = _task_compress(
         Xb, Sb, size=min(size, n_ok), method=method, kernel=kernel,
         seed=np.random.default_rng(seed), nan_policy=nan_policy, **opts,
     )
@@ -269,7 +280,7 @@ def _reduce_task(parts, size, method, kernel, seed, options, final):
         part.update(blocks=blocks, reduce=[r for p in parts for r in p.get("reduce", [])])
         return part
     opts = _fit_options(options, n)
-    res = _sc_compress(
+    res = _task_compress(
         X, S, size=min(size, n), method=method, kernel=kernel,
         seed=np.random.default_rng(seed), **opts,
     )

@@ -209,3 +209,26 @@ def test_sign_flip_is_caught_by_the_trace_where_coordinates_correlate_weakly():
     assert r["stein_corr"] < 0.2 < r["stein_trace"]
     assert check_scores(X, -target.score(X), warn=False)["suspect"] == "sign-flipped"
     assert check_scores(X, target.score(X), warn=False)["suspect"] is None
+
+
+def test_few_rows_are_not_called_misaligned():
+    """Below 20 d rows the linear fit's R^2 is not judged (a reduce node of 32 debiased
+    points, d = 2, explains 100% of S and was called 'unrelated rows')."""
+    X = np.random.default_rng(0).standard_normal((32, 2))
+    assert check_scores(X, -X, warn=False)["suspect"] is None
+    perm = np.random.default_rng(1).permutation(2000)
+    X = np.random.default_rng(2).standard_normal((2000, 2))
+    assert check_scores(X, -X[perm], warn=False)["suspect"] == "misaligned"
+
+
+def test_distributed_tasks_raise_no_diagnostic_warning_for_a_burn_in_block():
+    dask = pytest.importorskip("dask")
+    from stein_coreset import distributed
+
+    target = datasets.Gaussian(MEAN, COV)
+    rng = np.random.default_rng(0)
+    ch = datasets.mala(target.log_density_and_score, MEAN + 30.0, 1024, 0.05, rng=rng)
+    with dask.config.set(scheduler="synchronous"), warnings.catch_warnings():
+        warnings.simplefilter("error", sc.DiagnosticWarning)
+        distributed.compress([ch.X[:128], ch.X[128:]], [ch.S[:128], ch.S[128:]], size=16,
+                             method="st", seed=0)

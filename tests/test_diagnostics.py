@@ -232,3 +232,15 @@ def test_distributed_tasks_raise_no_diagnostic_warning_for_a_burn_in_block():
         warnings.simplefilter("error", sc.DiagnosticWarning)
         distributed.compress([ch.X[:128], ch.X[128:]], [ch.S[:128], ch.S[128:]], size=16,
                              method="st", seed=0)
+
+
+def test_an_intermediate_stage_above_the_support_cap_reports_no_ksd(mala_chain, monkeypatch):
+    from stein_coreset.algorithms import weights
+
+    X, S, _ = mala_chain
+    monkeypatch.setattr(weights, "STAGE_KSD_MAX_SUPPORT", 10)
+    res = sc.compress(X[:1024], S[:1024], 32, "skt", seed=0)
+    st = res.info["stages"]
+    assert st["stein_thinning"]["ksd"] is None and st["stein_thinning"]["support"] > 10
+    assert st["kt_swap"]["ksd"] == pytest.approx(res.ksd, rel=1e-8)
+    assert "stein_thinning n/a" in res.summary()

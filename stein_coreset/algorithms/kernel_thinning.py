@@ -473,7 +473,8 @@ def stein_kernel_thinning(
         "n_prime": int(n_prime),
         "kt_rounds": int(t),
         "stages": swap_stages(swap, "kt_split", {"stein_thinning": {
-            "ksd": picks_ksd(K, st), "points": int(n_prime)}}),
+            "ksd": picks_ksd(K, st), "points": int(n_prime),
+            "support": int(np.unique(st).size)}}),
     }
     return uniq, w, info
 

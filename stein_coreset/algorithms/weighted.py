@@ -25,7 +25,7 @@ from .cholesky_thinning import cholesky_thinning
 from .debias import ld_summary, low_rank_debias
 from .recombination import recombination_thinning
 from .stein_thinning import stein_thinning_weights
-from .weights import weighted_ksd
+from .weights import stage_ksd, weighted_ksd
 
 __all__ = ["DEBIAS_STEPS", "THIN_STEPS", "weighted_thinning", "weighted_compression"]
 
@@ -119,22 +119,16 @@ def weighted_compression(
     return idx, wts, {**tinfo, **info}
 
 
-#: Largest support of the debiasing weights whose KSD ``res.info["stages"]`` reports
-#: (O(support^2) evaluations; Low-rank Debiasing's weights can cover all n points).
-STAGE_KSD_MAX_SUPPORT = 2**13
-
-
 def _stages(K: KernelMatrix, w, idx, wts, debias: str, thin: str) -> dict:
     """``res.info["stages"]`` of a debiased weighted pipeline: the KSD of the debiasing
-    weights (None above :data:`STAGE_KSD_MAX_SUPPORT` support points) and of the thinned
-    result, which is the one returned."""
+    weights (:func:`~stein_coreset.algorithms.weights.stage_ksd`: None above
+    ``STAGE_KSD_MAX_SUPPORT`` support points) and of the thinned result, which is returned."""
     w = aa.to_host(w)
     supp = np.flatnonzero(w)
     first = "stein_thinning" if debias == "st" else "low_rank_debias"
     last = "recombination" if thin == "rt" else "cholesky"
-    ksd0 = (weighted_ksd(K, supp, w[supp]) if supp.size <= STAGE_KSD_MAX_SUPPORT else None)
     return {
-        first: {"ksd": ksd0, "support": int(supp.size)},
+        first: {"ksd": stage_ksd(K, supp, w[supp]), "support": int(supp.size)},
         last: {"ksd": weighted_ksd(K, idx, wts), "support": int(len(idx))},
         "winner": last,
     }

@@ -377,7 +377,9 @@ def compress(
     Parameters
     ----------
     X : (n, d) array
-        Input points, in sequence order (MCMC output).
+        Input points, in sequence order (MCMC output), one point per row (n > d). Computed in
+        float64: float32 or integer input is upcast, and points and draws come back float64.
+        Pandas / xarray labels are not carried to the result (use ``res.indices``).
     S : (n, d) array, optional
         Scores at X; required by the debiased methods, and used for ``res.ksd`` when given.
     size : int
@@ -419,6 +421,15 @@ def compress(
     **options
         The method's options (``METHODS[method].options``); an unknown one raises ``TypeError``
         before any work.
+
+    Returns
+    -------
+    Coreset
+        With ``res.info["diagnostics"]`` (Stein's identity on the input and the debiased result:
+        :func:`stein_coreset.diagnostics.check_scores`, which warns with
+        :class:`~stein_coreset.DiagnosticWarning` naming a likely misuse) when S is given, and
+        ``res.info["stages"]`` (each stage's KSD and the candidate that won) for skt, lskt, sr,
+        lsr, sc and lsc; ``res.summary()`` prints both in one line.
 
     Notes
     -----

@@ -379,7 +379,8 @@ def compress(
     X : (n, d) array
         Input points, in sequence order (MCMC output), one point per row (n > d). Computed in
         float64: float32 or integer input is upcast, and points and draws come back float64.
-        Pandas / xarray labels are not carried to the result (use ``res.indices``).
+        A pandas DataFrame or xarray DataArray gives ``res.points`` and ``res.draws`` of the
+        same kind, with X's column labels and the labels of the rows taken.
     S : (n, d) array, optional
         Scores at X; required by the debiased methods, and used for ``res.ksd`` when given.
     size : int
@@ -470,6 +471,7 @@ def compress(
     if S is None and spec.debiased:
         raise ValueError(f"method {method!r} is debiased and needs the scores S = grad log p(X)")
 
+    labelled = _row_labels(X)
     # -- arrays: host array-likes converted once (masked rows as NaN rows under "omit"), one
     # namespace lookup, one NaN/inf scan (the row mask only when it fails) --
     X = val.masked_as_nan(X, "X", nan_policy)
@@ -602,6 +604,34 @@ def compress(
         counts = equal_draw_counts(w, int(info.get("size_used", size)), method)
         draw_indices = aa.from_host(np.repeat(original, counts), xp=xp, device=dev)
         draws = xp.take(X, aa.from_host(np.repeat(local, counts), xp=xp, device=dev), axis=0)
+    if labelled is not None:
+        points = labelled(points, original)
+        if draws is not None:
+            draws = labelled(draws, aa.to_host(draw_indices, np.int64))
     return Coreset(
         indices, weights_out, points, spec.kind, method, res_ksd, info, draw_indices, draws
     )
+
+
+def _row_labels(X):
+    """For a pandas DataFrame or a 2-D xarray DataArray ``X``: a function ``(rows, idx) ->``
+    the same kind of object holding ``rows`` (NumPy, one per index of ``idx`` into X's rows)
+    with X's column labels and the labels of those rows; None for any other input."""
+    if type(X).__name__ == "DataFrame" and hasattr(X, "columns") and hasattr(X, "index"):
+        import pandas as pd
+
+        index, columns = X.index, X.columns
+        return lambda rows, idx: pd.DataFrame(np.asarray(rows), index=index[idx],
+                                              columns=columns)
+    if type(X).__name__ == "DataArray" and getattr(X, "ndim", 0) == 2:
+        import xarray as xr
+
+        dims = X.dims
+        coords = {k: c for k, c in X.coords.items() if c.dims in ((dims[0],), (dims[1],))}
+
+        def wrap(rows, idx):
+            take = {k: (c[idx] if c.dims == (dims[0],) else c) for k, c in coords.items()}
+            return xr.DataArray(np.asarray(rows), dims=dims, coords=take, name=X.name)
+
+        return wrap
+    return None

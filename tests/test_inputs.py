@@ -79,3 +79,31 @@ def test_the_stein_kernel_takes_lists_too(sample):
     k = sc.SteinKernel(sc.IMQ(1.0))
     np.testing.assert_allclose(k.matrix(X[:5].tolist(), S[:5].tolist()), k.matrix(X[:5], S[:5]))
     np.testing.assert_allclose(k.diag(X[:5].tolist(), S[:5]), k.diag(X[:5], S[:5]))
+
+
+def test_dataframe_labels_are_kept_in_points_and_draws(sample):
+    pd = pytest.importorskip("pandas")
+    X, S = sample
+    index = pd.Index([f"draw{i}" for i in range(len(X))], name="draw")
+    dX = pd.DataFrame(X, index=index, columns=["a", "b", "c"])
+    res = sc.compress(dX, S, 16, "skt", seed=0)
+    assert isinstance(res.points, pd.DataFrame) and isinstance(res.draws, pd.DataFrame)
+    assert list(res.points.columns) == ["a", "b", "c"]
+    assert list(res.points.index) == [f"draw{i}" for i in np.asarray(res.indices)]
+    np.testing.assert_array_equal(res.points.to_numpy(), X[np.asarray(res.indices)])
+    assert list(res.draws.index) == [f"draw{i}" for i in np.asarray(res.draw_indices)]
+    np.testing.assert_allclose(res.draws.mean().to_numpy(),
+                               np.asarray(res.weights) @ X[np.asarray(res.indices)])
+    eq = sc.compress(dX, S, 16, "sr", seed=0).resample_equal(seed=0)
+    assert list(eq.draws.columns) == ["a", "b", "c"]
+
+
+def test_dataarray_labels_are_kept_in_points(sample):
+    xr = pytest.importorskip("xarray")
+    X, S = sample
+    da = xr.DataArray(X, dims=("draw", "dim"),
+                      coords={"draw": np.arange(100, 100 + len(X)), "dim": ["a", "b", "c"]})
+    res = sc.compress(da, S, 16, "st")
+    assert isinstance(res.points, xr.DataArray) and res.points.dims == ("draw", "dim")
+    np.testing.assert_array_equal(res.points["draw"].values, 100 + np.asarray(res.indices))
+    assert list(res.points["dim"].values) == ["a", "b", "c"]

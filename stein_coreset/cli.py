@@ -380,9 +380,6 @@ def _cmd_compress_distributed(args) -> int:
         raise CLIError(f"--workers must be >= 1, got {args.workers}")
     if args.block_size is not None and args.block_size < 1:
         raise CLIError(f"--block-size must be >= 1, got {args.block_size}")
-    if args.progress:
-        raise CLIError("--progress is not available on the distributed path (several files, "
-                       "--workers, --scheduler or --block-size)")
     files = list(args.files)
     scores = list(args.scores) if args.scores is not None else None
     if scores is not None and len(scores) != len(files):
@@ -400,7 +397,7 @@ def _cmd_compress_distributed(args) -> int:
         res = scd.run_cli(
             files, scores=scores, size=args.size, method=args.method, seed=args.seed,
             workers=args.workers, scheduler=args.scheduler, block_size=args.block_size,
-            kernel=kernel, nan_policy=args.nan_policy, **options,
+            kernel=kernel, nan_policy=args.nan_policy, progress=args.progress, **options,
         )
     except ImportError as e:
         raise CLIError(str(e)) from None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 import warnings
 import zipfile
@@ -27,6 +28,8 @@ import numpy as np
 from . import _io
 from . import _validation as val
 from ._array_api import to_host
+from ._progress import DELAY_S, stage
+from ._progress import resolve as resolve_progress
 from ._threads import cancel_running, effective_n_threads
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
@@ -319,6 +322,7 @@ def compress(
     nan_policy: str = "raise",
     n_threads: int = 1,
     scheduler=None,
+    progress: bool | None = None,
     _delay_s: float = 0.0,
     **options,
 ):
@@ -349,6 +353,10 @@ def compress(
     scheduler : optional
         Passed to ``dask.compute`` (default: the active scheduler, a ``distributed.Client`` if
         one exists).
+    progress : bool or None
+        A line on stderr when the graph starts and when it ends, and on the local (threaded,
+        process or synchronous) schedulers Dask's bar over its tasks. Default ``None``: on when
+        stderr is a terminal. The tasks themselves run silent.
     **options
         Passed to every ``sc.compress`` call (e.g. ``tau``, ``rank``).
 
@@ -371,6 +379,7 @@ def compress(
     if block_size is not None:
         block_size = val.check_int(block_size, "block_size", lo=1)  # 2.5 and True used to pass
     n_threads = effective_n_threads(n_threads)
+    progress = resolve_progress(progress)
     Xd = _as_dask(X, "X", POINT_KEYS)
     # scores read from the points' own files must be named: the only array is the points
     Sd = _as_dask(S, "S", SCORE_KEYS, only_array=not _same_files(X, S))
@@ -458,7 +467,16 @@ def compress(
         level = nxt
         if final:
             break
-    (out,) = _compute(dask, level[0], scheduler=scheduler)
+    if progress:
+        stage(f"stein_coreset.distributed: {method} on n = {n} rows in {n_blocks} blocks "
+              f"(fan-in {fan_in}, {n_nodes} reduce nodes) ...")
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar(minimum=DELAY_S, out=sys.stderr):
+            (out,) = _compute(dask, level[0], scheduler=scheduler)
+        stage(f"stein_coreset.distributed: {method} done in {time.perf_counter() - t0:.1f} s")
+    else:
+        (out,) = _compute(dask, level[0], scheduler=scheduler)
 
     blocks, reduce_info = list(out["blocks"]), list(out["reduce"])
     blocks.sort(key=lambda c: c["offset"])

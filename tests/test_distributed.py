@@ -393,7 +393,6 @@ def test_cli_one_file_or_points_and_scores_stay_single_process(chains, capsys):
         (["--workers", 0], "--workers must be >= 1, got 0"),
         (["--block-size", 0], "--block-size must be >= 1"),
         (["--scores", "s0.npy"], "1 score files for 3 chain files"),
-        (["--progress"], "--progress is not available"),
         (["--method", "kt"], "debiased methods"),
     ],
 )
@@ -403,6 +402,17 @@ def test_cli_distributed_flag_errors_are_one_line(chains, capsys, extra, needle)
     line = _error_line(*_main(argv, capsys)[::2])
     assert needle in line
     assert not (d / "o.npz").exists()
+
+
+def test_cli_distributed_progress_says_when_the_graph_starts_and_ends(chains, capsys):
+    d, npz, _, _ = chains
+    rc, stdout, err = _main(["compress", *npz, "--method", "st", "--size", 8, "--out", "-",
+                             "--progress"], capsys)
+    assert rc == 0, err
+    assert "stein_coreset.distributed: st on n = " in err and "blocks" in err
+    assert "stein_coreset.distributed: st done in" in err
+    rc, _, err = _main(["compress", *npz, "--method", "st", "--size", 8, "--out", "-"], capsys)
+    assert rc == 0 and "stein_coreset.distributed" not in err  # not a terminal: silent
 
 
 def test_cli_npy_chains_without_scores_and_missing_file_are_one_line(chains, capsys):

@@ -38,3 +38,12 @@ def test_generalized_gamma_script_is_robust_once_alpha_reaches_power_minus_one(t
     err = results[5.0]  # alphas 0, 2, 4, 6 in the quick run
     assert err["SM"] > 1.0 and err["DKSD"][0] > 1.0
     assert err["DSM"][-1] < 0.3 and err["DKSD"][-1] < 0.3
+
+
+def test_bessel_location_script_ksd_beats_sm_on_rough_density_and_loss_spikes(tmp_path):
+    results, (below, above) = _quick("bessel_location", tmp_path)
+    rough, smooth = results[0.6], results[2.0]
+    best_ksd = min(v[0] for k, v in rough.items() if k.startswith("KSD"))
+    assert best_ksd < rough["SM"][0]
+    assert all(v[0] < 0.5 for v in smooth.values())
+    assert below < -10 < 10 < above  # the U-statistic loss is unbounded below near x_i

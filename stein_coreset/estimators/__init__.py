@@ -4,7 +4,7 @@
 sample X and an unnormalised model p_theta: KSD / DKSD (U-statistics, Eq. 7; the Stein kernel of
 :mod:`stein_coreset.kernels` generalised to diffusion matrices and matrix kernels), SM (Eq. 8),
 DSM (Eq. 11) and NNSM, with Riemannian SGD (Eq. 16), SGD, L-BFGS or the exact quadratic solution
-for exponential families.
+for exponential families; ``select_lengthscale`` compares kernel lengthscales by held-out loss.
 """
 
 from .fit import OPTIMIZERS, FitResult, fit
@@ -26,10 +26,13 @@ from .models import (
     intractable_model,
     sample_intractable,
 )
+from .select import LengthscaleSelection, select_lengthscale
 
 __all__ = [
     "fit",
     "FitResult",
+    "select_lengthscale",
+    "LengthscaleSelection",
     "loss",
     "loss_and_grad",
     "information",

@@ -7,6 +7,7 @@ DSM (Eq. 11) and NNSM, with Riemannian SGD (Eq. 16), SGD, L-BFGS or the exact qu
 for exponential families; ``select_lengthscale`` compares kernel lengthscales by held-out loss.
 """
 
+from .estimator import NotFittedError, SteinEstimator
 from .fit import OPTIMIZERS, FitResult, fit
 from .losses import (
     DISCREPANCIES,
@@ -33,6 +34,8 @@ __all__ = [
     "FitResult",
     "select_lengthscale",
     "LengthscaleSelection",
+    "SteinEstimator",
+    "NotFittedError",
     "loss",
     "loss_and_grad",
     "information",

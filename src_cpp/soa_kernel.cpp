@@ -153,6 +153,9 @@ void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_thr
         alignas(64) double buf[kSoABlock];
         double* a = acc.data() + s * n;
         for (int64_t c = s; c < nch; c += S) {
+            // a slot holds 1/S of all rows (seconds of work at n = 2^17): Ctrl-C is polled
+            // every 8 rows (8 n evaluations), not once per slot
+            poll_cancel();
             for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
                 const double wi = w[i];
                 double row = 0.0;

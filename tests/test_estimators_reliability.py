@@ -210,3 +210,16 @@ def test_a_smooth_fit_to_contaminated_data_is_not_called_a_kink_without_a_hessia
                 diffusion=lambda x, t: 1.0 + (x[:, 0] - t[0]) ** 2, optimizer="lbfgs",
                 stderr=False)
     assert f.converged, f.message
+
+
+def test_a_rough_bessel_fit_that_lands_on_a_sample_point_is_not_converged():
+    # s = 0.6: the score is unbounded at the location, so the U-statistic KSD runs to -inf next
+    # to every sample point; before, Nelder-Mead stopped on a sample point (loss -1.5e10) and
+    # reported converged=True
+    model = est.SymmetricBessel(s=0.6, scale=1.0)
+    X = model.sample(500, [0.0], np.random.default_rng(1))
+    f = est.fit(model, X, discrepancy="ksd", kernel=sc.Gaussian(sigma=0.25),
+                optimizer="nelder_mead", theta0=[X.mean()], stderr=False)
+    assert not f.converged and "unbounded below next to every sample point" in f.message
+    smooth = est.SymmetricBessel(s=2.0, scale=1.0)
+    assert smooth.singular_params == () and model.singular_params == ("loc",)

@@ -358,6 +358,11 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         msg = _kink(theta, final, value, sw, info_h, names)
         if msg:
             converged, message = False, msg
+    singular = tuple(getattr(model, "singular_params", ()) or ())
+    if converged and singular:
+        msg = _unbounded_near_sample(X, theta, final, value, names, singular)
+        if msg:
+            converged, message = False, msg
     cov = sd = None
     cov_message = "not computed (stderr=False)" if not stderr else "the fit stopped early"
     if sw is not None:
@@ -473,6 +478,45 @@ def _kink(theta, final, value, sw, info, names):
                         f"({final:.6g} -> {v:.6g} at a step of {delta:.3g}, expected "
                         f"{final + lin + quad:.6g}): not a smooth minimiser")
     return None
+
+
+def _unbounded_near_sample(X, theta, final, value, names, singular):
+    """A message when theta sits on, or the loss can go below its value at theta next to, the
+    sample point nearest to the location parameters (``singular``, where the model's score is
+    unbounded): the sample loss is then unbounded below (Sec. 4.1's rough Bessel densities)
+    and theta is only a local minimum, or a point where the loss runs to -inf. Up to four
+    full-loss evaluations."""
+    idx = [names.index(nm) for nm in singular if nm in names]
+    if not idx:
+        return None
+    Xh = aa.to_host(X)
+    if Xh.shape[1] != len(idx):
+        return None
+    gap = np.sqrt(np.sum((Xh - theta[idx][None, :]) ** 2, axis=1))
+    i = int(np.argmin(gap))
+    unit = 1.0 + float(np.abs(Xh[i]).max())
+    lowest = (final, None)
+    for rel in (1e-9, 1e-13):
+        for sgn in (1.0, -1.0):
+            t = np.array(theta, dtype=np.float64)
+            t[idx] = Xh[i]
+            t[idx[0]] += sgn * rel * unit
+            try:
+                v = value(t)
+            except _opt.NumericalExcursion:
+                continue
+            if v < lowest[0]:
+                lowest = (v, rel)
+    on_point = gap[i] <= 1e-6 * unit
+    if not (on_point or lowest[0] < final - 1e-6 * (1.0 + abs(final))):
+        return None
+    where = (f"theta is {gap[i]:.2g} from the sample point {Xh[i].tolist()}" if on_point else
+             f"{lowest[0]:.4g} with {', '.join(singular)} {lowest[1]:.0e} from the sample point "
+             f"{Xh[i].tolist()}, against {final:.4g} at theta")
+    return ("the loss is unbounded below next to every sample point (" + where + "): the "
+            "score is singular at the location, so the sample loss has no minimiser and theta "
+            "is a local minimum or a spike at a sample point, which depends on theta0 (a "
+            "smoother model, or a robust estimate such as the median)")
 
 
 def _unbounded_towards_boundary(model, theta, final, value):

@@ -223,3 +223,13 @@ def test_a_rough_bessel_fit_that_lands_on_a_sample_point_is_not_converged():
     assert not f.converged and "unbounded below next to every sample point" in f.message
     smooth = est.SymmetricBessel(s=2.0, scale=1.0)
     assert smooth.singular_params == () and model.singular_params == ("loc",)
+
+
+def test_a_laplace_location_fit_by_nelder_mead_is_not_called_unidentified():
+    # the information tensor comes from score_dtheta, identically 0 in the Laplace location;
+    # before, the location-only fit was reported 'theta is not identified' (converged=False)
+    X = est.SymmetricBessel(s=1.0).sample(500, [0.0, 1.0], np.random.default_rng(2))
+    f = est.fit(est.SymmetricBessel(s=1.0, scale=1.0), X, discrepancy="ksd",
+                kernel=sc.Gaussian(sigma=0.25), optimizer="nelder_mead", theta0=[0.5],
+                stderr=False)
+    assert f.converged and "not identified" not in f.message and abs(f.theta[0]) < 0.15

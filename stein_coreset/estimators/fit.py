@@ -147,6 +147,9 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         A model may list in ``nonsmooth_params`` the parameters in which its score is not
         differentiable (``SymmetricBessel`` with s <= (d + 1) / 2: the location); the
         gradient-based optimisers refuse those (ValueError), ``"nelder_mead"`` fits them.
+        Parameters listed in ``singular_params`` (the score unbounded at them: the Bessel
+        location for s < (d + 1) / 2) are probed next to the nearest sample point, where the
+        U-statistic loss can run to -inf: such a fit is not ``converged``.
     X : (n, d) array or array-like
         The sample, any array-API namespace; lists and pandas DataFrames are read as NumPy.
     discrepancy : {"ksd", "dksd", "sm", "dsm", "nnsm"}
@@ -319,7 +322,13 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     if converged and not (math.isfinite(final) and np.all(np.isfinite(theta))):
         converged, message = False, f"the full-data loss at theta is {final}"
     info_h = np.asarray(aa.to_host(info))
-    if res.excursion is None and not (np.all(np.isfinite(info_h)) and np.any(info_h != 0)):
+    names = getattr(model, "param_names", None) or [f"theta[{j}]" for j in range(theta.size)]
+    # the information tensor comes from score_dtheta, which is 0 in a non-smooth parameter
+    # (the Laplace location): judge identification by the smooth parameters only
+    smooth = [j for j, nm in enumerate(names) if nm not in nonsmooth]
+    info_s = info_h[np.ix_(smooth, smooth)] if info_h.ndim == 2 else info_h
+    if res.excursion is None and smooth and not (np.all(np.isfinite(info_h))
+                                                 and np.any(info_s != 0)):
         # every term of the loss is 0 near theta (IMQ(1) against X ~ 1e149): stationary, but
         # theta is not identified by the data
         converged = False
@@ -336,7 +345,6 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         converged = False
         message = ("theta never moved from theta0: every step was rejected (it left the "
                    "parameter domain); lower lr")
-    names = getattr(model, "param_names", None) or [f"theta[{j}]" for j in range(theta.size)]
     if converged:
         j = _unbounded_towards_boundary(model, theta, final, value)
         if j is not None:

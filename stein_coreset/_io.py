@@ -11,6 +11,11 @@ promises:
 - :func:`refuse_overwrite_input` — an output path that names an input file (the same file by
   ``os.path.samefile`` or by resolved path, including ``--out chain`` where ``np.savez`` would
   append ``.npz`` and write ``chain.npz``) is refused before any work.
+- :func:`check_input_file` — an input is a regular file (a FIFO, a character or block device
+  such as ``/dev/zero`` behind a symbolic link, a socket or a directory is refused before it is
+  opened), and what reading it needs (its size from ``os.stat``; for ``.npy`` / ``.npz`` the
+  float64 arrays their headers describe) fits in memory (:func:`check_file_memory`, the message
+  of :func:`stein_coreset._validation.check_buffer`).
 - :func:`load_points` — a one-row CSV ``1,2,3`` is one point in 3 dimensions; ``;``-separated
   files, text cells, empty cells and ragged rows are a ``ValueError`` naming the file and line.
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable
@@ -41,6 +47,9 @@ __all__ = [
     "npz_member",
     "array_file_header",
     "read_array_2d",
+    "check_input_file",
+    "check_file_memory",
+    "check_out_name",
 ]
 
 POINT_KEYS = ("X", "points", "samples", "x", "theta")
@@ -352,14 +361,30 @@ def npz_member(path: str, names, key: str | None, keys: tuple[str, ...], what: s
     )
 
 
-def array_file_header(path: str, key: str | None = None):
+def array_file_header(path: str, key: str | None = None, what: str | None = None):
     """(shape, dtype) of an ``.npy`` file, or of the member ``key`` of an ``.npz``, from its
-    header alone (the data is not read)."""
-    if key is None:
-        with open(path, "rb") as f:
-            return _npy_header(f)
-    with zipfile.ZipFile(path) as z, z.open(key + ".npy") as f:
-        return _npy_header(f)
+    header alone (the data is not read). A header that is not NumPy's is a ``ValueError``
+    naming ``what`` (when given) and the file or member (before: "the magic string is not
+    correct" or "EOF: reading array header", no file named)."""
+    where = path if key is None else f"{path}:{key}"
+    prefix = f"{what}: " if what else ""
+    try:
+        if key is None:
+            with open(path, "rb") as f:
+                return _npy_header(f)
+        with zipfile.ZipFile(path) as z:
+            if key + ".npy" not in z.namelist():
+                if key in z.namelist():
+                    raise ValueError(f"the member {key!r} is not a .npy array")
+                raise KeyError(key)
+            with z.open(key + ".npy") as f:
+                return _npy_header(f)
+    except KeyError:
+        raise ValueError(f"{prefix}{path} has no array {key!r}") from None
+    except (ValueError, EOFError, SyntaxError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{prefix}{where} is not a valid NumPy array ({e})") from None
+    except OSError as e:
+        raise ValueError(f"{prefix}cannot read {where}: {e.strerror or e}") from None
 
 
 def read_array_2d(path: str, key: str | None = None) -> np.ndarray:
@@ -373,15 +398,120 @@ def read_array_2d(path: str, key: str | None = None) -> np.ndarray:
     A = np.asarray(A, dtype=np.float64)
     return A[:, None] if A.ndim == 1 else A
 
+_FILE_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_input_file(path: str, what: str) -> os.stat_result:
+    """``os.stat`` of an input file, refused before it is opened unless it is a regular file:
+    a FIFO would block in ``open()`` and a device such as ``/dev/zero`` (also behind a
+    symbolic link named ``zero.csv``) never ends. ``FileNotFoundError`` / ``IsADirectoryError``
+    / ``ValueError``, each naming ``what`` and the file."""
+    try:
+        st = os.stat(path)  # follows symbolic links: the kind of the file that would be read
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what}: file not found: {path}") from None
+    except OSError as e:
+        raise ValueError(f"{what}: cannot read {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{what}: {path} is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((k for test, k in _FILE_KINDS if test(st.st_mode)), "not a regular file")
+        link = ""
+        if os.path.islink(path):
+            link = f" (a symbolic link to {os.path.realpath(path)})"
+        raise ValueError(
+            f"{what}: {path}{link} is {kind}, not a regular file; the readers take .npy, .npz "
+            "or .csv files only"
+        )
+    return st
+
+
+#: Bytes of memory reading a CSV file may take per byte of text: the text, and a float64
+#: table of up to 4 bytes per byte (a cell "1," is 2 bytes of text and 8 of float64).
+CSV_BYTES_PER_BYTE = 5
+
+
+def check_file_memory(path: str, what: str, st: os.stat_result | None = None) -> None:
+    """Refuse, before reading, a file whose contents cannot fit in this machine's memory
+    (:func:`stein_coreset._validation.check_buffer`'s message, naming ``what`` and the file):
+    an ``.npy`` by the float64 array its header describes, an ``.npz`` by the sum over its
+    members (headers and uncompressed sizes, nothing decompressed), a ``.csv`` by
+    :data:`CSV_BYTES_PER_BYTE` times its size from ``os.stat``."""
+    from ._validation import check_buffer
+
+    st = os.stat(path) if st is None else st
+    ext = os.path.splitext(path)[1].lower()
+    size = st.st_size
+    if ext == ".csv":
+        check_buffer(float(CSV_BYTES_PER_BYTE) * size, what,
+                     f"reading {path} ({size} bytes of text as a float64 table)")
+        return
+    need = float(size)
+    if ext == ".npz" and zipfile.is_zipfile(path):
+        try:
+            with zipfile.ZipFile(path) as z:
+                need = float(sum(max(i.file_size, 1) for i in z.infolist()))
+        except (zipfile.BadZipFile, OSError, ValueError):
+            return  # unreadable: check_array_file / the reader report it, naming the file
+    elif ext == ".npy":
+        try:
+            with open(path, "rb") as f:
+                shape, dtype = _npy_header(f)
+            need = max(need, 8.0 * float(np.prod(shape, dtype=np.float64)))
+        except (ValueError, EOFError, OSError, SyntaxError):
+            pass  # check_array_file reports it
+    check_buffer(need, what, f"reading {path} ({size} bytes on disk) as float64")
+
+
+def check_out_name(path: str, what: str = "--out", extra: int = 16) -> None:
+    """Refuse an output name the file system cannot hold, before any work: a base name longer
+    than ``NAME_MAX`` less ``extra`` bytes (the temporary name :func:`write_atomic` writes
+    first is ``.NAME.XXXXXXXX.part``) or a path longer than ``PATH_MAX``."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    base = os.fsencode(os.path.basename(path))
+    try:
+        name_max = os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max = 255
+    try:
+        path_max = os.pathconf(directory, "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        path_max = 4096
+    if len(base) + extra > name_max:
+        raise ValueError(
+            f"{what}: the file name {os.path.basename(path)[:40]}... is {len(base)} bytes long; "
+            f"this file system allows {name_max} (at most {name_max - extra} here, since the "
+            "output is first written under a temporary name); choose a shorter name"
+        )
+    full = len(os.fsencode(os.path.abspath(path))) + extra
+    if full > path_max:
+        raise ValueError(
+            f"{what}: the path is {full - extra} bytes long; this system allows at most "
+            f"{path_max - extra} here; choose a shorter path"
+        )
+
 
 def check_array_file(path: str, what: str) -> None:
     """Refuse, naming ``what`` and the file, an ``.npy`` without a NumPy header or shorter than
     its header says (before: "mmap length is greater than file size", or NumPy's "pickled
     data" message for a file that is no array at all) and an ``.npz`` that is not a zip
-    archive (before: "BadZipFile: File is not a zip file", no file name)."""
+    archive (before: "BadZipFile: File is not a zip file", no file name). Before anything is
+    opened, the file must be a regular file whose contents fit in memory
+    (:func:`check_input_file`, :func:`check_file_memory`); an error while reading the header
+    (``/proc/self/mem``: "Input/output error") names the file too."""
+    st = check_input_file(path, what)
     ext = os.path.splitext(path)[1].lower()
     if ext == ".npz":
-        if not zipfile.is_zipfile(path):
+        try:
+            is_zip = zipfile.is_zipfile(path)
+        except OSError as e:
+            raise ValueError(f"{what}: cannot read {path}: {e.strerror or e}") from None
+        if not is_zip:
             raise ValueError(f"{what}: {path} is not a valid .npz file (not a zip archive: "
                              "truncated or corrupt?)")
     elif ext == ".npy":
@@ -389,8 +519,10 @@ def check_array_file(path: str, what: str) -> None:
             with open(path, "rb") as f:
                 shape, dtype = _npy_header(f)
                 start = f.tell()
-        except (ValueError, EOFError) as e:
+        except (ValueError, EOFError, SyntaxError) as e:
             raise ValueError(f"{what}: {path} is not a valid .npy file ({e})") from None
+        except OSError as e:
+            raise ValueError(f"{what}: cannot read {path}: {e.strerror or e}") from None
         need = start + int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         have = os.path.getsize(path)
         if dtype.hasobject:
@@ -398,6 +530,7 @@ def check_array_file(path: str, what: str) -> None:
         if have < need:
             raise ValueError(f"{what}: {path} is truncated: its header describes a {shape} "
                              f"{dtype} array ({need} bytes) but the file has {have} bytes")
+    check_file_memory(path, what, st)
 
 
 def load_points(
@@ -411,18 +544,16 @@ def load_points(
     naming ``what`` and the file on unreadable or non-numeric content.
     """
     path, key = split_key(os.fspath(spec))
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{what}: file not found: {path}")
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"{what}: {path} is a directory, not a file")
     ext = os.path.splitext(path)[1].lower()
-    check_array_file(path, what)
+    check_array_file(path, what)  # a regular file that fits in memory, or an error naming it
     try:
         if ext == ".npy":
             A = np.load(path, allow_pickle=False)
         elif ext == ".npz":
             with np.load(path, allow_pickle=False) as z:
-                A = z[npz_member(path, z.files, key, keys, what)]
+                member = npz_member(path, z.files, key, keys, what)
+                array_file_header(path, member, what)  # a member that is no array: named
+                A = z[member]
         elif ext == ".csv":
             A = read_csv(path)
         else:

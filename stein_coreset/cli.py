@@ -133,6 +133,8 @@ def _cmd_compress(args) -> int:
     if _distributed_requested(args):
         return _cmd_compress_distributed(args)
     if len(args.files) == 2:
+        for f in args.files:  # a corrupt chain file is named, not blamed on a missing --scores
+            _check_input(f, "FILE")
         raise CLIError(
             f"two input files ({args.files[0]}, {args.files[1]}) and no --scores: a second file "
             "is never taken for scores, since a second chain would be misread as them; pass "
@@ -291,6 +293,7 @@ def _check_out(out: str, inputs: list, force: bool = False) -> str | None:
                        f"{os.path.join(out, 'coreset.npz')}")
     try:
         out = _io.refuse_overwrite_input(out, inputs)
+        _io.check_out_name(out, "--out")  # before: Errno 36 on a temporary name, after the work
     except ValueError as e:
         raise CLIError(str(e)) from None
     if os.path.isdir(out):
@@ -353,6 +356,64 @@ def _holds_points_and_scores(spec: str) -> bool:
     return bool(names & set(POINT_KEYS)) and bool(names & set(SCORE_KEYS))
 
 
+def _check_input(spec: str, what: str) -> None:
+    """An input file, checked before any work (:func:`stein_coreset._io.check_array_file`: a
+    regular file that fits in memory, with a valid header), as a one-line error naming it."""
+    try:
+        _io.check_array_file(_io.split_key(spec)[0], what)
+    except (ValueError, OSError) as e:
+        raise CLIError(str(e)) from None
+
+
+def _header_shape(spec: str, what: str, keys, only_array: bool = True):
+    """The 2-D shape of the array ``spec`` names, from its header (an .npy, an .npz member),
+    or None for a CSV (read whole on a worker)."""
+    path, key = _io.split_key(spec)
+    _check_input(path, what)
+    low = path.lower()
+    try:
+        if low.endswith(".npz"):
+            import zipfile
+
+            with zipfile.ZipFile(path) as z:
+                members = [m[:-4] for m in z.namelist() if m.endswith(".npy")]
+            key = _io.npz_member(path, members, key, keys, what, only_array=only_array)
+        elif not low.endswith(".npy"):
+            return None
+        shape, _ = _io.array_file_header(path, key, what)
+    except (ValueError, OSError) as e:
+        raise CLIError(str(e)) from None
+    shape = tuple(int(v) for v in shape)
+    return (shape[0], 1) if len(shape) == 1 else shape
+
+
+def _check_chain_shapes(files, scores) -> None:
+    """Every chain file of the distributed path read from its header on the driver: a corrupt
+    file is named (not a worker's error without a file name), and chains of different
+    dimensions (before: Dask's raw ``('Shapes do not align: %s', ...)`` tuple) or scores of
+    another shape than their points are refused before the graph is built."""
+    first = None
+    for i, f in enumerate(files):
+        xs = _header_shape(f, "FILE", POINT_KEYS)
+        sspec = f if scores is None else scores[i]
+        ss = _header_shape(sspec, "--scores" if scores is not None else "FILE", SCORE_KEYS,
+                           only_array=scores is not None)
+        if xs is None:
+            continue
+        if len(xs) != 2:
+            raise CLIError(f"FILE {f}: expected a 2-D (n, d) array, got shape {xs}")
+        if ss is not None and ss != xs:
+            raise CLIError(f"--scores: the scores of {f} ({sspec}) have shape {ss}, its points "
+                           f"{xs}; they need one score row per point")
+        if first is None:
+            first = (f, xs[1])
+        elif xs[1] != first[1]:
+            raise CLIError(
+                f"FILE {f} has points of dimension d = {xs[1]}, but {first[0]} has d = "
+                f"{first[1]}; every chain must sample the same d-dimensional target"
+            )
+
+
 def _distributed_requested(args) -> bool:
     """Several chain files or a distributed flag: the Dask path. Two files are POINTS SCORES as
     before, unless both are chain files holding their own points and scores."""
@@ -388,6 +449,7 @@ def _cmd_compress_distributed(args) -> int:
     for f in files + (scores or []):
         if not os.path.exists(_io.split_key(f)[0]):
             raise CLIError(f"file not found: {f}")
+    _check_chain_shapes(files, scores)
     options = _parse_options(args.option)
     if args.rank is not None:
         options["rank"] = args.rank

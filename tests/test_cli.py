@@ -716,3 +716,55 @@ def test_a_transposed_input_is_refused_with_a_hint(tmp_path, capsys):
     rc, _, err = _run(["compress", tmp_path / "x.npy", "--scores", tmp_path / "s.npy",
                        "--method", "skt", "--size", 2, "--out", "-"], capsys)
     assert "transpose" in _one_line_error(rc, err)
+
+
+# --- issue 47: unclear file errors -------------------------------------------------------------
+
+def test_an_out_name_too_long_is_refused_before_any_work(sample, capsys, monkeypatch):
+    d, X, S = sample
+    called = []
+    monkeypatch.setattr(sc, "compress", lambda *a, **k: called.append(1))
+    rc, _, err = _run(["compress", d / "X.npy", "--scores", d / "S.npy", "--method", "st",
+                       "--size", 5, "--out", d / ("o" * 300 + ".npz")], capsys)
+    line = _one_line_error(rc, err)
+    assert "--out: the file name" in line and "304 bytes long" in line and "Errno" not in line
+    assert not called
+
+
+def test_chains_of_different_dimensions_are_refused_naming_both_files(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "a.npz", X=rng.standard_normal((30, 2)), S=rng.standard_normal((30, 2)))
+    np.savez(tmp_path / "b.npz", X=rng.standard_normal((30, 3)), S=rng.standard_normal((30, 3)))
+    rc, _, err = _run(["compress", tmp_path / "a.npz", tmp_path / "b.npz", "--method", "st",
+                       "--size", 4, "--out", "-"], capsys)
+    line = _one_line_error(rc, err)
+    assert "b.npz has points of dimension d = 3" in line and "a.npz has d = 2" in line
+    assert "Shapes do not align" not in line
+
+
+def test_a_corrupt_second_chain_is_named_not_blamed_on_scores(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 2))
+    np.savez(tmp_path / "a.npz", X=X, S=-X)
+    (tmp_path / "b.npz").write_bytes((tmp_path / "a.npz").read_bytes()[:200])
+    rc, _, err = _run(["compress", tmp_path / "a.npz", tmp_path / "b.npz", "--method", "st",
+                       "--size", 4, "--out", "-"], capsys)
+    line = _one_line_error(rc, err)
+    assert "b.npz is not a valid .npz file" in line and "--scores" not in line
+
+
+def test_a_bad_member_of_a_chain_names_the_file_and_member(tmp_path, capsys):
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    np.save(buf, np.ones((30, 2)))
+    np.savez(tmp_path / "a.npz", X=np.ones((30, 2)), S=np.ones((30, 2)))
+    with zipfile.ZipFile(tmp_path / "b.npz", "w") as z:
+        z.writestr("X.npy", buf.getvalue())
+        z.writestr("S.npy", b"\x93NUMPX" + buf.getvalue()[6:])
+    for argv in (["compress", tmp_path / "b.npz"],
+                 ["compress", tmp_path / "a.npz", tmp_path / "b.npz"]):
+        rc, _, err = _run(argv + ["--method", "st", "--size", 4, "--out", "-"], capsys)
+        line = _one_line_error(rc, err)
+        assert "b.npz:S is not a valid NumPy array (the magic string" in line, line

@@ -87,3 +87,116 @@ def test_csv_reads_the_same_with_and_without_pandas(tmp_path, monkeypatch):
 def test_out_with_another_extension_is_refused_with_the_npz_name():
     with pytest.raises(ValueError, match=r"--out X\.npy: the coreset is an \.npz archive.*X\.npz"):
         _io.refuse_overwrite_input("X.npy", ["X.npy"])
+
+
+# --- issue 47: bounded input readers -----------------------------------------------------------
+
+def _cli(argv, cwd, timeout=60):
+    """``python -m stein_coreset ARGV`` in a subprocess with a timeout and (POSIX) 2 GiB of
+    address space: a reader that blocks (a FIFO) or never ends (/dev/zero) fails the test
+    instead of hanging the suite or filling the machine's memory."""
+    import subprocess
+    import sys
+
+    def limit():  # pragma: no cover - runs in the child
+        try:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        except (ImportError, ValueError, OSError):
+            pass
+
+    proc = subprocess.run([sys.executable, "-m", "stein_coreset", *map(str, argv)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=limit if os.name == "posix" else None)
+    return proc.returncode, proc.stderr.strip()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+@pytest.mark.parametrize("where", ["POINTS", "--scores"])
+def test_a_fifo_input_is_refused_before_open_naming_the_file(tmp_path, where):
+    os.mkfifo(tmp_path / "pipe.npy")
+    np.save(tmp_path / "X.npy", np.ones((10, 2)))
+    argv = (["compress", "pipe.npy", "--scores", "X.npy"] if where == "POINTS"
+            else ["compress", "X.npy", "--scores", "pipe.npy"])
+    rc, err = _cli(argv + ["--method", "st", "--size", 3, "--out", "-"], tmp_path, timeout=30)
+    assert rc == 2
+    assert err.count("\n") == 0 and "pipe.npy is a FIFO (named pipe), not a regular file" in err
+    assert ("POINTS" if where == "POINTS" else "SCORES") in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+@pytest.mark.parametrize("name", ["zero.csv", "zero.npy", "zero.npz"])
+def test_a_symlink_to_dev_zero_is_refused_naming_the_device(tmp_path, name):
+    os.symlink("/dev/zero", tmp_path / name)
+    rc, err = _cli(["compress", name, "--method", "st", "--size", 3, "--out", "-"], tmp_path,
+                   timeout=30)
+    assert rc == 2 and err.count("\n") == 0
+    assert f"POINTS: {name} (a symbolic link to /dev/zero) is a character device" in err
+
+
+def test_check_input_file_refuses_devices_fifos_and_directories(tmp_path):
+    with pytest.raises(IsADirectoryError, match=r"POINTS: .* is a directory"):
+        _io.check_input_file(str(tmp_path), "POINTS")
+    with pytest.raises(FileNotFoundError, match=r"SCORES: file not found: .*nope\.npy"):
+        _io.check_input_file(str(tmp_path / "nope.npy"), "SCORES")
+    if os.path.exists("/dev/null"):
+        with pytest.raises(ValueError, match=r"X: /dev/null is a character device"):
+            _io.load_points("/dev/null", "X")
+
+
+def test_a_csv_larger_than_memory_is_refused_from_its_size_before_reading(tmp_path, monkeypatch):
+    from stein_coreset import _validation
+
+    p = tmp_path / "big.csv"
+    p.write_text("1,2\n3,4\n")
+    assert _io.load_points(str(p)).shape == (2, 2)
+    monkeypatch.setattr(_validation, "physical_memory", lambda: 20)  # 20 bytes of memory
+    with pytest.raises(ValueError, match=r"^POINTS: reading .*big\.csv \(8 bytes of text as a "
+                       r"float64 table\) would need .* GiB, more than this machine's"):
+        _io.load_points(str(p))
+
+
+def test_an_npy_whose_header_exceeds_memory_is_refused_before_reading(tmp_path, monkeypatch):
+    from stein_coreset import _validation
+
+    p = tmp_path / "huge.npy"
+    np.save(p, np.ones((1000, 4), dtype=np.float32))  # 16 kB on disk, 32 kB as float64
+    assert _io.load_points(str(p)).shape == (1000, 4)
+    monkeypatch.setattr(_validation, "physical_memory", lambda: 20_000)
+    with pytest.raises(ValueError, match=r"^SCORES: reading .*huge\.npy .* would need .* GiB, "
+                       r"more than this machine's"):
+        _io.load_points(str(p), "SCORES")
+    np.savez(tmp_path / "huge.npz", X=np.ones((1000, 4)))
+    with pytest.raises(ValueError, match=r"^POINTS: reading .*huge\.npz "):
+        _io.load_points(str(tmp_path / "huge.npz"))
+
+
+def test_a_bad_npz_member_names_the_file_and_member(tmp_path):
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    np.save(buf, np.ones((4, 2)))
+    raw = buf.getvalue()
+    with zipfile.ZipFile(tmp_path / "m.npz", "w") as z:
+        z.writestr("X.npy", b"\x93NUMPX" + raw[6:])
+        z.writestr("S.npy", raw[:20])
+    with pytest.raises(ValueError, match=r"POINTS: .*m\.npz:X is not a valid NumPy array \(the "
+                       "magic string"):
+        _io.load_points(str(tmp_path / "m.npz"))
+    with pytest.raises(ValueError, match=r"SCORES: .*m\.npz:S is not a valid NumPy array \(EOF"):
+        _io.load_points(str(tmp_path / "m.npz") + ":S", "SCORES")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="no /proc/self/mem")
+def test_an_unreadable_input_names_the_file(tmp_path):
+    os.symlink("/proc/self/mem", tmp_path / "mem.npy")
+    with pytest.raises(ValueError, match=r"--precond: cannot read .*mem\.npy: Input/output"):
+        _io.load_points(str(tmp_path / "mem.npy"), "--precond")
+
+
+def test_an_out_name_longer_than_the_file_system_allows_is_refused(tmp_path):
+    _io.check_out_name(str(tmp_path / ("a" * 200 + ".npz")))
+    with pytest.raises(ValueError, match=r"--out: the file name a+\.\.\. is 304 bytes long"):
+        _io.check_out_name(str(tmp_path / ("a" * 300 + ".npz")))

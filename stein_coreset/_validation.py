@@ -32,6 +32,7 @@ __all__ = [
     "check_weights",
     "check_size",
     "check_index_array",
+    "check_matrix",
     "nonfinite_rows",
     "all_finite",
 ]
@@ -135,6 +136,24 @@ def check_buffer(nbytes: float, name: str, what: str, like=None) -> None:
             f"{name}: {what} would need {nbytes / 2**30:.3g} GiB, more than this machine's "
             f"{total / 2**30:.3g} GiB of memory"
         )
+
+
+#: Buffers smaller than this are not checked: a memory query per small block (a CUDA call on
+#: the device) would cost more than the check is worth, and they fit anywhere.
+SMALL_BUFFER = 1 << 26
+
+
+def check_matrix(rows: int, cols: int, name: str, what: str, *, like=None,
+                 copies: float = 1) -> None:
+    """Refuse, before it is formed, a dense ``rows x cols`` float64 matrix that does not fit in
+    memory (:func:`check_buffer`'s message, naming ``name``): ``copies`` such arrays are alive
+    at the peak of the computation that forms it. Below :data:`SMALL_BUFFER` nothing is
+    queried."""
+    nbytes = 8.0 * float(rows) * float(cols) * float(copies)
+    if nbytes < SMALL_BUFFER:
+        return
+    peak = f", about {copies:g} such arrays while it is formed" if copies > 1 else ""
+    check_buffer(nbytes, name, f"{what} ({rows} x {cols} float64{peak})", like=like)
 
 
 def check_bool(value, name: str) -> bool:

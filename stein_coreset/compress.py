@@ -84,13 +84,18 @@ class Coreset:
     draws: Any = None
 
     def dense(self, n: int):
-        """The (n,) weight vector over all input points (zero off the coreset)."""
+        """The (n,) weight vector over all input points (zero off the coreset).
+
+        ``n`` is an integer at least the largest index + 1; a vector larger than memory is a
+        ValueError naming n, before it is allocated."""
         xp = aa.namespace(w=self.weights)[0]
         dev = aa.device_of(self.weights)
-        n = int(n)
+        n = val.check_int(n, "n", lo=1)  # not 64.9, "64" or True
         idx_max = int(xp.max(self.indices)) if self.indices.shape[0] else -1
         if idx_max >= n:
             raise ValueError(f"n = {n} is smaller than the largest index {idx_max}")
+        val.check_buffer(8.0 * n * (1 if isinstance(self.weights, np.ndarray) else 2), "n",
+                         f"the dense weight vector over n = {n} points", like=self.weights)
         host = np.zeros(n)
         host[aa.to_host(self.indices, np.int64)] = aa.to_host(self.weights)
         return aa.from_host(host, xp=xp, device=dev)
@@ -106,6 +111,7 @@ class Coreset:
         """
         from .algorithms.resample import resample
 
+        rng = val.check_random_state(seed, "seed")  # checked even when nothing is drawn
         if self.kind == "equal" and size is None:
             return self
         w = aa.to_host(self.weights)
@@ -115,7 +121,7 @@ class Coreset:
                 "be resampled; use its weights (res.weights) or a simplex method (sr, lsr)"
             )
         m = len(self) if size is None else val.check_int(size, "size", lo=1)
-        pick = resample(w, m, val.check_random_state(seed, "seed"))
+        pick = resample(w, m, rng)
         xp, dev = aa.namespace(idx=self.indices)
         idx_host = aa.to_host(self.indices, np.int64)
         draw_idx = idx_host[pick]

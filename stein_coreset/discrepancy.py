@@ -82,6 +82,27 @@ def _two_sample(X, Y, wx, wy):
     return xp, dev, X, Y, wx, wy
 
 
+#: Default ``max_pairs`` of :func:`mmd` and :func:`energy_distance`: (n + n')^2 pair
+#: evaluations; 2^32 is (n + n') = 65,536 points, about a minute per few coordinates.
+MAX_PAIRS = 2**32
+
+
+def _check_pairs(X, Y, max_pairs, what: str) -> None:
+    """Refuse, before the work starts, more than ``max_pairs`` pair evaluations (None: no
+    limit); the slabs are bounded, so it is time, not memory, that this bounds."""
+    if max_pairs is None:
+        return
+    max_pairs = val.check_int(max_pairs, "max_pairs", lo=1)
+    n, m = int(X.shape[0]), int(Y.shape[0])
+    pairs = (n + m) ** 2
+    if pairs > max_pairs:
+        raise ValueError(
+            f"X, Y: {what} of n = {n} and n' = {m} points needs (n + n')^2 = {pairs:.3g} pair "
+            f"evaluations of O(d) each, more than max_pairs = {max_pairs:.3g}; subsample X and "
+            "Y (e.g. X[::k]), or pass max_pairs=None to run it anyway"
+        )
+
+
 def _weighted_pair_sum(xp, A, wa, B, wb, f):
     """sum_ij wa_i wb_j f(||a_i - b_j||^2), blocked over rows of A."""
     b = max(1, (1 << 22) // max(B.shape[0], 1))
@@ -92,13 +113,16 @@ def _weighted_pair_sum(xp, A, wa, B, wb, f):
     return total
 
 
-def mmd(X, Y, wx=None, wy=None, kernel=None) -> float:
+def mmd(X, Y, wx=None, wy=None, kernel=None, *, max_pairs: int | None = MAX_PAIRS) -> float:
     """Two-sample MMD_k(sum w_x delta_x, sum w_y delta_y) with a base kernel k.
 
     ``kernel`` defaults to IMQ(beta=-1/2) with the median bandwidth of the pooled sample.
-    Cost: O((n + n')^2 d).
+    Cost: O((n + n')^2 d) time, one (block x n') slab of memory at a time. More than
+    ``max_pairs`` pair evaluations ((n + n')^2; default :data:`MAX_PAIRS`, None for no limit)
+    is a ValueError before the work starts.
     """
     xp, dev, X, Y, wx, wy = _two_sample(X, Y, wx, wy)
+    _check_pairs(X, Y, max_pairs, "mmd")
     if kernel is None:
         kernel = IMQ(sigma=median_bandwidth(xp.concat([X, Y], axis=0)))
     if isinstance(kernel, SteinKernel):
@@ -114,12 +138,16 @@ def mmd(X, Y, wx=None, wy=None, kernel=None) -> float:
     return finite_discrepancy(val, "mmd")
 
 
-def energy_distance(X, Y, wx=None, wy=None) -> float:
+def energy_distance(X, Y, wx=None, wy=None, *, max_pairs: int | None = MAX_PAIRS) -> float:
     """Energy distance 2 E||X - Y|| - E||X - X'|| - E||Y - Y'|| >= 0 (Riabiz et al., 2022, Eq. 11).
 
-    Weighted versions use the weights as the laws of X and Y. Cost: O((n + n')^2 d).
+    Weighted versions use the weights as the laws of X and Y. Cost: O((n + n')^2 d) time, one
+    (block x n') slab of memory at a time. More than ``max_pairs`` pair evaluations
+    ((n + n')^2; default :data:`MAX_PAIRS`, None for no limit) is a ValueError before the work
+    starts.
     """
     xp, dev, X, Y, wx, wy = _two_sample(X, Y, wx, wy)
+    _check_pairs(X, Y, max_pairs, "energy_distance")
     f = xp.sqrt
     val = (
         2.0 * _weighted_pair_sum(xp, X, wx, Y, wy, f)

@@ -338,8 +338,28 @@ class KernelMatrix:
             out = out + self.mean_all - ma[:, None] - mb[None, :]
         return out
 
+    def _peak_arrays(self) -> int:
+        """(n x n') float64 arrays alive while a block is formed: the C++ and CUDA evaluators
+        write the output only (and a copy into another namespace); the array-API reference
+        forms q, the differences, the radial terms and the Stein combination."""
+        if self.backend in ("cpu", "cuda"):
+            return 1 if isinstance(self.U, np.ndarray) or self.backend == "cuda" else 2
+        return 8 if self.T is not None else 4
+
+    def _check_block(self, r: int, c: int, name: str, what: str) -> None:
+        from ._validation import check_matrix  # _validation imports this module
+
+        check_matrix(r, c, name, what, like=self.U, copies=self._peak_arrays())
+
     def block(self, rows, cols=None):
-        """Block k_P(x_rows, x_cols) in the array namespace, shape (len(rows), len(cols) or n)."""
+        """Block k_P(x_rows, x_cols) in the array namespace, shape (len(rows), len(cols) or n).
+        A block larger than the memory it would live in is a ValueError naming rows / cols,
+        before anything is allocated."""
+        r = int(rows.shape[0]) if hasattr(rows, "shape") else len(rows)
+        c = self.n if cols is None else (int(cols.shape[0]) if hasattr(cols, "shape")
+                                          else len(cols))
+        self._check_block(r, c, "rows" if cols is None else "rows, cols",
+                          "the kernel block K.block(rows, cols)")
         if self.backend == "cpu":
             out = self.block_cpp(
                 aa.host_indices(rows), None if cols is None else aa.host_indices(cols)
@@ -400,7 +420,9 @@ class KernelMatrix:
         return bool(self.xp.all(self.xp.isfinite(self.diag())))
 
     def dense(self):
-        """The full (n, n) matrix; O(n^2) memory, for small n and tests."""
+        """The full (n, n) matrix; O(n^2) memory, for small n and tests. A matrix larger than
+        the memory it would live in is a ValueError naming X, before anything is allocated."""
+        self._check_block(self.n, self.n, "X", f"the dense kernel matrix of n = {self.n} points")
         if self.backend == "cpu":
             return aa.from_host(self.block_cpp(np.arange(self.n)), xp=self.xp, device=self.device)
         if self.backend == "cuda":

@@ -47,6 +47,11 @@ __all__ = [
 ]
 
 
+#: (n x n') float64 arrays alive while a base kernel's Gram matrix is formed (the squared
+#: distances, one coordinate's differences and the radial terms).
+GRAM_PEAK_ARRAYS = 6
+
+
 class RadialKernel:
     """A base kernel k(x, y) = kappa(||x - y||_M^2); subclasses give kappa and its derivatives.
 
@@ -84,6 +89,9 @@ class RadialKernel:
             raise ValueError(
                 f"X and Y must have the same dimension, got {X.shape[1]} and {Y.shape[1]}"
             )
+        val.check_matrix(int(X.shape[0]), int(Y.shape[0]), "X" if Y is X else "X, Y",
+                         f"the Gram matrix of {type(self).__name__}", like=X,
+                         copies=GRAM_PEAK_ARRAYS)
         whiten = Whitening(M, X.shape[1], xp, dev)
         U, V = whiten.points(X), whiten.points(Y)
         return self.radial(xp, squared_distances(xp, U, V))[0]
@@ -354,10 +362,11 @@ class SteinKernel:
         X, S, Y, T = aa.as_arrays(X=X, S=S, Y=Y, T=T)
         xp, _ = aa.namespace(X=X, S=S)
         X = val.check_points(X, xp, "X")
-        k = self.resolve(X, check_input=False)
-        K = k.bind(X, S)
-        if Y is None:
-            return K.dense()
+        n = int(X.shape[0])
+        if Y is None:  # refused before the bandwidth is resolved (the dense matrix checks too)
+            val.check_matrix(n, n, "X", f"the dense Stein kernel matrix of n = {n} points",
+                             like=X)
+            return self.resolve(X, check_input=False).bind(X, S).dense()
         xp, _ = aa.namespace(X=X, S=S, Y=Y, T=T)
         Y = val.check_points(Y, xp, "Y")
         if Y.shape[1] != X.shape[1]:
@@ -365,6 +374,10 @@ class SteinKernel:
                 f"X and Y must have the same dimension, got {X.shape[1]} and {Y.shape[1]}"
             )
         T = val.check_scores(T, Y, xp, "T")
+        val.check_matrix(n, int(Y.shape[0]), "X, Y", "the Stein kernel matrix k_p(X, Y)",
+                         like=X, copies=8)  # formed by the array-API reference (q, the terms)
+        k = self.resolve(X, check_input=False)
+        K = k.bind(X, S)
         wh = Whitening(k.M, X.shape[1], xp, aa.device_of(X))
         return K.cross(wh.points(Y), wh.scores(T))
 

@@ -257,6 +257,32 @@ class _Best:
             self.theta, self.value = np.array(theta, dtype=np.float64), float(val)
 
 
+class _Stop(Exception):
+    """Ends a scipy run at a :class:`NumericalExcursion` (recorded in the run's ``_Best``)."""
+
+
+def _guarded(rp: _Reparam, best: _Best, losses: list, evaluate):
+    """``phi -> (theta, evaluate(theta))`` on the optimiser's scale ``phi``, the loss (the
+    first item of ``evaluate``'s tuple) recorded in ``losses`` and ``best``; a non-finite
+    parameter or a :class:`NumericalExcursion` is recorded in ``best`` and ends the run with
+    :class:`_Stop`."""
+
+    def fun(phi):
+        t = rp.to_theta(phi)
+        try:
+            if not np.all(np.isfinite(t)):
+                raise NumericalExcursion(t, "the parameter overflowed")
+            out = evaluate(t)
+        except NumericalExcursion as e:
+            best.excursion = e
+            raise _Stop from None
+        losses.append(out[0])
+        best.see(t, out[0])
+        return t, out
+
+    return fun
+
+
 def lbfgs(grad, theta0, *, steps, lower=None, gtol=1e-10, ftol=1e-12,
           callback=None) -> OptResult:
     """scipy L-BFGS-B on the full-data loss with its analytic (or FD) gradient.
@@ -270,21 +296,10 @@ def lbfgs(grad, theta0, *, steps, lower=None, gtol=1e-10, ftol=1e-12,
     rp = _Reparam(lower)
     best = _Best()
     hist, losses = [np.array(theta0, dtype=np.float64)], []
-
-    class _Stop(Exception):
-        pass
+    guarded = _guarded(rp, best, losses, lambda t: grad(t, None))
 
     def fun(phi):
-        t = rp.to_theta(phi)
-        try:
-            if not np.all(np.isfinite(t)):
-                raise NumericalExcursion(t, "the parameter overflowed")
-            val, g = grad(t, None)
-        except NumericalExcursion as e:
-            best.excursion = e
-            raise _Stop from None
-        losses.append(val)
-        best.see(t, val)
+        t, (val, g) = guarded(phi)
         return val, rp.chain(t, np.asarray(g, dtype=np.float64))
 
     def cb(phi):
@@ -326,22 +341,10 @@ def nelder_mead(value, theta0, *, steps, lower=None, xatol=1e-4, fatol=1e-10,
     rp = _Reparam(lower)
     best = _Best()
     hist, losses = [np.array(theta0, dtype=np.float64)], []
-
-    class _Stop(Exception):
-        pass
+    guarded = _guarded(rp, best, losses, lambda t: (value(t),))
 
     def fun(phi):
-        t = rp.to_theta(phi)
-        try:
-            if not np.all(np.isfinite(t)):
-                raise NumericalExcursion(t, "the parameter overflowed")
-            val = value(t)
-        except NumericalExcursion as e:
-            best.excursion = e
-            raise _Stop from None
-        losses.append(val)
-        best.see(t, val)
-        return val
+        return guarded(phi)[1][0]
 
     def cb(phi):
         t = rp.to_theta(phi)

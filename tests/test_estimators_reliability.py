@@ -79,9 +79,10 @@ def test_a_bad_sample_still_raises():
         est.fit(est.Gaussian(), X, discrepancy="sm", optimizer="lbfgs")
 
 
-def test_a_scale_that_runs_away_on_a_plateau_is_not_converged():
-    # Sec. 4.2's "efficient" m for the Student-t scale: m -> 0 as scale -> inf, so the DKSD loss
-    # tends to 0 there; before: lbfgs from [0, 3] stopped at scale ~ 7.7e3 with converged=True
+@pytest.fixture
+def efficient_student_t():
+    """Sec. 4.2's "efficient" diffusion for the Student-t scale, m -> 0 as scale -> inf (so the
+    DKSD loss tends to 0 there), and a sample of the model."""
     nu = 5.0
     X = est.StudentT(nu=nu).sample(300, [0.0, 1.0], np.random.default_rng(0))
 
@@ -89,23 +90,22 @@ def test_a_scale_that_runs_away_on_a_plateau_is_not_converged():
         z = (x[:, 0] - t[0]) / t[1]
         return z * (1.0 + z * z / nu)
 
-    f = est.fit(est.StudentT(nu=nu), X, discrepancy="dksd", kernel=sc.IMQ(1.0), diffusion=m,
+    return est.StudentT(nu=nu), X, m
+
+
+def test_a_scale_that_runs_away_on_a_plateau_is_not_converged(efficient_student_t):
+    # before: lbfgs from [0, 3] stopped at scale ~ 7.7e3 with converged=True
+    model, X, m = efficient_student_t
+    f = est.fit(model, X, discrepancy="dksd", kernel=sc.IMQ(1.0), diffusion=m,
                 optimizer="lbfgs", theta0=[0.0, 3.0])
     assert f.theta[1] > 100.0
     assert not f.converged and "runs away" in f.message
 
 
-def test_an_sgd_run_to_infinity_is_not_converged():
+def test_an_sgd_run_to_infinity_is_not_converged(efficient_student_t):
     # before: riemannian_sgd reached scale ~ 1e20 and said "stationary"
-    nu = 5.0
-    X = est.StudentT(nu=nu).sample(300, [0.0, 1.0], np.random.default_rng(0))
-
-    def m(x, t):
-        z = (x[:, 0] - t[0]) / t[1]
-        return z * (1.0 + z * z / nu)
-
-    f = est.fit(est.StudentT(nu=nu), X, discrepancy="dksd", kernel=sc.IMQ(1.0), diffusion=m,
-                seed=0)
+    model, X, m = efficient_student_t
+    f = est.fit(model, X, discrepancy="dksd", kernel=sc.IMQ(1.0), diffusion=m, seed=0)
     assert not f.converged
 
 

@@ -83,10 +83,17 @@ def _as_array(x, name: str):
                 f"missing ({name}.filled(np.nan)) and pass nan_policy='omit'"
             )
         return np.asarray(x.data)
+    mod = type(x).__module__.split(".")[0]
+    if mod == "dask" or array_api_compat.is_dask_array(x):
+        raise TypeError(
+            f"{name} is a dask {type(x).__name__}; this function holds its input in memory. "
+            "Compress a dask array block by block with stein_coreset.distributed.compress, or "
+            f"pass {name}.compute() if it fits in memory"
+        )
     if array_api_compat.is_array_api_obj(x):
         return x
-    mod = type(x).__module__.split(".")[0]
     if mod == "pandas" and hasattr(x, "to_numpy"):  # DataFrame, Series: NA -> NaN
+        _refuse_pandas_non_numeric(x, name)
         try:
             return x.to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError) as e:
@@ -118,6 +125,36 @@ def _as_array(x, name: str):
         f"{name} must be an array (NumPy, CuPy or another array-API library) or a host "
         f"array-like (list, pandas, xarray), got {type(x).__name__}"
     )
+
+
+def _refuse_pandas_non_numeric(x, name: str) -> None:
+    """A DataFrame / Series column of datetimes, timedeltas, periods or categories is refused
+    (``to_numpy(float64)`` reads a datetime as nanoseconds and a numeric category as its value,
+    silently: a KSD of 1.3e10 on a time column)."""
+    import pandas as pd
+
+    dtypes = x.dtypes.items() if hasattr(x, "dtypes") and hasattr(x, "columns") else [
+        (getattr(x, "name", None), x.dtype)]
+    for col, dt in dtypes:
+        if isinstance(dt, pd.CategoricalDtype):
+            kind = "categorical"
+        elif pd.api.types.is_datetime64_any_dtype(dt):
+            kind = "datetime"
+        elif pd.api.types.is_timedelta64_dtype(dt):
+            kind = "timedelta"
+        elif isinstance(dt, pd.PeriodDtype):
+            kind = "period"
+        else:
+            continue
+        where = f"column {col!r}" if hasattr(x, "columns") else (
+            f"the Series {col!r}" if col is not None else "the Series")
+        read_as = {"categorical": "its codes or category values",
+                   "period": "its ordinals"}.get(kind, "nanoseconds")
+        raise TypeError(
+            f"{name}: {where} has {kind} dtype {dt}, which would be read as numbers "
+            f"({read_as}) without a unit or meaning; drop it or convert it to real numbers "
+            "yourself"
+        )
 
 
 def as_arrays(**arrays: Any) -> tuple:

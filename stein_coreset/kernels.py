@@ -241,7 +241,16 @@ def median_bandwidth(
 def _scale_preconditioner(X, xp) -> np.ndarray:
     """M = "scale" on X: the (d,) host per-coordinate variances (1 where a coordinate is
     constant)."""
-    M = aa.to_host(xp.var(X, axis=0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        M = aa.to_host(xp.var(X, axis=0))
+    if not np.all(np.isfinite(M)):  # before: "M has NaN or inf entries", an M never given
+        j = int(np.flatnonzero(~np.isfinite(M))[0])
+        raise ValueError(
+            f"X: the variance of its coordinate {j} overflows (|X| up to "
+            f"{float(np.max(np.abs(aa.to_host(X[:, j])))):.3g}), so the default kernel's "
+            "preconditioner M = 'scale' cannot be formed; rescale X (and S by the inverse "
+            "factor), or pass a kernel with an explicit M"
+        )
     return np.where(M > 0, M, 1.0)
 
 

@@ -108,9 +108,12 @@ def kt_split(
     val.check_kernel_matrix(K)
     idx = val.check_index_array(indices, K.n, "indices")
     t = val.check_int(t, "t", lo=0)
-    if idx.size >> t < 1:
+    if t >= 64 or idx.size >> t < 1:  # 1 << t is not formed for a huge t (4300-digit limit)
+        t_s = str(t) if t < 10**18 else f"a {t.bit_length()}-bit number of"
+        needs = f"2^{t} = {1 << t}" if t < 64 else f"2^t > {idx.size}"
         raise ValueError(
-            f"indices has {idx.size} entries, too few to halve t = {t} times (needs {1 << t})"
+            f"t: indices has {idx.size} entries, too few to halve t = {t_s} times (needs "
+            f"{needs})"
         )
     delta = val.check_delta(delta)
     delta_rule = check_delta_rule(delta_rule)

@@ -58,6 +58,12 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     different orders, ~1e-15 relative) and the pivots are identical unless a draw falls within
     that rounding of a boundary of ``cumsum(d)``.
     """
+    if w is not None:  # NaN weights drew no pivot and returned [] (issue 47)
+        xp = K.xp
+        bad = int(xp.sum(xp.astype(~xp.isfinite(w), xp.int64)))
+        if bad:
+            raise ValueError(f"w (the weights) has NaN or inf in {bad} of its {w.shape[0]} "
+                             "entries")
     piv, G = weighted_rpcholesky_rows(K, w, rank, rng, progress=progress)
     return piv, K.xp.permute_dims(G, (1, 0))
 

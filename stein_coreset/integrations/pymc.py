@@ -390,6 +390,10 @@ def trace_scores(
             src_group += [g] * nd
             src_chain.append(np.full(nd, c))
             src_draw.append(np.arange(nd))
+    if not blocks:  # before: numpy's "need at least one array to concatenate"
+        sizes = ", ".join(f"{g}: {int(ds.sizes['chain'])} chains x {int(ds.sizes['draw'])} "
+                          "draws" for g, ds in datasets.items())
+        raise ValueError(f"idata: the trace holds no draws ({sizes}); there is nothing to score")
     constrained = [np.concatenate([b[j] for b in blocks]) for j in range(len(fns.names))]
     X = fns.to_unconstrained(constrained, batch_size)
     t1 = time.perf_counter()

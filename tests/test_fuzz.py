@@ -49,7 +49,8 @@ ARGUMENTS = ("X", "S", "Y", "T", "size", "method", "rank", "tau", "seed", "kerne
              "options?", "option", "delta", "g", "swap_target", "standard_thin", "progress",
              "max_points", "points", "scores", "model", "theta0", "theta", "discrepancy",
              "optimizer", "steps", "batch_size", "lr", "reg", "gradient", "diffusion", "rounds",
-             "swap_passes", "block_size", "backend", "d", "s", "fan_in")
+             "swap_passes", "block_size", "backend", "d", "s", "fan_in", "n", "rows", "cols",
+             "max_pairs")
 
 #: Counts over the module (calls, distinct inputs, clear errors, valid results, by test).
 STATS: Counter = Counter()
@@ -459,6 +460,129 @@ def _kernels_property(family, data):
         assert not np.any(np.isnan(G))
 
 
+# ---- dense allocations (issue 47) -------------------------------------------------------------
+
+#: Bytes of memory the patched machine has: None (the OS says nothing), a tiny machine that
+#: refuses any matrix, one that holds about a 60 x 60 matrix, and the real machine.
+MEMORIES = (None, 2_000, 30_000, 30_000, 200_000, "real")
+
+
+class _machine:
+    """``_validation.physical_memory`` patched to ``mem`` bytes, every buffer checked (no
+    monkeypatch fixture: hypothesis runs many examples in one test call)."""
+
+    def __init__(self, mem):
+        from stein_coreset import _validation
+
+        self.v, self.mem = _validation, mem
+
+    def __enter__(self):
+        self.saved = (self.v.physical_memory, self.v.SMALL_BUFFER)
+        if self.mem != "real":
+            self.v.physical_memory = lambda: self.mem
+        self.v.SMALL_BUFFER = 0
+        return self
+
+    def __exit__(self, *exc):
+        self.v.physical_memory, self.v.SMALL_BUFFER = self.saved
+        return False
+
+
+DENSE_TARGETS = ("stein_matrix", "stein_cross", "bind_dense", "base_gram", "base_cross",
+                 "block", "coreset_dense")
+
+
+@pytest.mark.parametrize("target", DENSE_TARGETS)
+@given(data=st.data())
+def test_dense_allocations_give_clear_error_or_a_matrix_that_fits(target, data):
+    X0 = data.draw(points(n=data.draw(st.integers(0, 120)), d=data.draw(st.integers(1, 4))))
+    tag = [X0.shape]
+    X = layout(data.draw, X0, tag)
+    mem = data.draw(st.sampled_from(MEMORIES))
+    n = X0.shape[0]
+    m = data.draw(st.integers(1, max(1, n)))
+    base = data.draw(st.sampled_from([sc.IMQ(1.0), sc.Gaussian(2.0), sc.Matern(1.0, nu=2.5)]))
+    arg = None
+    if target == "coreset_dense":  # a coreset of clean points: the argument is under test
+        n = max(n, 4)
+        arg = pick(data.draw, [n, n + 1, 2 * n + 5], [64.9, "64", True, None, -1, 0, 10**13],
+                   p_bad=0.5)
+    elif target == "block":
+        arg = pick(data.draw, ["rows", "rows_cols"], ["bad_rows"])
+    tag += [target, mem, m, repr(base), repr(arg)]
+    with _machine(mem), np.errstate(all="ignore"):
+        try:
+            if target == "stein_matrix":
+                out, shape = sc.SteinKernel(base).matrix(X, -X0), (n, n)
+            elif target == "stein_cross":
+                out, shape = sc.SteinKernel(base).matrix(X, -X0, X0[:m], -X0[:m]), (n, m)
+            elif target == "bind_dense":
+                out, shape = sc.SteinKernel(base).bind(X, -X0).dense(), (n, n)
+            elif target == "base_gram":
+                out, shape = base(X), (n, n)
+            elif target == "base_cross":
+                out, shape = base(X, X0[:m]), (n, m)
+            elif target == "block":
+                K = sc.SteinKernel(base).bind(X, -X0)
+                rows = np.arange(m) if arg != "bad_rows" else np.arange(m) + 0.5
+                cols = np.arange(n)[::-1][:m] if arg == "rows_cols" else None
+                out = K.block(rows, cols)
+                shape = (m, n if cols is None else m)
+            else:
+                Xc = np.random.default_rng(n).standard_normal((n, 2))
+                res = sc.compress(Xc, -Xc, size=4, method="standard", seed=0)
+                out, shape = res.dense(arg), (arg,)
+        except MemoryError:  # only where the OS does not say how much memory there is
+            assert mem is None
+            _record("dense", tag, "memory_error")
+            return
+        except Exception as exc:  # noqa: BLE001
+            _record("dense", tag, "clear_error")
+            _check_clear_error(exc, "dense")
+            if mem != "real" and mem is not None and "would need" in str(exc):
+                assert "GiB, more than this machine's" in str(exc)
+            return
+    _record("dense", tag, "valid")
+    assert tuple(out.shape) == shape
+    # a result was allocated only where the patched machine could hold it
+    if mem not in (None, "real"):
+        assert 8 * math.prod(shape) <= mem
+    if target == "coreset_dense":
+        assert isinstance(arg, int) and not isinstance(arg, bool)
+        assert math.isclose(float(np.sum(out)), 1.0, rel_tol=1e-9)
+
+
+MAX_PAIRS = (None, "default", "default", 1, 100, 2_500, 10_000, 2**62)
+BAD_MAX_PAIRS = (0, -5, 2.5, "1000", True)
+
+
+@given(data=st.data())
+def test_two_sample_distances_give_clear_error_or_value_within_max_pairs(data):
+    d = data.draw(st.integers(1, 4))
+    X0 = data.draw(points(n=data.draw(st.integers(0, 60)), d=d))
+    Y0 = data.draw(points(n=data.draw(st.integers(0, 60)), d=d))
+    fn = data.draw(st.sampled_from([sc.mmd, sc.energy_distance]))
+    max_pairs = pick(data.draw, MAX_PAIRS, BAD_MAX_PAIRS, p_bad=0.2)
+    tag = [X0.shape, Y0.shape, fn.__name__, repr(max_pairs)]
+    kw = {} if max_pairs == "default" else {"max_pairs": max_pairs}
+    try:
+        with np.errstate(all="ignore"):
+            v = fn(X0, Y0, **kw)
+    except Exception as exc:  # noqa: BLE001
+        _record("two_sample_max_pairs", tag, "clear_error")
+        _check_clear_error(exc, "two_sample_max_pairs")
+        if "max_pairs" in str(exc):  # only a bad or exceeded max_pairs is blamed on it
+            assert any(max_pairs is b for b in BAD_MAX_PAIRS) or (
+                isinstance(max_pairs, int) and (X0.shape[0] + Y0.shape[0]) ** 2 > max_pairs
+            ) or (max_pairs == "default" and (X0.shape[0] + Y0.shape[0]) ** 2 > 2**32), exc
+        return
+    _record("two_sample_max_pairs", tag, "valid")
+    assert math.isfinite(v) and v >= 0
+    if isinstance(max_pairs, int) and not isinstance(max_pairs, bool):
+        assert (X0.shape[0] + Y0.shape[0]) ** 2 <= max_pairs
+    assert not any(max_pairs is b for b in BAD_MAX_PAIRS), max_pairs
+
+
 @given(data=st.data())
 def test_median_bandwidth_gives_clear_error_or_positive_value(data):
     X0 = data.draw(points(max_n=200))
@@ -613,12 +737,19 @@ def test_model_constructors_give_clear_error_or_a_model(data):
 FILE_KINDS = ("npy", "npy", "npz", "npz:key", "csv", "csv_header")
 BAD_FILE_KINDS = ("truncated_npy", "garbage_npy", "garbage_npz", "truncated_npz", "empty",
                   "missing", "txt", "dir", "3d_npy", "complex_npy", "object_npz", "wrong_key",
-                  "csv_text", "csv_ragged", "csv_semicolon")
+                  "csv_text", "csv_ragged", "csv_semicolon",
+                  # issue 47: files that are not regular, members that are no arrays, more
+                  # than memory holds
+                  "fifo_npy", "fifo_csv", "dev_zero_npy", "dev_zero_npz", "bad_member_npz",
+                  "huge_npy", "huge_csv")
+#: Bytes of memory the runs with a "huge_*" file have (``_validation.physical_memory``
+#: patched): a 5000 x 5 file does not fit, the drawn ones (at most 60 x 3) do.
+HUGE_MEMORY = 150_000
 
 
-def _write_input(path, kind, A):
-    """Write A as ``kind`` under ``path`` (a stem); returns the spec to pass on the command
-    line."""
+def _write_input(path, kind, A, key="X"):
+    """Write A as ``kind`` under ``path`` (a stem; an .npz holds it as ``key`` and ``data``);
+    returns the spec to pass on the command line."""
     import zipfile as _zipfile
 
     if kind in ("npy", "truncated_npy", "3d_npy", "complex_npy"):
@@ -634,7 +765,7 @@ def _write_input(path, kind, A):
                 with z.open("X.npy", "w") as f:
                     np.lib.format.write_array(f, A.astype(object), allow_pickle=True)
             return path + ".npz"
-        np.savez(path + ".npz", X=A, data=A)
+        np.savez(path + ".npz", **{key: A, "data": A})
         if kind == "truncated_npz":
             raw = open(path + ".npz", "rb").read()
             open(path + ".npz", "wb").write(raw[: len(raw) // 2])
@@ -668,44 +799,119 @@ def _write_input(path, kind, A):
     if kind == "dir":
         os.mkdir(path + ".npy")
         return path + ".npy"
+    if kind.startswith("fifo_"):
+        if not hasattr(os, "mkfifo"):
+            return _write_input(path, "dir", A)
+        os.mkfifo(path + "." + kind[5:])
+        return path + "." + kind[5:]
+    if kind.startswith("dev_zero_"):  # never .csv here: a line reader on /dev/zero never ends
+        ext = "." + kind[9:]
+        if not os.path.exists("/dev/zero"):
+            return _write_input(path, "dir", A)
+        os.symlink("/dev/zero", path + ext)
+        return path + ext
+    if kind == "bad_member_npz":
+        import io
+
+        buf = io.BytesIO()
+        np.save(buf, A)
+        with _zipfile.ZipFile(path + ".npz", "w") as z:
+            z.writestr("X.npy", b"\x93NUMPX" + buf.getvalue()[6:])
+            z.writestr("S.npy", buf.getvalue()[:20])
+        return path + ".npz"
+    if kind.startswith("huge_"):  # 5000 x 5: more than HUGE_MEMORY, unlike the drawn files
+        return _write_input(path, kind[5:], np.ones((5000, 5)), key)
     raise AssertionError(kind)
+
+
+class _alarm:
+    """SIGALRM after ``seconds`` raises TimeoutError (POSIX, main thread): an in-process CLI run
+    that blocks on a FIFO fails the test instead of hanging the suite."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self.on = hasattr(signal, "SIGALRM") and threading.current_thread() is \
+            threading.main_thread()
+        if self.on:
+            def fire(signum, frame):
+                raise TimeoutError(f"the CLI did not return within {self.seconds} s")
+
+            self.old = signal.signal(signal.SIGALRM, fire)
+            signal.alarm(self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        if self.on:
+            import signal
+
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, self.old)
+        return False
 
 
 @settings(deadline=None)
 @given(data=st.data())
 def test_cli_file_inputs_give_a_one_line_error_naming_the_file_or_a_coreset(data):
+    xkind = pick(data.draw, FILE_KINDS, BAD_FILE_KINDS, p_bad=0.3)
+    skind = pick(data.draw, FILE_KINDS + ("none",), BAD_FILE_KINDS, p_bad=0.15)
+    _cli_files_property(data, xkind, skind)
+
+
+#: The file kinds of issue 47, each searched on its own (as POINTS or as SCORES, beside a
+#: drawn good file) so that the short run reaches every one of them.
+BOUNDED_FILE_KINDS = ("fifo_npy", "fifo_csv", "dev_zero_npy", "dev_zero_npz", "bad_member_npz",
+                      "huge_npy", "huge_csv")
+
+
+@pytest.mark.parametrize("kind", BOUNDED_FILE_KINDS)
+@settings(deadline=None)
+@given(data=st.data())
+def test_cli_non_regular_oversized_or_corrupt_files_give_a_one_line_error(kind, data):
+    other = data.draw(st.sampled_from(FILE_KINDS))
+    if data.draw(st.booleans()):
+        _cli_files_property(data, kind, other, test="cli_bounded_files")
+    else:
+        _cli_files_property(data, other, kind, test="cli_bounded_files")
+
+
+def _cli_files_property(data, xkind, skind, test="cli_files"):
     from stein_coreset import cli
 
     X0 = data.draw(points(max_n=60, d=data.draw(st.integers(1, 3))))
-    xkind = pick(data.draw, FILE_KINDS, BAD_FILE_KINDS, p_bad=0.3)
-    skind = pick(data.draw, FILE_KINDS + ("none",), BAD_FILE_KINDS, p_bad=0.15)
     method = data.draw(st.sampled_from(["st", "skt", "standard", "rt"]))
     size = pick(data.draw, [1, 4, 8], [0, 10**6])
     tag = [X0.shape, xkind, skind, method, size]
     with tempfile.TemporaryDirectory() as d:
         xs = _write_input(os.path.join(d, "pts"), xkind, X0)
         argv = ["compress", xs]
-        if skind != "none":
-            argv.append(_write_input(os.path.join(d, "sc"), skind, -X0))
+        if skind != "none":  # a second positional file is never read as scores
+            argv += ["--scores", _write_input(os.path.join(d, "sc"), skind, -X0, "S")]
         out = os.path.join(d, "out.npz")
         argv += ["--method", method, "--size", str(size), "--out", out, "--seed", "0"]
         import contextlib
         import io
 
         err = io.StringIO()
+        huge = "huge" in xkind or "huge" in skind
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
-                np.errstate(all="ignore"):
+                np.errstate(all="ignore"), _alarm(10), _machine(HUGE_MEMORY if huge else "real"):
             rc = cli.main(argv)
         msg = err.getvalue().strip()
         if rc == 0:
-            _record("cli_files", tag, "valid")
+            assert not huge, "a file larger than the patched memory was read"
+            _record(test, tag, "valid")
             with np.load(out, allow_pickle=False) as z:
                 idx, w = z["indices"], z["weights"]
             assert 1 <= idx.size <= size and np.isclose(w.sum(), 1.0)
             assert np.all((idx >= 0) & (idx < X0.shape[0]))
             return
-        _record("cli_files", tag, "clear_error")
-        STATS["cli_files:error:" + re.sub(r"/\S+", "FILE", msg)[:70]] += 1
+        _record(test, tag, "clear_error")
+        STATS[test + ":error:" + re.sub(r"/\S+", "FILE", msg)[:70]] += 1
         assert rc == 2, msg
         lines = msg.splitlines()
         assert len(lines) == 1 and lines[0].startswith("stein-coreset: error: "), msg
@@ -713,3 +919,9 @@ def test_cli_file_inputs_give_a_one_line_error_naming_the_file_or_a_coreset(data
         names = ("pts", "sc", "POINTS", "SCORES", "--size", "size", "method", "--out", "X", "S")
         assert _names_an_argument(msg) or any(n in msg for n in names), msg
         assert not os.path.exists(out)
+        if xkind.startswith(("fifo", "dev_zero")) and hasattr(os, "mkfifo"):  # read first
+            assert "not a regular file" in msg, msg
+        if xkind == "bad_member_npz":  # the file and the member, not NumPy's bare message
+            assert "pts.npz:X is not a valid NumPy array" in msg, msg
+        if xkind.startswith("huge"):
+            assert "GiB, more than this machine's" in msg, msg

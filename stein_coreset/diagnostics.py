@@ -93,28 +93,28 @@ def stein_residuals(X, S, weights=None) -> dict:
         Weights summing to 1 (signed weights allowed); default uniform.
     """
     xp, dev = aa.namespace(X=X, S=S)
-    n = X.shape[0]
+    n, d = X.shape
+    Z = xp.concat([X, S], axis=1)  # one pass over the rows gives every moment
     if weights is None:
-        w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev)
+        mean = xp.mean(Z, axis=0)
+        Zc = Z - mean[None, :]
+        moments = xp.matmul(xp.matrix_transpose(Zc), Zc) / n
+        n_eff = float(n)
     else:
         w = xp.astype(weights, xp.float64)
-    wc = w[:, None]
-    xbar = xp.sum(wc * X, axis=0)
-    sbar = xp.sum(wc * S, axis=0)
-    dx = X - xbar[None, :]
-    ds = S - sbar[None, :]
-    wdx = wc * dx
-    moments = aa.to_host(xp.concat([xp.matmul(xp.matrix_transpose(wdx), xp.concat(
-        [dx, ds], axis=1)), xp.matmul(xp.matrix_transpose(wc * ds), ds)], axis=1))
-    w_abs = xp.abs(w)
-    n_eff = float(xp.sum(w_abs)) ** 2 / float(xp.sum(w_abs * w_abs))
-    means = aa.to_host(xp.stack([xbar, sbar]))
-    return _residuals(moments, means[0], means[1], n_eff)
+        mean = xp.matmul(w, Z)
+        Zc = Z - mean[None, :]
+        moments = xp.matmul(xp.matrix_transpose(Zc * w[:, None]), Zc)
+        w_abs = xp.abs(w)
+        n_eff = float(xp.sum(w_abs)) ** 2 / float(xp.sum(w_abs * w_abs))
+    moments = aa.to_host(moments)
+    mean = aa.to_host(mean)
+    return _residuals(moments, mean[:d], mean[d:], n_eff)
 
 
 def _residuals(moments: np.ndarray, xbar: np.ndarray, sbar: np.ndarray, n_eff: float) -> dict:
-    d = xbar.shape[0]
-    Cxx, Cxs, Css = moments[:, :d], moments[:, d : 2 * d], moments[:, 2 * d :]
+    d = xbar.shape[0]  # moments: the (2d, 2d) covariance of [X, S]
+    Cxx, Cxs, Css = moments[:d, :d], moments[:d, d:], moments[d:, d:]
     var_x = np.abs(np.diag(Cxx))
     var_s = np.abs(np.diag(Css))
     cov = np.diag(Cxs)

@@ -70,6 +70,12 @@ def cancel_running():
     sc_cancel_request()
 
 
+def cancel_clear():
+    """Withdraw a :func:`cancel_running` request, for a process whose calls never come from its
+    main thread (a Dask worker), once its interrupted loops have unwound."""
+    sc_cancel_clear()
+
+
 def _cancel_for_tests(bint on=True):
     """Set (or clear) the loops' cancellation flag as a SIGINT would; tests only."""
     if on:

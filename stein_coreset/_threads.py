@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-__all__ = ["effective_n_threads", "usable_cores", "cancel_running"]
+__all__ = ["effective_n_threads", "usable_cores", "cancel_running", "cancel_loops_briefly"]
 
 
 def _cgroup_cpu_limit() -> int | None:
@@ -103,3 +103,17 @@ def cancel_running() -> None:
     from . import _core
 
     _core.cancel_running()
+
+
+def cancel_loops_briefly(seconds: float = 0.1) -> None:
+    """:func:`cancel_running`, then the request withdrawn after ``seconds``: the C++ loops
+    running in this process poll within that time (every few milliseconds) and unwind, and the
+    next call on any thread starts clean. For a Dask worker, whose tasks never run on its main
+    thread (where a call would clear the request itself)."""
+    import time
+
+    from . import _core
+
+    _core.cancel_running()
+    time.sleep(seconds)
+    _core.cancel_clear()

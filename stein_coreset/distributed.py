@@ -30,7 +30,7 @@ from . import _validation as val
 from ._array_api import to_host
 from ._progress import DELAY_S, stage
 from ._progress import resolve as resolve_progress
-from ._threads import cancel_running, effective_n_threads
+from ._threads import cancel_loops_briefly, cancel_running, effective_n_threads
 from .compress import Coreset as _Coreset
 from .compress import compress as _sc_compress
 from .compress import equal_draw_counts
@@ -52,12 +52,42 @@ NEEDS_DASK = (
 
 def _compute(dask, *args, **kw):
     """``dask.compute`` whose Ctrl-C also stops the C++ loops still running on the threaded
-    scheduler's worker threads (they would otherwise run to the end, holding the exit)."""
+    scheduler's worker threads (they would otherwise run to the end, holding the exit) and on
+    the workers of a ``distributed`` client (Dask releases the graph's queued tasks; the running
+    ones would otherwise hold the workers, and the next call, for a block's time)."""
     try:
         return dask.compute(*args, **kw)
     except KeyboardInterrupt:
         cancel_running()
+        _cancel_on_workers()
         raise
+
+
+#: Seconds the driver waits, after a Ctrl-C, for the workers to stop their loops.
+CANCEL_WAIT_S = 1.0
+
+
+def _cancel_on_workers() -> None:
+    """Stop the library's loops on the workers of the current ``distributed`` client, if any,
+    waiting at most :data:`CANCEL_WAIT_S` (after a terminal's Ctrl-C the workers may be gone
+    too: nothing to stop there)."""
+    try:
+        from distributed import default_client
+
+        client = default_client()
+    except (ImportError, ValueError):
+        return
+    import threading
+
+    def run():
+        try:
+            client.run(cancel_loops_briefly)
+        except Exception:  # noqa: BLE001 - workers shutting down: nothing left to stop
+            pass
+
+    t = threading.Thread(target=run, name="stein_coreset-cancel", daemon=True)
+    t.start()
+    t.join(CANCEL_WAIT_S)
 
 
 def _import_dask():
@@ -194,13 +224,23 @@ def _sample_task(Xb, Sb, local):
     return to_host(xp.take(Xb, idx, axis=0)), to_host(xp.take(Sb, idx, axis=0))
 
 
+class TaskCancelled(RuntimeError):
+    """A task's loops were stopped because the driver was interrupted (Ctrl-C)."""
+
+
 def _task_compress(*args, **kw):
     """``compress`` inside a task, without its input diagnostics' warnings: a block may hold
     only burn-in and a reduce node only debiased points, so Stein's identity judged there
-    says nothing of the user's input (and a warning from a worker reaches no one)."""
+    says nothing of the user's input (and a warning from a worker reaches no one). Loops
+    stopped for the driver's Ctrl-C end the task with :class:`TaskCancelled`, an ordinary
+    error, not the KeyboardInterrupt they raise in a user's thread: a Dask worker treats the
+    latter as its own interruption."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DiagnosticWarning)
-        return _sc_compress(*args, **kw)
+        try:
+            return _sc_compress(*args, **kw)
+        except KeyboardInterrupt:
+            raise TaskCancelled("stopped: the driver was interrupted") from None
 
 
 def _block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, delay_s):

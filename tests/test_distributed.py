@@ -75,9 +75,9 @@ def test_same_seed_same_result_any_worker_count(workers):
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_stops_the_workers_loops_so_the_next_call_starts_clean(cluster):
     """Dask drops the queued tasks of an interrupted graph but lets the running ones finish:
-    before, the next call waited for them (1.1-1.4 s for 2^15-point blocks, 13-21 s with larger ones). The
-    workers' loops now stop too, and the tasks end as ordinary errors (a KeyboardInterrupt
-    in a worker's thread would take the worker down)."""
+    before, the next call waited for them (1.1-1.4 s for 2^15-point blocks, 13-21 s with
+    larger ones). The workers' loops now stop too, and the tasks end as ordinary errors (a
+    KeyboardInterrupt in a worker's thread would take the worker down)."""
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         pytest.skip("SIGINT does not have Python's default handler here")
     rng = np.random.default_rng(0)

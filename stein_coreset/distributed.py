@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 import warnings
 import zipfile
@@ -240,6 +241,8 @@ def _task_compress(*args, **kw):
         try:
             return _sc_compress(*args, **kw)
         except KeyboardInterrupt:
+            if threading.current_thread() is threading.main_thread():
+                raise  # the synchronous scheduler: the user's own Ctrl-C
             raise TaskCancelled("stopped: the driver was interrupted") from None
 
 

@@ -100,6 +100,26 @@ def test_ctrl_c_stops_the_workers_loops_so_the_next_call_starts_clean(cluster):
         assert len(res) >= 1
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_ctrl_c_on_a_local_scheduler_is_a_keyboard_interrupt(scheduler):
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT does not have Python's default handler here")
+    rng = np.random.default_rng(0)
+    Xs = [0.7 + 1.5 * rng.standard_normal((2**15, 3)) for _ in range(2)]
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            scd.compress(Xs, [-x for x in Xs], size=64, method="sr", seed=0,
+                         scheduler=scheduler)
+            time.sleep(5)
+        assert time.perf_counter() - t0 < 2.0
+    finally:
+        timer.cancel()
+
+
 def test_task_keys_name_every_input_so_calls_on_one_cluster_never_share_a_result():
     """Dask returns the result a cluster still holds for a key instead of computing the task:
     two calls may share a key only if they compute the same thing. The keys were the block or

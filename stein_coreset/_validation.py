@@ -253,8 +253,9 @@ def check_points(X, xp, name: str = "X", *, allow_nonfinite: bool = False):
         bad = int(xp.sum(xp.astype(nonfinite_rows(xp, X), xp.int64)))
         if bad:
             raise ValueError(
-                f"{name} has NaN or inf in {bad} of its {X.shape[0]} rows"
-                + ("; pass nan_policy='omit' to drop them" if name in ("X", "S") else "")
+                f"{name} has NaN or inf in {bad} of its {X.shape[0]} rows; drop those rows "
+                f"first ({name}[np.isfinite({name}).all(axis=1)]; compress does it with "
+                "nan_policy='omit')"
             )
     return X
 

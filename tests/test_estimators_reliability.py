@@ -233,3 +233,18 @@ def test_a_laplace_location_fit_by_nelder_mead_is_not_called_unidentified():
                 kernel=sc.Gaussian(sigma=0.25), optimizer="nelder_mead", theta0=[0.5],
                 stderr=False)
     assert f.converged and "not identified" not in f.message and abs(f.theta[0]) < 0.15
+
+
+def test_a_parameter_of_the_wrong_length_names_it_and_the_dimension():
+    # before: numpy's "operands could not be broadcast together with remapped shapes"
+    with pytest.raises(ValueError, match=r"loc has 2 entries, but the model has 1 .*d=2"):
+        est.Gaussian(loc=[0, 1])
+    assert est.Gaussian(d=2, loc=[0, 1]).param_names == ("scale",)
+
+
+def test_nan_data_are_not_pointed_to_an_option_fit_does_not_take():
+    # before: "pass nan_policy='omit' to drop them", which fit does not accept
+    X = np.random.default_rng(0).standard_normal((50, 1))
+    X[3] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or inf in 1 of its 50 rows; drop those rows"):
+        est.fit(est.Gaussian(), X, discrepancy="sm", optimizer="lbfgs")

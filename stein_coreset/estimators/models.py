@@ -146,7 +146,15 @@ class _Parametric:
             if val is None:
                 vals = [np.nan] * size
             else:
-                vals = list(np.broadcast_to(np.asarray(val, dtype=np.float64), (size,)))
+                arr = np.asarray(val, dtype=np.float64)
+                if arr.size not in (1, size):
+                    raise ValueError(
+                        f"{name} has {arr.size} entries, but the model has {size} "
+                        f"({type(self).__name__} of d = {getattr(self, 'd', size)}); pass "
+                        f"d={arr.size} for {arr.size}-dimensional data"
+                    )
+                vals = list(np.broadcast_to(arr.reshape(-1) if arr.size == size else arr,
+                                            (size,)))
                 if lo is not None and any(not (v > lo) for v in vals):
                     raise ValueError(f"{name} must be > {lo}, got {val}")
                 if not all(math.isfinite(v) for v in vals):

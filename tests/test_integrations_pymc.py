@@ -329,6 +329,15 @@ def test_a_trace_variable_missing_from_the_model_is_an_error(model, trace):
         compress_trace(other, model, size=3, method="st")
 
 
+def test_a_trace_variable_of_another_shape_is_named_before_pytensor_sees_it(model, trace):
+    # before: PyTensor's "Bad input argument to pytensor function ... at index 0"
+    other = map_groups(trace, lambda ds: ds.drop_vars("W").assign(
+        W=(("chain", "draw", "W_row", "W_col"), ds["W"].values[..., :2])))
+    with pytest.raises(ValueError, match=r"'W' has shape \(2, 2\) per draw, but the model's 'W' "
+                                         r"has shape \(2, 3\)"):
+        compress_trace(other, model, size=3, method="st")
+
+
 def test_a_trace_without_posterior_is_an_error(model):
     idata = to_idata({"observed_data": get_group(
         from_dict(posterior={"y": np.array([[0.3, 0.5]])}), "posterior")})

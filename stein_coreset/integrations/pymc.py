@@ -234,6 +234,24 @@ def model_functions(model) -> ModelFunctions:
 # ---- feedback ----------------------------------------------------------------------------------
 
 
+def _check_shapes(model, post, names) -> None:
+    """Refuse trace variables whose per-draw shape is not the model's (before: PyTensor's
+    "Bad input argument to pytensor function ... at index 0" from inside the gradient)."""
+    try:
+        shapes = model.eval_rv_shapes()
+    except Exception:  # noqa: BLE001 - a model PyMC cannot size up front: PyTensor will say
+        return
+    for name in names:
+        want = tuple(int(k) for k in shapes.get(name, ()))
+        got = tuple(int(k) for k in post[name].shape[2:])
+        if name in shapes and got != want:
+            raise ValueError(
+                f"idata: posterior variable {name!r} has shape {got} per draw, but the model's "
+                f"{name!r} has shape {want}; is this the trace of another model (or of the "
+                "model with other data or dims)?"
+            )
+
+
 @contextmanager
 def _announce(message: str, enabled: bool):
     """A stage that cannot count its work (a PyTensor compile): ``message ...`` on stderr once it
@@ -364,6 +382,7 @@ def trace_scores(
             f"model: free variables {missing} are missing from the trace's posterior group "
             f"({list(post.data_vars)})"
         )
+    _check_shapes(model, post, fns.names)
     tc = time.perf_counter()
     # compile (or fetch from the per-model cache) before timing evaluation; the backward map
     # too, so that a compress_trace call compiles in one stage

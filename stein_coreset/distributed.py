@@ -60,7 +60,8 @@ def _compute(dask, *args, **kw):
         return dask.compute(*args, **kw)
     except KeyboardInterrupt:
         cancel_running()
-        _cancel_on_workers()
+        if kw.get("scheduler") is None:  # the default scheduler: a distributed client if any
+            _cancel_on_workers()
         raise
 
 

@@ -103,6 +103,10 @@ def test_ctrl_c_stops_the_workers_loops_so_the_next_call_starts_clean(cluster):
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("scheduler", ["sync", "threads"])
 def test_ctrl_c_on_a_local_scheduler_is_a_keyboard_interrupt(scheduler):
+    """Tasks interrupted on other threads end as TaskCancelled; the user's own Ctrl-C must
+    still reach them as a KeyboardInterrupt, on the synchronous scheduler too (there the task
+    runs on the main thread). The bound is loose: alone it raises at once, but in the full
+    suite the threaded case has taken up to 1.9 s after the signal."""
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         pytest.skip("SIGINT does not have Python's default handler here")
     rng = np.random.default_rng(0)
@@ -114,8 +118,8 @@ def test_ctrl_c_on_a_local_scheduler_is_a_keyboard_interrupt(scheduler):
         with pytest.raises(KeyboardInterrupt):
             scd.compress(Xs, [-x for x in Xs], size=64, method="sr", seed=0,
                          scheduler=scheduler)
-            time.sleep(5)
-        assert time.perf_counter() - t0 < 2.0
+            time.sleep(10)
+        assert time.perf_counter() - t0 < 5.0
     finally:
         timer.cancel()
 

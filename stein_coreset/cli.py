@@ -330,8 +330,8 @@ def _write_coreset(out: str | None, res, info: dict) -> str:
 def _warnings_as_lines():
     """Warnings of the library (input diagnostics, ...) as ``stein-coreset: warning: ...``
     lines on stderr, once each, instead of Python's file:line form."""
+    # the filters as they are: a dependency's DeprecationWarning stays hidden
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
         try:
             yield
         finally:

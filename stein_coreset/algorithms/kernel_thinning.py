@@ -271,7 +271,8 @@ def _kt_swap(K, cands, baseline, passes: int, order: str = "sorted", progress: b
     short = [C[best].copy()]
     if baseline is not None:
         short.append(np.array(baseline, dtype=np.int64))
-        before_baseline = _mmd2(K, short[1][None, :])[0]
+        if return_info:  # the baseline as it entered the swaps, for the report only
+            before_baseline = _mmd2(K, short[1][None, :])[0]
     for I in short:
         _native.kt_swap_refine(K, I, passes, order == "sorted", progress)
     final = _mmd2(K, np.stack(short))

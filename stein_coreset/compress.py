@@ -408,8 +408,8 @@ def compress(
     weights : (n,) array, optional
         Weights of the input sample, for the methods that accept them ("rt", "ct").
     rank : int, optional
-        Rank of the low-rank methods (default n^0.5), or the RT / CT test-vector count of
-        "sr", "sc", "rt", "ct" (:data:`RANKED_METHODS`).
+        Rank of the low-rank methods (default ceil(n^0.4), see ``tau``), or the RT / CT
+        test-vector count of "sr", "sc", "rt", "ct" (default the size; :data:`RANKED_METHODS`).
     tau : float in (0, 1], optional
         For the ranked methods: ``rank = ceil(n^tau)``. Default: 0.4 for the Low-rank Debiasing
         rank of lskt, lsr, lsc (:data:`LD_DEFAULT_TAU`, sub-quadratic; measured faster than

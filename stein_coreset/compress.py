@@ -409,7 +409,8 @@ def compress(
         Weights of the input sample, for the methods that accept them ("rt", "ct").
     rank : int, optional
         Rank of the low-rank methods (default ceil(n^0.4), see ``tau``), or the RT / CT
-        test-vector count of "sr", "sc", "rt", "ct" (default the size; :data:`RANKED_METHODS`).
+        test-vector count of "sr", "sc", "rt", "ct" (default size - 1 for RT, size for CT;
+        :data:`RANKED_METHODS`).
     tau : float in (0, 1], optional
         For the ranked methods: ``rank = ceil(n^tau)``. Default: 0.4 for the Low-rank Debiasing
         rank of lskt, lsr, lsc (:data:`LD_DEFAULT_TAU`, sub-quadratic; measured faster than

@@ -226,6 +226,16 @@ def median_bandwidth(
     ------
     ValueError
         If every kept point is the same (the median distance is zero).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> X = np.random.default_rng(0).standard_normal((500, 2))
+    >>> round(sc.median_bandwidth(X), 4)
+    1.6144
+    >>> round(sc.median_bandwidth(10.0 * X, M="scale"), 4)  # in units of each coordinate's sd
+    1.6538
     """
     xp, dev = aa.namespace(X=X)
     if check_input:  # False: X is trusted (float64, finite, 2-D), as compress passes it
@@ -286,8 +296,9 @@ class SteinKernel:
     M : (d, d) or (d,) array, a positive number, "scale", or None
         Symmetric positive definite preconditioner; ``None`` is the identity. ``"scale"``: the
         diagonal of per-coordinate variances of the points the kernel is resolved on
-        (:meth:`resolve`), i.e. each coordinate standardised by its standard deviation, as
-        ``stein_thinning.thin`` does by default. The kernel is then scale-free: multiplying a
+        (:meth:`resolve`), i.e. each coordinate standardised by its standard deviation
+        (``stein_thinning.thin``'s default scales by the median absolute deviation instead).
+        The kernel is then scale-free: multiplying a
         coordinate of X by c (and so dividing its scores by c) leaves every k_p entry, and so
         every selection, unchanged. A coordinate with zero variance keeps scale 1. This is the
         kernel :func:`stein_coreset.compress` uses when it is given none.
@@ -295,6 +306,18 @@ class SteinKernel:
     Notes
     -----
     Cost: O(n d^2 + d^3) set-up, then O(d) per entry (App. I.1); ``"scale"`` adds O(n d).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> X = np.random.default_rng(0).standard_normal((500, 2))
+    >>> kp = sc.SteinKernel(sc.IMQ(sigma=1.0))
+    >>> K = kp.matrix(X[:3], -X[:3])              # scores of N(0, I) at the points
+    >>> K.shape, bool(np.allclose(K, K.T))
+    ((3, 3), True)
+    >>> bool(np.allclose(np.diag(K), kp.diag(X[:3], -X[:3])))
+    True
     """
 
     def __init__(self, base: RadialKernel | None = None, M=None):

@@ -78,7 +78,7 @@ def test_amd_on_low_rank_plus_diagonal_matches_dense(xp, stein_300):
     np.testing.assert_allclose(np.diag(D), xp.to_numpy(Kx.diag()), rtol=1e-12)
     z = np.random.default_rng(2).random(300)
     np.testing.assert_allclose(xp.to_numpy(op.matvec(xp.asarray(z))), D @ z, rtol=1e-10)
-    w = amd(op, 100, engine="array_api")
+    w = amd(op, 100, backend="xp")
     xp.same_place(w, F)
     # AMD steps on the operator with F rounded to float32 (what the C++ loop reads), with the
     # step size of the true diagonal
@@ -124,15 +124,15 @@ def test_amd_cpp_engine_matches_array_api_loop(stein_300):
     w0[::4] = 0.0
     w0 /= w0.sum()
     for agg in (False, True):
-        a = amd(op, 150, w0, agg=agg, engine="array_api")
-        b = amd(op, 150, w0, agg=agg, engine="cpp")
-        c = amd(op, 150, w0, agg=agg, engine="cpp", progress=True)  # run in chunks
+        a = amd(op, 150, w0, agg=agg, backend="xp")
+        b = amd(op, 150, w0, agg=agg, backend="cpu")
+        c = amd(op, 150, w0, agg=agg, backend="cpu", progress=True)  # run in chunks
         np.testing.assert_allclose(b, a, rtol=1e-13, atol=1e-17)
         assert abs(op.quad(b) - op.quad(a)) <= 1e-14 * op.quad(a)
         np.testing.assert_allclose(c, b, rtol=1e-13, atol=1e-17)
         assert np.all(b[w0 == 0] == 0.0)
     with pytest.raises(ValueError, match="backend"):
-        amd(Km.dense(), 5, engine="cpp")
+        amd(Km.dense(), 5, backend="cpu")
 
 
 def test_amd_weights_stay_on_the_simplex_when_v_underflows_between_chunks():
@@ -144,17 +144,17 @@ def test_amd_weights_stay_on_the_simplex_when_v_underflows_between_chunks():
     _, F = weighted_rpcholesky(K, rank=16, rng=np.random.default_rng(1))
     op = LowRankPlusDiagonal(F, K.diag())
     w0 = np.full(1024, 1.0 / 1024)
-    a = amd(op, 600, w0, engine="array_api")
-    b = amd(op, 600, w0, engine="cpp")
-    c = amd(op, 600, w0, engine="cpp", progress=True)  # chunks of 24 steps
+    a = amd(op, 600, w0, backend="xp")
+    b = amd(op, 600, w0, backend="cpu")
+    c = amd(op, 600, w0, backend="cpu", progress=True)  # chunks of 24 steps
     for w in (a, b, c):
         assert abs(w.sum() - 1.0) < 1e-12
     np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(c, b, rtol=1e-12, atol=1e-300)
 
 
-@pytest.mark.parametrize("engine", ["array_api", "cpp"])
-def test_amd_monitor_returns_best_checked_iterate_and_stops(stein_300, engine):
+@pytest.mark.parametrize("backend", ["xp", "cpu"])
+def test_amd_monitor_returns_best_checked_iterate_and_stops(stein_300, backend):
     """With a monitor, AMD returns the checked iterate with the smallest monitored value (the
     same iterate a plain run of that many steps ends at) and stops after `patience` checks that
     did not improve on it; without improvement it would run to the cap."""
@@ -168,13 +168,13 @@ def test_amd_monitor_returns_best_checked_iterate_and_stops(stein_300, engine):
         return float(w @ K @ w)
 
     info = {}
-    w = amd(op, 4000, engine=engine, monitor=monitor, check_every=10, patience=3, info=info)
+    w = amd(op, 4000, backend=backend, monitor=monitor, check_every=10, patience=3, info=info)
     checks = info["checks"]
     assert [t for t, _ in checks] == list(range(10, 10 * len(checks) + 1, 10))
     values = [v for _, v in checks]
     best = int(np.argmin(values))
     assert info["best_step"] == checks[best][0]
-    plain = amd(op, info["best_step"], engine=engine)
+    plain = amd(op, info["best_step"], backend=backend)
     np.testing.assert_allclose(w, plain, rtol=1e-12, atol=1e-300)
     assert math.isclose(float(w @ K @ w), min(values), rel_tol=1e-12)
     if info["steps_run"] < 4000:  # stopped early: exactly `patience` non-improving checks

@@ -691,7 +691,7 @@ def test_estimator_losses_give_clear_error_or_finite_value(data):
         block_size=pick(data.draw, [None, 1, 7, 1000], [-1, 0, 2.5, True]),
     )
     if fn != "information":
-        kw["backend"] = pick(data.draw, ["auto", "array_api"], ["cuda-ish"])
+        kw["backend"] = pick(data.draw, ["auto", "xp"], ["cuda-ish"])
     if kw["discrepancy"] in ("ksd", "dksd"):
         kw["kernel"] = data.draw(st.sampled_from([None, sc.IMQ(1.0), sc.Gaussian(0.5)]))
     tag += [model, d_model, repr(theta), fn, sorted(kw.items(), key=str)]

@@ -1,8 +1,8 @@
 """DKSD loss and theta-gradient (Barp et al., 2019, Eq. 7) at n = 2000, d = 5.
 
 One O(n^2 d) pass (scalar / diagonal diffusion) or O(n^2 d^2) (full diffusion) gives the
-U-statistic and its gradient: in C++ (src_cpp/dksd.hpp, the NumPy default, "cpp"), blocked
-through the array API ("array_api"), or on a CUDA device ("cuda": CuPy input, the pass of
+U-statistic and its gradient: in C++ (src_cpp/dksd.hpp, the NumPy default, "cpu"), blocked
+through the array API ("xp"), or on a CUDA device ("cuda": CuPy input, the pass of
 stein_coreset/_cuda/dksd.cu; skipped where CuPy has no device). The KSD value alone goes
 through engine.KernelMatrix.
 """
@@ -41,7 +41,7 @@ DIFFUSIONS = {"identity": None, "diag": _diag, "full": _full}
 
 
 class DKSDLossGrad:
-    params = (["identity", "diag", "full"], ["cpp", "array_api", "cuda"], [2000])
+    params = (["identity", "diag", "full"], ["cpu", "xp", "cuda"], [2000])
     param_names = ["diffusion", "backend", "n"]
     timeout = 300
 

@@ -19,7 +19,7 @@ def numpy_broadcast_stein_gram(X, S, sigma):
 
 
 class SteinGram:
-    params = ([4096], [4, 32], ["cpp", "array_api", "numpy_broadcast"])
+    params = ([4096], [4, 32], ["cpu", "xp", "numpy_broadcast"])
     param_names = ["n", "d", "backend"]
     timeout = 300
 
@@ -32,10 +32,10 @@ class SteinGram:
         self.K.handle()
 
     def _run(self, n, d, backend):
-        if backend == "cpp":
+        if backend == "cpu":
             return self.K.block_cpp(self.rows)
-        if backend == "array_api":
-            return self.K.with_backend("array_api").dense()
+        if backend == "xp":
+            return self.K.with_backend("xp").dense()
         return numpy_broadcast_stein_gram(self.X, self.S, 1.0)
 
     def time_gram(self, n, d, backend):
@@ -48,7 +48,7 @@ class SteinGram:
 class SteinMatvec:
     """Blocked K w, which never holds more than a (block x n) slab."""
 
-    params = ([1 << 14], [4], ["cpp", "array_api"])
+    params = ([1 << 14], [4], ["cpu", "xp"])
     param_names = ["n", "d", "backend"]
     timeout = 300
 
@@ -60,10 +60,10 @@ class SteinMatvec:
         self.K.handle()
 
     def time_matvec(self, n, d, backend):
-        if backend == "cpp":
+        if backend == "cpu":
             self.K.matvec_cpp(self.w)
         else:
-            self.K.with_backend("array_api").matvec(self.w)
+            self.K.with_backend("xp").matvec(self.w)
 
     def peakmem_matvec(self, n, d, backend):
         self.time_matvec(n, d, backend)

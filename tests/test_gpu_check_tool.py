@@ -1,18 +1,32 @@
-"""tools/gpu_check.py, the script of the one prepared GPU run (tools/device_run.sh), run here on
-array_api_strict: every code path it takes on the device but the CuPy calls — the agreement
-check, the goodpoints.jax side-by-side and the JSON — so that a broken script or a missing
-import shows up here and not in the device's few minutes."""
+"""tools/device/gpu_check.py, the script of the one prepared GPU run (tools/device/device_run.sh),
+run here on array_api_strict: every code path it takes on the device but the CuPy calls — the
+agreement check, the goodpoints.jax side-by-side and the JSON — so that a broken script or a
+missing import shows up here and not in the device's few minutes."""
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-gpu_check = pytest.importorskip("gpu_check")
-gpj = pytest.importorskip("goodpoints_jax")
+DEVICE = Path(__file__).resolve().parents[1] / "tools" / "device"
+if not DEVICE.is_dir():
+    pytest.skip("tools/device/ not in this checkout", allow_module_level=True)
+
+
+def _script(name):
+    """tools/device/<name>.py as the module it is when run: sys.modules holds it under its name,
+    so its sibling's ``import goodpoints_jax`` finds the one loaded here."""
+    spec = importlib.util.spec_from_file_location(name, DEVICE / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+gpj = _script("goodpoints_jax")
+gpu_check = _script("gpu_check")
 
 
 @pytest.mark.slow

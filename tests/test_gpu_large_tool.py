@@ -1,8 +1,8 @@
-"""tools/gpu_large.py, the stages of the prepared GPU run (tools/device_run.sh) that gpu_check
-does not cover, run here in a subprocess against a stand-in ``cupy`` that gives NumPy arrays:
-the library then runs its CPU engine, and each stage's own code — its calls into the library's
-internals, its rows, its JSON — is what is checked, so that an API it calls has not drifted
-under it before the device's few minutes are spent on it."""
+"""tools/device/gpu_large.py, the stages of the prepared GPU run (tools/device/device_run.sh)
+that gpu_check does not cover, run here in a subprocess against a stand-in ``cupy`` that gives
+NumPy arrays: the library then runs its CPU engine, and each stage's own code — its calls into
+the library's internals, its rows, its JSON — is what is checked, so that an API it calls has
+not drifted under it before the device's few minutes are spent on it."""
 
 import json
 import os
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "tools" / "gpu_large.py"
+SCRIPT = ROOT / "tools" / "device" / "gpu_large.py"
 
 # What gpu_large.py uses of CuPy, over NumPy. Its `ndarray` is a class no array is an instance
 # of, so the library never takes a NumPy array for a CuPy one.

@@ -180,10 +180,11 @@ def test_team_stats_account_each_region_without_changing_it():
     assert _core._team_stats() == []
 
 
-_TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+_TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
+                      "device")
 
 
-@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="tools/ not in this checkout")
+@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="tools/device/ not in this checkout")
 def test_threads_table_prints_probes_and_a_table_with_equal_selections(tmp_path):
     script = os.path.join(_TOOLS, "threads_table.py")
     probe = subprocess.run([sys.executable, script, "--probe-only"], capture_output=True,
@@ -220,13 +221,13 @@ def test_threads_table_prints_probes_and_a_table_with_equal_selections(tmp_path)
         assert "dropped" in got.stdout  # 64 threads: more than the cores here
 
 
-@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="tools/ not in this checkout")
+@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="tools/device/ not in this checkout")
 def test_threads_table_reads_linux_cpu_lists():
-    sys.path.insert(0, _TOOLS)
-    try:
-        import threads_table
-    finally:
-        sys.path.remove(_TOOLS)
+    import runpy
+    import types
+
+    threads_table = types.SimpleNamespace(**runpy.run_path(os.path.join(_TOOLS,
+                                                                         "threads_table.py")))
     assert threads_table._cpu_list("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
     assert threads_table._cpu_list("5") == [5]
     text = threads_table.describe_topology({"cpus": 16, "physical_cores": 8, "smt": 2,

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILES = ["README.md", *sorted(
     str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")
-    if p.name != "gpu.md"  # GPU examples: tools/gpu_check.py runs them on a GPU machine
+    if p.name != "gpu.md"  # GPU examples: tools/device/gpu_check.py runs them on a GPU machine
 )]
 FENCE = re.compile(r"^```(\w*)\s*$")
 SKIP = re.compile(r"<!--\s*example:\s*skip\s*(.*?)\s*-->")

@@ -1,10 +1,11 @@
 """Speed-up table: every method at 1, 2, 8, 16 threads, ratios to one thread.
 
-    python tools/threads_table.py --json table.json                   # n = 2^12, 2^14, 2^16; 240 s
-    python tools/threads_table.py --budget-s 900 --threads 1,2,4,8,16 # more cells
-    python tools/threads_table.py --n 14,15,16 --st-frac 0.25
-    python tools/threads_table.py --probe-only                        # the team's own costs
-    python tools/threads_table.py --n 16 --methods st --profile skt,lskt  # where the time goes
+    python tools/device/threads_table.py --json table.json  # n = 2^12, 2^14, 2^16; 240 s
+    python tools/device/threads_table.py --budget-s 900 --threads 1,2,4,8,16  # more cells
+    python tools/device/threads_table.py --n 14,15,16 --st-frac 0.25
+    python tools/device/threads_table.py --probe-only  # the team's own costs
+    # where the time goes:
+    python tools/device/threads_table.py --n 16 --methods st --profile skt,lskt
 
 Thread counts above the usable cores are dropped (the first line says so): a table of more
 threads than cores measures the scheduler, not the library. ``--probe-only`` prints what a
@@ -49,11 +50,18 @@ import sys
 import time
 
 import numpy as np
-from compare_peers import biased_chain  # tools/: the sibling script
 
 MAIN = ("st", "skt", "sr", "sc", "lskt")
 OTHER = ("lsr", "lsc", "kt", "dksd")
 LOWRANK = ("lskt", "lsr", "lsc")
+
+
+def biased_chain(n, d, seed):
+    """A biased sample for the target N(0, I_d): shifted, over-dispersed Gaussian points (the
+    input of asv_benchmarks/scripts/compare_peers.py)."""
+    rng = np.random.default_rng(seed)
+    X = 0.7 + 1.5 * rng.standard_normal((n, d))
+    return X, -X
 
 
 def _cpu_model() -> str:

@@ -1,9 +1,9 @@
 """The low-rank methods' default tau and the AMD stop rule, measured (issue 26).
 
-    python tools/lskt_tau.py [--n 15 16] [--seeds 0 1 2] [--pairs skt:lskt sr:lsr sc:lsc]
+    python docs/experiments/lskt_tau.py [--n 15 16] [--seeds 0 1 2] [--pairs skt:lskt sr:lsr sc:lsc]
                              [--taus 0.4 0.5] [--stop-n 12 13] [--json out.json]
 
-Input: the biased chain of ``tools/compare_peers.py`` (target N(0, I_4), points
+Input: the biased chain of ``asv_benchmarks/scripts/compare_peers.py`` (target N(0, I_4), points
 0.7 + 1.5 z, scores -x), m = sqrt(n). For each pair full:low-rank, rows: the full method, then
 the low-rank one at each tau (wall seconds, res.ksd, and both as ratios to the full method of the
 same seed); a summary of the median ratios per (n, method, tau); then lskt with stop="ksd"

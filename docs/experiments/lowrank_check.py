@@ -1,6 +1,6 @@
-"""Issue 12's must-show table: the low-rank methods against the quadratic ones, n = 2^16..2^20.
+"""The low-rank methods against the quadratic ones, n = 2^16..2^20 (docs/choosing_a_method.md).
 
-    python tools/lowrank_check.py bw amd 16 18 20 --json lowrank.json
+    python docs/experiments/lowrank_check.py bw amd 16 18 20 --json lowrank.json
 
 Parts (any subset, in the order given):
 
@@ -10,15 +10,16 @@ Parts (any subset, in the order given):
 - ``amd``: the AMD step (``src_cpp/amd.cpp``) at n = 2^18, r = 147 (= ceil(n^0.4)): seconds per
   step, the bytes each step moves (F once in float32, plus the length-n state vectors) and
   their rate as a fraction of the triad and of the read bandwidth.
-- ``16``, ``18``, ``20``: n = 2^k, d = 4, the biased chain of compare_peers.py (target
-  N(0, I_4), points 0.7 + 1.5 z). Equal-weight methods (skt, lskt) take size sqrt(n), the
-  weighted ones (sr, lsr, sc, lsc) size ceil(n^0.4); low-rank ones run with tau = 0.4. Each run
-  is a fresh subprocess: wall and CPU seconds, peak RSS, the KSD of the coreset against P (O(m^2)
-  with one Stein kernel per n: IMQ at the input's median bandwidth, which compress also uses),
-  and ``res.info``. Seeds 0, 1, 2 at 2^16 for every method; at 2^18 lskt takes seeds 0-2 and skt
-  seed 0 in full, its seeds 1 and 2 reuse seed 0's Stein Thinning (deterministic: it does not
-  depend on the seed) and time only the KT stage; at 2^20 lskt, lsr, lsc with seed 0.
-  ``--limit`` seconds per run (default 1200): a run past it is reported as not finished.
+- ``16``, ``18``, ``20``: n = 2^k, d = 4, the biased chain of
+  asv_benchmarks/scripts/compare_peers.py (target N(0, I_4), points 0.7 + 1.5 z). Equal-weight
+  methods (skt, lskt) take size sqrt(n), the weighted ones (sr, lsr, sc, lsc) size ceil(n^0.4);
+  low-rank ones run with tau = 0.4. Each run is a fresh subprocess: wall and CPU seconds, peak
+  RSS, the KSD of the coreset against P (O(m^2) with one Stein kernel per n: IMQ at the input's
+  median bandwidth, which compress also uses), and ``res.info``. Seeds 0, 1, 2 at 2^16 for every
+  method; at 2^18 lskt takes seeds 0-2 and skt seed 0 in full, its seeds 1 and 2 reuse seed 0's
+  Stein Thinning (deterministic: it does not depend on the seed) and time only the KT stage; at
+  2^20 lskt, lsr, lsc with seed 0. ``--limit`` seconds per run (default 1200): a run past it is
+  reported as not finished.
 
 The load average is recorded before each part; run it on an otherwise idle machine.
 """
@@ -37,6 +38,13 @@ import numpy as np
 
 D = 4
 EQUAL = ("skt", "lskt")
+
+
+def biased_chain(n, d, seed):
+    """A biased sample for the target N(0, I_d): shifted, over-dispersed Gaussian points."""
+    rng = np.random.default_rng(seed)
+    X = 0.7 + 1.5 * rng.standard_normal((n, d))
+    return X, -X
 
 
 def _usable_cores() -> int:
@@ -125,17 +133,14 @@ def _size(method: str, n: int) -> int:
 def _peak_rss_mib() -> float:
     """This process's resident high-water mark (VmHWM: of its own image since exec; ru_maxrss
     would carry over the parent's, which Linux keeps across fork and exec)."""
-    from distributed_bench import vm_hwm_mib
-
-    peak = vm_hwm_mib(os.getpid())
-    if peak is None:
-        raise RuntimeError("no VmHWM in /proc/self/status")
-    return peak
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def child(method: str, n: int, seed: int, sigma: float, reuse_st: str | None) -> dict:
-    from compare_peers import biased_chain
-
     import stein_coreset as sc
 
     X, S = biased_chain(n, D, 12345)
@@ -192,8 +197,6 @@ def run_one(method, n, seed, sigma, limit, reuse_st=None) -> dict:
 
 def save_st(n: int, sigma: float, path: str) -> float:
     """Stein Thinning for n steps (skt's first stage at size sqrt(n)), saved; its seconds."""
-    from compare_peers import biased_chain
-
     import stein_coreset as sc
     from stein_coreset.algorithms import _native
 
@@ -205,8 +208,6 @@ def save_st(n: int, sigma: float, path: str) -> float:
 
 
 def size_part(k: int, limit: float, tmp: str) -> dict:
-    from compare_peers import biased_chain
-
     import stein_coreset as sc
 
     n = 1 << k

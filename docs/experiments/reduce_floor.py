@@ -1,10 +1,10 @@
 """What limits the distributed path's final KSD: an experiment, not a benchmark.
 
-    python tools/reduce_floor.py            # n = 2^18, 16 blocks, m = 256 (~1 min)
+    python docs/experiments/reduce_floor.py            # n = 2^18, 16 blocks, m = 256 (~1 min)
 
-On the distributed bench's input (``distributed_bench.make_input``: 16 blocks of n / 16 rows,
-blocks b with b % 8 in {0, 3} burn-in 1.5 z + 6, the rest i.i.d. from P = N(0, I4)) at a quarter
-of its scale, it prints the KSD against P of
+On the input of asv_benchmarks/scripts/distributed_bench.py (``make_input``: 16 blocks of n / 16
+rows, blocks b with b % 8 in {0, 3} burn-in 1.5 z + 6, the rest i.i.d. from P = N(0, I4)) at a
+quarter of its scale, it prints the KSD against P of
 
 - (a) standard thinning to m^2 rows, then skt to m (seeds 0, 1, 2): what a user does today;
 - the map: skt of each block to f m rows (``--block-factor``), and the block coresets' KSDs;
@@ -26,12 +26,25 @@ import math
 import time
 
 import numpy as np
-from distributed_bench import BURN, make_input
 
 import stein_coreset as sc
 from stein_coreset.algorithms.kernel_thinning import kernel_thinning
 from stein_coreset.algorithms.resample import resample, standard_thinning
 from stein_coreset.algorithms.weights import equal_weights, simplex_weights
+
+D = 4
+BURN = (0, 3)  # b % 8 in BURN: a burn-in block
+
+
+def make_input(n: int, n_blocks: int, seed: int) -> np.ndarray:
+    """The distributed bench's input in one process: block b (n / n_blocks rows) is N(0, I_4)
+    from ``default_rng([seed, b])``, or burn-in 1.5 z + 6 when b % 8 is in BURN."""
+    rows = n // n_blocks
+    blocks = []
+    for b in range(n_blocks):
+        X = np.random.default_rng([seed, b]).standard_normal((rows, D))
+        blocks.append(1.5 * X + 6.0 if b % 8 in BURN else X)
+    return np.concatenate(blocks)
 
 
 def main(argv=None):

@@ -1,7 +1,7 @@
 """Issue 13's must-show table: debiased compression on Dask against what one process can do.
 
-    python tools/distributed_bench.py --json dist.json      # the full run (~15-25 min)
-    python tools/distributed_bench.py --quick               # n = 2^16 / 2^15, ~1 min
+    python asv_benchmarks/scripts/distributed_bench.py --json dist.json  # full run, 15-25 min
+    python asv_benchmarks/scripts/distributed_bench.py --quick           # n = 2^16 / 2^15, 1 min
 
 Input: the biased chain of tests/test_distributed.py -- target P = N(0, I_4), scores -x in
 closed form; the blocks b with b % 8 in {0, 3} are burn-in (1.5 x + 6, far from P), the others

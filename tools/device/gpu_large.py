@@ -2,10 +2,10 @@
 """Large-n runs on one GPU: lskt's time, peak device memory and KSD at n = 2^20 and beyond,
 and ``stein_coreset.distributed.compress`` with CuPy blocks on a Dask LocalCluster.
 
-    python tools/gpu_large.py --n 1048576 16777216 --json large.json
-    python tools/gpu_large.py --dask --n 65536
-    python tools/gpu_large.py --amd --n 16384 65536 1048576
-    python tools/gpu_large.py --dksd --n 4096 16384
+    python tools/device/gpu_large.py --n 1048576 16777216 --json large.json
+    python tools/device/gpu_large.py --dask --n 65536
+    python tools/device/gpu_large.py --amd --n 16384 65536 1048576
+    python tools/device/gpu_large.py --dksd --n 4096 16384
 
 Input: d = 4, X = 0.7 + 1.5 z (drawn on the device), S = -X, Stein IMQ sigma^2 = 2d, size
 ceil(sqrt(n)), tau = 0.4. Peak device memory is the CuPy pool's high-water mark (the pool keeps

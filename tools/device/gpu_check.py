@@ -6,9 +6,9 @@ otherwise; within 10% for the methods that run Recombination — see PATH_SENSIT
 inputs give CuPy outputs on the same device, and prints a timing table (CPU vs GPU) with the
 host-transfer volume of each method. Exits non-zero on any disagreement.
 
-    python tools/gpu_check.py                 # n = 2^14 and 2^16, d = 4
-    python tools/gpu_check.py --n 4096 --methods st skt
-    python tools/gpu_check.py --n 65536 --methods st skt lskt --goodpoints --json out.json
+    python tools/device/gpu_check.py                 # n = 2^14 and 2^16, d = 4
+    python tools/device/gpu_check.py --n 4096 --methods st skt
+    python tools/device/gpu_check.py --n 65536 --methods st skt lskt --goodpoints --json out.json
 
 ``--goodpoints`` also runs the authors' goodpoints.jax (``--gp-methods``, default st, skt, lskt;
 also sr, sc, lsr, lsc, whose simplex QP needs proxsuite; JAX on the same GPU when it has CUDA)
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
                    help="device runs per method; the minimum is reported")
     args = p.parse_args(argv)
     if args.goodpoints:
-        import goodpoints_jax as gpj  # tools/: the sibling script (imports nothing heavy)
+        import goodpoints_jax as gpj  # the sibling script (imports nothing heavy)
 
         bad = [m for m in args.gp_methods if m not in gpj.METHODS]
         if bad:
@@ -194,7 +194,7 @@ def _goodpoints_row(method, X, S, size, seed, res, t_ours) -> dict:
     """goodpoints.jax's same method on the same input: its time and the KSD of its output under
     this library's kernel. Up to GP_WARM_MAX_N points the second call is timed (the first
     compiles); above, one call (compilation included: two would double the device time)."""
-    import goodpoints_jax as gpj  # tools/: the sibling script
+    import goodpoints_jax as gpj  # the sibling script
 
     import stein_coreset as sc
 

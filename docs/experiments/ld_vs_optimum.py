@@ -8,7 +8,7 @@ fixed-T rule (``stop="fixed"``) and with the KSD-watching rule (``stop="ksd"``: 
 monitor is the exact KSD; the last column forces a 256-point systematic resample, as at large
 n), median over 3 seeds, and the AMD steps the "ksd" rule ran (summed over the rounds):
 
-    python tools/ld_vs_optimum.py
+    python docs/experiments/ld_vs_optimum.py
 
 At rank sqrt(n) more fixed AMD steps move LD towards the optimum of its surrogate
 K' = F F^T + diag(K - F F^T), not of K; the "ksd" rule stops where the true KSD is smallest.

@@ -1,7 +1,7 @@
 """Peak memory of every ``compress`` method against the estimate of docs/guarantees.md.
 
-    python tools/peak_memory.py                      # n = 4096 and 16384, d = 4: a Markdown table
-    python tools/peak_memory.py --n 65536 --methods lskt sr
+    python asv_benchmarks/scripts/peak_memory.py      # n = 4096 and 16384, d = 4: a table
+    python asv_benchmarks/scripts/peak_memory.py --n 65536 --methods lskt sr
 
 Each (method, n) runs in a fresh Python process: X ~ N(0, I_d), S = -X, size = rank = ceil(sqrt n)
 (the defaults of App. I.2), seed 0, after a warm-up call at n = 256 (imports, lazy set-up). Two
@@ -136,7 +136,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     mib = 2.0**20
     rows = []
-    print(f"<!-- python tools/peak_memory.py --n {' '.join(map(str, args.n))} --d {args.d}; "
+    print(f"<!-- python asv_benchmarks/scripts/peak_memory.py --n {' '.join(map(str, args.n))} "
+          f"--d {args.d}; "
           f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()} -->")
     print("| method | n | m = r | kernel | estimate (MiB) | tracemalloc peak (MiB) | "
           "RSS delta (MiB) | max / estimate | time (s) |")

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# Fills .whl/ (git-ignored) with what tools/device_run.sh installs on the GPU machine, which has
-# Python 3.12, NumPy, SciPy, CuPy, JAX, tqdm, pytest, hypothesis, psutil, pyyaml, msgpack, click,
-# jinja2 and sortedcontainers but no network: this package and goodpoints built for cp312 here,
-# and the pure-Python packages the image lacks.
+# Fills .whl/ (git-ignored) with what tools/device/device_run.sh installs on the GPU machine,
+# which has Python 3.12, NumPy, SciPy, CuPy, JAX, tqdm, pytest, hypothesis, psutil, pyyaml,
+# msgpack, click, jinja2 and sortedcontainers but no network: this package and goodpoints built
+# for cp312 here, and the pure-Python packages the image lacks.
 #
-#   bash tools/device_wheels.sh            # then: run(..., carry=[".whl"])
-#   bash tools/device_wheels.sh --check    # also installs .whl/ as device_run.sh does, into a
-#                                          # cp312 venv that holds only the image's packages,
-#                                          # imports what the device stages import and runs
-#                                          # gpu_check --goodpoints on array_api_strict
+#   bash tools/device/device_wheels.sh          # then: run(..., carry=[".whl"])
+#   bash tools/device/device_wheels.sh --check  # also installs .whl/ as device_run.sh does,
+#       into a cp312 venv that holds only the image's packages, imports what the device stages
+#       import and runs gpu_check --goodpoints on array_api_strict
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the repository root
 py312=$(bash .ci/python312) || { echo "no Python 3.12 here: the device's is 3.12" >&2; exit 1; }
 
 # one version of each: two wheels of one package stop the whole install there
@@ -51,6 +50,6 @@ import proxsuite
 import distributed, stein_coreset.distributed
 print('device wheels import:', stein_coreset.__version__, stein_coreset.__file__)")
     # gpu_check's whole path but CuPy, goodpoints.jax beside it, on the carried wheels
-    PYTHONPATH="$site" "$work/device/bin/python" tools/gpu_check.py --xp strict --n 256 \
+    PYTHONPATH="$site" "$work/device/bin/python" tools/device/gpu_check.py --xp strict --n 256 \
         --methods st skt lskt sr --goodpoints --gp-methods st skt lskt sr 2>&1 | grep -v "it/s"
 fi

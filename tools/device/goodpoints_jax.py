@@ -1,5 +1,5 @@
 """The authors' own code (goodpoints.jax, Li, Dwivedi & Mackey 2024) run on the same input as
-stein_coreset, for side-by-side timings and KSDs (tools/gpu_check.py --goodpoints).
+stein_coreset, for side-by-side timings and KSDs (tools/device/gpu_check.py --goodpoints).
 
 goodpoints.jax is pure Python over JAX, so it runs wherever JAX does (the GPU when JAX has
 CUDA). Every function takes host arrays X, S (n, d) with the Stein IMQ kernel
@@ -7,7 +7,7 @@ CUDA). Every function takes host arrays X, S (n, d) with the Stein IMQ kernel
 the n points, seconds)``; the KSD is evaluated afterwards with stein_coreset's kernel, so both
 libraries are scored by one formula.
 
-    import tools.goodpoints_jax as gpj
+    import goodpoints_jax as gpj  # from tools/device/ (gpu_check.py's sibling)
     idx, w, secs = gpj.skt(X, S, sigma, m, seed=0)
 """
 

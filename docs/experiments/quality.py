@@ -2,11 +2,13 @@
 biased and an unbiased input, with the fitted log-log slope, and the authors' goodpoints.jax
 SKT / LSKT side by side when it is importable.
 
-    python tools/quality.py                                   # the table (d = 2, n = 2^8 .. 2^14)
-    python tools/quality.py --d 4 --nmax 12 --seeds 3
-    python tools/quality.py --methods skt,lskt --peer --pair  # paired log-ratios ours / goodpoints
-    python tools/quality.py --methods skt --opt swap_passes=2 # a method option (JSON value)
-    python tools/quality.py --time 16 --methods skt,lskt      # one timed run each at n = 2^16
+    python docs/experiments/quality.py              # the table (d = 2, n = 2^8 .. 2^14)
+    python docs/experiments/quality.py --d 4 --nmax 12 --seeds 3
+    # paired log-ratios ours / goodpoints; a method option (a JSON value); one timed run each
+    # at n = 2^16:
+    python docs/experiments/quality.py --methods skt,lskt --peer --pair
+    python docs/experiments/quality.py --methods skt --opt swap_passes=2
+    python docs/experiments/quality.py --time 16 --methods skt,lskt
 
 Inputs (seed s, n points in d dimensions, target P = N(0, I), scores S = -X):
 ``biased``: X = 0.7 + 1.5 z, z ~ N(0, I); ``iid``: X = z. One fixed Stein IMQ kernel,
@@ -144,7 +146,8 @@ def main(argv=None) -> int:
     p.add_argument("--cached", action="store_true",
                    help="use only goodpoints results already in --cache (skip the others)")
     p.add_argument("--opt", action="append", default=[], help="method option name=JSON value")
-    p.add_argument("--cache", default=os.path.join(os.path.dirname(__file__), ".quality_peer.json"))
+    p.add_argument("--cache", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                   "_cache", "quality_peer.json"))
     args = p.parse_args(argv)
     options = {}
     for kv in args.opt:
@@ -205,6 +208,7 @@ def main(argv=None) -> int:
                             if c[0] == mt:
                                 used[c].append(mu)
                 if use_peer and not args.cached:
+                    os.makedirs(os.path.dirname(os.path.abspath(args.cache)), exist_ok=True)
                     with open(args.cache, "w") as f:
                         json.dump(cache, f, indent=0, sort_keys=True)
             for c in cols:

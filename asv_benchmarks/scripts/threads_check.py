@@ -1,9 +1,10 @@
 """Threading check: parallel efficiency, contention and the kernel-column cost.
 
-    python tools/threads_check.py                 # the full check (a few minutes)
-    python tools/threads_check.py --quick         # smaller n, to see that it runs
-    python tools/threads_check.py --json out.json # also write the figures as JSON
-    STEIN_CORESET_TEAM_WAIT=yield python tools/threads_check.py  # the yielding policy
+    python asv_benchmarks/scripts/threads_check.py                 # the full check (a few minutes)
+    python asv_benchmarks/scripts/threads_check.py --quick         # smaller n, to see that it runs
+    python asv_benchmarks/scripts/threads_check.py --json out.json # also write the figures as JSON
+    # the yielding policy:
+    STEIN_CORESET_TEAM_WAIT=yield python asv_benchmarks/scripts/threads_check.py
 
 (a) st, skt, kt, lskt, sr at n = 2^15, d = 4: wall time, process CPU time, cpu/wall with the
     default team (the usable cores), and whether n_threads = 1 and 2 select the same points.
@@ -16,7 +17,7 @@
 (d) the load average before and after.
 
 The speed-up table over 1, 2, 8, 16 threads (and the team's barrier and wake-up costs:
-``--probe-only``) is tools/threads_table.py.
+``--probe-only``) is tools/device/threads_table.py.
 
 Inputs are the biased Gaussian chain of compare_peers.py (target N(0, I), sample shifted and
 over-dispersed); coreset size 128. Run it on an otherwise idle machine.

@@ -1,6 +1,6 @@
 """Side-by-side comparisons of stein_coreset with peer packages, one function per comparison.
 
-    python tools/compare_peers.py --st --kt --skt      (or --all)
+    python asv_benchmarks/scripts/compare_peers.py --st --kt --skt      (or --all)
 
 Each function prints its numbers and returns them as a dict; ``--json FILE`` saves them all.
 Timings are the best of ``--repeat`` runs, taken in one invocation so ratios are comparable.

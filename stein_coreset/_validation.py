@@ -18,7 +18,6 @@ import os
 import numpy as np
 
 from . import _array_api as aa
-from .engine import KernelMatrix
 
 __all__ = [
     "check_int",
@@ -319,26 +318,6 @@ def check_index_array(idx, n: int, name: str) -> np.ndarray:
     if a.size and (a.min() < 0 or a.max() >= n):
         raise ValueError(f"{name} has entries outside [0, n) for n = {n}")
     return a
-
-
-def namespace(**arrays):
-    """``(xp, device)`` shared by the named arrays (see :func:`_array_api.namespace`)."""
-    return aa.namespace(**arrays)
-
-
-def check_kernel_matrix(K, name: str = "K"):
-    """``K`` must be a :class:`~stein_coreset.engine.KernelMatrix`."""
-    if not isinstance(K, KernelMatrix):
-        raise TypeError(f"{name} must be a KernelMatrix, got {type(K).__name__}")
-    return K
-
-
-def with_threads(K, n_threads, name: str = "K"):
-    """``K`` with the team size ``n_threads`` of its C++ evaluations, or ``K`` itself when
-    ``n_threads`` is None; a wrong ``K`` is a TypeError naming it (checked before n_threads)."""
-    if n_threads is None:
-        return K
-    return check_kernel_matrix(K, name).with_threads(n_threads)
 
 
 def check_delta(delta, name: str = "delta") -> float:

@@ -13,7 +13,7 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset import _core
-from stein_coreset.engine import BACKENDS, KernelMatrix, resolve_backend
+from stein_coreset.engine import BACKENDS, KernelMatrix, get_backend, native
 
 
 def _chain(n=300, d=3, seed=1):
@@ -37,12 +37,12 @@ def test_backend_is_chosen_once_from_the_namespace_and_the_kernel():
     import array_api_compat.numpy as npx
 
     assert BACKENDS == ("cpu", "cuda", "xp")
-    assert resolve_backend("auto", npx, sc.IMQ()) == "cpu"
-    assert resolve_backend("cpu", npx, sc.IMQ()) == "cpu"
-    assert resolve_backend("xp", npx, sc.IMQ()) == "xp"
-    assert resolve_backend("auto", npx, Cauchy()) == "xp"
+    assert get_backend("auto", npx, sc.IMQ()).name == "cpu"
+    assert get_backend("cpu", npx, sc.IMQ()).name == "cpu"
+    assert get_backend("xp", npx, sc.IMQ()).name == "xp"
+    assert get_backend("auto", npx, Cauchy()).name == "xp"
     strict = pytest.importorskip("array_api_strict")
-    assert resolve_backend("auto", strict, sc.Gaussian()) == "xp"
+    assert get_backend("auto", strict, sc.Gaussian()).name == "xp"
 
 
 @pytest.mark.parametrize("backend", ["cpu", "cuda"])
@@ -50,23 +50,23 @@ def test_compiled_backends_refuse_a_kernel_they_do_not_know(backend):
     import array_api_compat.numpy as npx
 
     with pytest.raises(ValueError, match="Cauchy"):
-        resolve_backend(backend, npx, Cauchy())
+        get_backend(backend, npx, Cauchy())
 
 
 def test_cuda_backend_refuses_host_arrays():
     import array_api_compat.numpy as npx
 
     with pytest.raises(ValueError, match="CuPy"):
-        resolve_backend("cuda", npx, sc.IMQ())
+        get_backend("cuda", npx, sc.IMQ())
     with pytest.raises(ValueError, match="backend must be"):
-        resolve_backend("gpu", npx, sc.IMQ())
+        get_backend("gpu", npx, sc.IMQ())
 
 
 def test_user_subclass_keeping_imq_code_is_evaluated_by_its_own_radial():
     X, S = _chain(80, 2)
     kern = sc.SteinKernel(Cauchy(sigma=1.3))
     K = kern.bind(X, S)
-    assert K.backend == "xp"
+    assert K.backend.name == "xp"
     ref = KernelMatrix(Cauchy(sigma=1.3), X, S, backend="xp").dense()
     np.testing.assert_allclose(K.dense(), ref, rtol=1e-13)
     imq = sc.SteinKernel(sc.IMQ(sigma=1.3)).bind(X, S).dense()
@@ -184,10 +184,10 @@ def test_kt_split_uniforms_reproduce_the_seeded_split(N, t):
     rng = np.random.default_rng(N)
     idx = rng.integers(0, 300, N).astype(np.int64)
     seed = 1234567
-    a = _core.kt_split(K.handle(), idx, t, 0.5, seed, None, 1)
+    a = _core.kt_split(native.handle(K), idx, t, 0.5, seed, None, 1)
     u = _core.kt_split_uniforms(N, t, seed)
     assert u.shape == (t * (N // 2),) and np.all((u >= 0) & (u < 1))
-    b = _core.kt_split(K.handle(), idx, t, 0.5, 0, u, 1)
+    b = _core.kt_split(native.handle(K), idx, t, 0.5, 0, u, 1)
     np.testing.assert_array_equal(a, b)
 
 
@@ -216,7 +216,7 @@ def _pair(base, stein=True, centred=False, n=700, d=4):
     else:
         Kc = KernelMatrix(base, X)
         Kg = KernelMatrix(base, cp.asarray(X))
-    assert Kc.backend == "cpu" and Kg.backend == "cuda"
+    assert Kc.backend.name == "cpu" and Kg.backend.name == "cuda"
     return cp, Kc, Kg
 
 
@@ -233,7 +233,8 @@ def test_cuda_blocks_diag_and_products_match_cpp(base, kind):
     cols = np.array([3, 3, 600])
     np.testing.assert_allclose(cp.asnumpy(Kg.block(rows, cols)), Kc.block(rows, cols),
                                rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(cp.asnumpy(Kg.cuda().diag()), Kc.diag(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(cp.asnumpy(Kg.backend.kernel(Kg).diag()), Kc.diag(), rtol=1e-12,
+                               atol=1e-13)
     w = np.random.default_rng(0).random(Kc.n)
     np.testing.assert_allclose(cp.asnumpy(Kg.matvec(cp.asarray(w))), Kc.matvec(w),
                                rtol=1e-11, atol=1e-11)
@@ -257,22 +258,21 @@ def test_loop_mode_is_validated(monkeypatch):
 
 @pytest.mark.parametrize("base", BASES, ids=repr)
 def test_cuda_stein_thinning_picks_what_the_cpp_loop_picks(base, loop_mode):
-    from stein_coreset.algorithms import _native
 
     cp, Kc, Kg = _pair(base)
     for m in (1, 7, 700, 1000):  # 1000 > n: repeats; > one graph of steps
-        np.testing.assert_array_equal(_native.stein_thinning(Kg, m), _native.stein_thinning(Kc, m))
+        np.testing.assert_array_equal(Kg.backend.stein_thinning(Kg, m),
+                                      Kc.backend.stein_thinning(Kc, m))
 
 
 @pytest.mark.parametrize("kind", ["stein", "centred"])
 @pytest.mark.parametrize("N,t", [(512, 3), (700, 4), (256, 8), (9000, 2)])
 def test_cuda_kt_split_matches_cpp_for_the_same_seed(kind, N, t, loop_mode):
-    from stein_coreset.algorithms import _native
 
     cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0), centred=kind == "centred")
     idx = np.random.default_rng(N).integers(0, Kc.n, N).astype(np.int64)
-    a = _native.kt_split(Kc, idx, t, 0.5, 99)
-    b = _native.kt_split(Kg, idx, t, 0.5, 99)
+    a = Kc.backend.kt_split(Kc, idx, t, 0.5, 99)
+    b = Kg.backend.kt_split(Kg, idx, t, 0.5, 99)
     assert b.shape == a.shape
     # the same uniforms: a decision could flip only where u falls within rounding of its
     # probability (the walk's sums are added in another order), about 1e-13 per pair
@@ -284,15 +284,14 @@ def test_cuda_kt_halvings_match_cpp(B, N, per_launch, loop_mode, monkeypatch):
     """A COMPRESS level's halvings as one device round (and, per_launch, a persistent round
     taking the rows that many at a time) split each row as the C++ does."""
     from stein_coreset import _cuda
-    from stein_coreset.algorithms import _native
 
     if per_launch:
         monkeypatch.setattr(_cuda, "KTS_MAX_CORESETS", per_launch)
     cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0))
     blocks = np.random.default_rng(B).integers(0, Kc.n, size=(B, N)).astype(np.int64)
     seeds = np.arange(1, B + 1, dtype=np.uint64) * 0x9E3779B9
-    a = _native.kt_halvings(Kc, blocks, 0.1, seeds)
-    b = _native.kt_halvings(Kg, blocks, 0.1, seeds)
+    a = Kc.backend.kt_halvings(Kc, blocks, 0.1, seeds)
+    b = Kg.backend.kt_halvings(Kg, blocks, 0.1, seeds)
     assert b.shape == a.shape == (B, 2, N // 2)
     assert np.mean(np.all(a == b, axis=(1, 2))) == 1.0  # as for kt_split: rounding may flip
 
@@ -301,7 +300,6 @@ def test_cuda_kt_halvings_match_cpp(B, N, per_launch, loop_mode, monkeypatch):
 def test_cuda_kt_swap_ls_matches_cpp(fmt, monkeypatch):
     """KT-Swap-LS on the device (persistent loop): the C++'s support, weights and w^T K w."""
     from stein_coreset import _cuda
-    from stein_coreset.algorithms import _native
 
     monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", "persistent")
     monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", 7)  # several launches
@@ -315,8 +313,8 @@ def test_cuda_kt_swap_ls_matches_cpp(fmt, monkeypatch):
     dense[supp] = w / w.sum()
     order = np.concatenate([supp, supp[:10]])
     a, b = dense.copy(), dense.copy()
-    Da = _native.kt_swap_ls(Kc, a, order, fmt)
-    Db = _native.kt_swap_ls(Kg, b, order, fmt)
+    Da = Kc.backend.kt_swap_ls(Kc, a, order, fmt)
+    Db = Kg.backend.kt_swap_ls(Kg, b, order, fmt)
     np.testing.assert_array_equal(np.flatnonzero(a), np.flatnonzero(b))
     np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-15)
     assert Db == pytest.approx(Da, rel=1e-10)
@@ -329,13 +327,12 @@ def test_cuda_compresspp_gives_the_cpu_selection(loop_mode):
 @pytest.mark.parametrize("sorted_sweeps", [False, True])
 @pytest.mark.parametrize("passes", [1, 3])
 def test_cuda_kt_swap_matches_cpp(passes, sorted_sweeps):
-    from stein_coreset.algorithms import _native
 
     cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0))
     I0 = np.random.default_rng(3).integers(0, Kc.n, 40).astype(np.int64)
     a, b = I0.copy(), I0.copy()
-    na = _native.kt_swap_refine(Kc, a, passes, sorted_sweeps)
-    nb = _native.kt_swap_refine(Kg, b, passes, sorted_sweeps)
+    na = Kc.backend.kt_swap_refine(Kc, a, passes, sorted_sweeps)
+    nb = Kg.backend.kt_swap_refine(Kg, b, passes, sorted_sweeps)
     np.testing.assert_array_equal(a, b)
     assert na == nb
 
@@ -361,8 +358,8 @@ def test_cuda_compress_returns_device_arrays_and_the_cpu_selection(loop_mode):
 def test_cuda_refuses_a_block_larger_than_the_device_before_allocating():
     cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0), n=64)
     with pytest.raises(MemoryError, match="GiB of device memory"):
-        Kg.cuda().check_fits(1e16, "a test buffer")
-    Kg.cuda().check_fits(8.0, "eight bytes")
+        Kg.backend.kernel(Kg).check_fits(1e16, "a test buffer")
+    Kg.backend.kernel(Kg).check_fits(8.0, "eight bytes")
 
 
 @pytest.mark.parametrize("n,r", [(5000, 40), (3000, 300), (100, 7)])
@@ -465,13 +462,13 @@ def test_cuda_dksd_pass_gives_the_cpp_value_and_adjoints(kind, d):
 
 def test_every_entry_point_with_a_backend_speaks_the_engines_vocabulary():
     """KernelMatrix, stein_thinning, amd and the estimators' losses read a backend name
-    through one check (engine.backend_name): the same names and aliases, the same error."""
+    through one check (engine.check_backend): the same names, the same error."""
     from stein_coreset import estimators as est
     from stein_coreset.algorithms import amd, stein_thinning
     from stein_coreset.algorithms.amd import LowRankPlusDiagonal
-    from stein_coreset.engine import backend_name
+    from stein_coreset.engine import check_backend
 
-    assert [backend_name(b) for b in ("auto", "cpu", "cuda", "xp")] == [
+    assert [check_backend(b) for b in ("auto", "cpu", "cuda", "xp")] == [
         "auto", "cpu", "cuda", "xp"]
     X, S = _chain(60, 2, seed=1)
     K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, S)

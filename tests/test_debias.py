@@ -139,7 +139,8 @@ def test_low_rank_debias_backends_agree_to_rounding():
     K = kern.bind(X, -X)
     dev = strict.Device("device1")
     Ks = kern.bind(strict.asarray(X, device=dev), strict.asarray(-X, device=dev))
-    assert (K.backend, K.with_backend("xp").backend, Ks.backend) == ("cpu", "xp", "xp")
+    names = (K.backend.name, K.with_backend("xp").backend.name, Ks.backend.name)
+    assert names == ("cpu", "xp", "xp")
     w_cpu, info = low_rank_debias(K, 45, rng=19, monitor_points=256, return_info=True)
     for Kb in (K.with_backend("xp"), Ks):
         w, info_b = low_rank_debias(Kb, 45, rng=19, monitor_points=256, return_info=True)

@@ -17,6 +17,7 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset.algorithms import kernel_thinning, kt_split, stein_thinning
+from stein_coreset.engine import native
 
 # n above the engine's parallel thresholds (2048 points per greedy step), not a multiple of the
 # 256-point blocks, so the last, short block and the per-block combines are exercised
@@ -53,13 +54,15 @@ def test_kernel_primitives_are_bit_identical_across_n_threads():
     X, S = _chain(9000, 4, 5)  # big enough for every primitive's parallel path
     K1 = sc.SteinKernel(sc.IMQ(sigma=1.3)).bind(X, S, n_threads=1)
     K3 = K1.with_threads(3)
-    assert K3.n_threads == 3 and K3.handle() is K1.handle()  # one host copy, one SoA layout
+    # one host copy, one SoA layout
+    assert K3.n_threads == 3 and native.handle(K3) is native.handle(K1)
     rows = np.array([0, 17, 4096, 8999])
     w = np.random.default_rng(0).dirichlet(np.ones(K1.n))
     np.testing.assert_array_equal(K1.column(4097), K3.column(4097))
-    np.testing.assert_array_equal(K1.block_cpp(rows), K3.block_cpp(rows))
-    np.testing.assert_array_equal(K1.block_cpp(rows, rows[::-1]), K3.block_cpp(rows, rows[::-1]))
-    np.testing.assert_array_equal(K1.matvec_cpp(w), K3.matvec_cpp(w))
+    np.testing.assert_array_equal(native.gram(K1, rows), native.gram(K3, rows))
+    np.testing.assert_array_equal(native.gram(K1, rows, rows[::-1]),
+                                  native.gram(K3, rows, rows[::-1]))
+    np.testing.assert_array_equal(native.matvec(K1, w), native.matvec(K3, w))
     np.testing.assert_array_equal(K1.row_means(rows), K3.row_means(rows))
     C = np.arange(0, 9000, 30, dtype=np.int64).reshape(2, -1)
     np.testing.assert_array_equal(K1.coreset_sums(C), K3.coreset_sums(C))
@@ -137,11 +140,11 @@ def test_matvec_from_the_upper_triangle_is_the_product_for_any_team():
         for K in (KernelMatrix(sc.IMQ(sigma=1.5), X[:n]),
                   sc.kernels.centred_kernel_matrix(sc.Gaussian(sigma=2.0), X[:n]),
                   sc.SteinKernel(sc.Matern(sigma=2.0, nu=2.5)).bind(X[:n], S[:n])):
-            rows = _core.matvec_soa(K.handle(), w, 1, False)
+            rows = _core.matvec_soa(native.handle(K), w, 1, False)
             G = np.asarray(K.block(np.arange(n)))
             scale = np.abs(G) @ np.abs(w)  # the rounding of each entry's sum
             got = np.asarray(K.matvec(w))
-            np.testing.assert_array_equal(got, _core.matvec_soa(K.handle(), w, 1, True))
+            np.testing.assert_array_equal(got, _core.matvec_soa(native.handle(K), w, 1, True))
             assert np.all(np.abs(got - rows) <= 1e-14 * scale)
             assert np.all(np.abs(got - G @ w) <= 1e-14 * scale)
             np.testing.assert_array_equal(np.asarray(K.with_threads(3).matvec(w)), got)
@@ -338,7 +341,7 @@ def test_usable_cores_honours_threadpoolctl_limits():
 
 # ---- the layout: who may import _core -------------------------------------------------------
 
-_ENGINE_MODULES = {"engine.py", "algorithms/_native.py", "_threads.py"}
+_ENGINE_MODULES = {"engine/native.py", "_threads.py"}
 # the package's __init__ imports _core only to fail early, with a clear message, in a source tree
 _BUILD_CHECK = {"__init__.py"}
 
@@ -408,7 +411,7 @@ def _module_level_imports(path, root):
 
 
 def test_the_package_import_graph_has_no_cycle():
-    # kernels -> engine -> _core, and _validation -> engine: nothing imports back up
+    # kernels -> engine -> (_validation, _core): nothing imports back up
     root = pathlib.Path(__file__).resolve().parents[1] / "stein_coreset"
     if not root.is_dir():
         pytest.skip("needs the source tree")
@@ -429,4 +432,51 @@ def test_the_package_import_graph_has_no_cycle():
     for mod in sorted(graph):
         if mod not in state:
             visit(mod, [mod])
-    assert "engine.py" in graph["kernels.py"] and "kernels.py" not in graph["engine.py"]
+    engine = [m for m in graph if m.startswith("engine/")]
+    assert "engine/__init__.py" in graph["kernels.py"]
+    assert not any("kernels.py" in graph[m] for m in engine)
+    assert "engine/__init__.py" not in graph["_validation.py"]
+
+
+# ---- backends are objects: nobody outside the engine tests a backend's name ------------------
+
+def _compares_a_backend_name(tree) -> list[int]:
+    from stein_coreset.engine import BACKENDS
+
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                if any(isinstance(v, ast.Constant) and v.value in BACKENDS for v in values):
+                    lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_outside_the_engine_branches_on_a_backend_name():
+    import stein_coreset
+
+    root = pathlib.Path(stein_coreset.__file__).parent
+    offenders = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(("engine/", "_cuda/")):
+            continue
+        lines = _compares_a_backend_name(ast.parse(path.read_text(), filename=str(path)))
+        if lines:
+            offenders[rel] = lines
+    assert offenders == {}, f"backend names compared outside stein_coreset/engine: {offenders}"
+
+
+def test_the_detector_sees_a_backend_name_branch():
+    tree = ast.parse('if K.backend.name == "cuda":\n    pass\nif b in ("cpu", "xp"):\n    pass\n')
+    assert _compares_a_backend_name(tree) == [1, 3]
+
+
+def test_the_capability_table_lists_every_operation_on_every_backend():
+    from stein_coreset.engine import BACKENDS, OPERATIONS, capability_table
+
+    table = capability_table().splitlines()
+    assert table[0] == "| operation | " + " | ".join(f"`{b}`" for b in BACKENDS) + " |"
+    assert len(table) == 2 + len(OPERATIONS)
+    assert all(row.count("|") == len(BACKENDS) + 2 for row in table)

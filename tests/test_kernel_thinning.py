@@ -323,7 +323,7 @@ def test_kt_halvings_equal_separate_kt_split_calls_on_a_team():
     """The C++ round of B halvings (src_cpp/kt_split.cpp kt_halvings) gives each row what a
     t = 1 kt_split of that row gives for its seed, whether the round runs halving by halving
     or pair by pair on the team (fewer rows than threads), and checks its arguments."""
-    from stein_coreset.algorithms import _native
+    from stein_coreset.engine import native
 
     X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((3000, 3))
     for B, N in ((6, 512), (1, 2048), (3, 998)):
@@ -331,14 +331,14 @@ def test_kt_halvings_equal_separate_kt_split_calls_on_a_team():
         seeds = np.arange(17, 17 + B, dtype=np.uint64) * 7919
         for k in (1, 2, 4):
             K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X, n_threads=k)
-            got = _native.kt_halvings(K, blocks, 0.2, seeds)
+            got = K.backend.kt_halvings(K, blocks, 0.2, seeds)
             assert got.shape == (B, 2, N // 2)
             for l in range(B):
                 np.testing.assert_array_equal(
-                    got[l], _native.kt_split(K, blocks[l], 1, 0.2, int(seeds[l])))
+                    got[l], K.backend.kt_split(K, blocks[l], 1, 0.2, int(seeds[l])))
     from stein_coreset import _core
 
     with pytest.raises(ValueError, match="one seed per block"):
-        _core.kt_halvings(K.handle(), blocks, 0.2, seeds[:1])
+        _core.kt_halvings(native.handle(K), blocks, 0.2, seeds[:1])
     with pytest.raises(IndexError, match="out of range"):
-        _core.kt_halvings(K.handle(), blocks + 3000, 0.2, seeds)
+        _core.kt_halvings(native.handle(K), blocks + 3000, 0.2, seeds)

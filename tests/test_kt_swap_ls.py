@@ -6,6 +6,7 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset.algorithms import kt_swap_ls
+from stein_coreset.engine import native
 
 
 def _problem(n=300, seed=0, s=12):
@@ -28,7 +29,8 @@ def _swap_one(K, idx, w, fmt):
 
     dense = np.zeros(K.n)
     dense[idx] = w
-    _core.kt_swap_ls(K.handle(), dense, np.asarray(idx[:1], dtype=np.int64), SWAP_LS_FORMATS[fmt])
+    _core.kt_swap_ls(native.handle(K), dense, np.asarray(idx[:1], dtype=np.int64),
+                     SWAP_LS_FORMATS[fmt])
     out = np.flatnonzero(dense)
     return out, dense[out]
 
@@ -176,7 +178,7 @@ def test_a_whole_pass_matches_the_definition_and_not_the_team(fmt):
     outs = []
     for k in (1, 2, 3):
         d = dense.copy()
-        D = _core.kt_swap_ls(K.handle(), d, order, SWAP_LS_FORMATS[fmt], k)
+        D = _core.kt_swap_ls(native.handle(K), d, order, SWAP_LS_FORMATS[fmt], k)
         outs.append(d)
         assert D == pytest.approx(d @ Kd @ d, rel=1e-9)
     np.testing.assert_array_equal(np.flatnonzero(outs[0]), np.flatnonzero(want))

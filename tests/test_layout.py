@@ -73,7 +73,7 @@ def test_algorithms_never_import_compress_or_cli():
 
 
 def test_no_private_name_is_imported_from_a_sibling_module():
-    allowed = {"_array_api", "_validation", "_threads", "_native", "_core", "_progress", "_io"}
+    allowed = {"_array_api", "_validation", "_threads", "_core", "_cuda", "_progress", "_io"}
     for path in PKG.rglob("*.py"):
         for node in _imports(path):
             if node.level == 0:

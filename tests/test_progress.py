@@ -27,7 +27,7 @@ def test_no_progress_prints_nothing(capsys):
 import pytest  # noqa: E402
 
 from stein_coreset import _core, _progress  # noqa: E402
-from stein_coreset.algorithms import _native  # noqa: E402
+from stein_coreset.engine import native  # noqa: E402
 
 
 def _stein(n, seed=0):
@@ -40,7 +40,7 @@ def _stein(n, seed=0):
 def test_stein_thinning_counts_one_unit_per_step(n_threads):
     K = _stein(300).with_threads(n_threads)
     _core.progress_reset()
-    _native.stein_thinning(K, 137)
+    K.backend.stein_thinning(K, 137)
     assert _core.progress_units() == 137
 
 
@@ -51,15 +51,15 @@ def test_kt_split_counts_the_units_its_bar_expects(N, t, n_threads):
     on the halvings run side by side (large N on two threads)."""
     K = _stein(N).with_threads(n_threads)
     _core.progress_reset()
-    _native.kt_split(K, np.arange(N, dtype=np.int64), t, 0.5, 7)
-    assert _core.progress_units() == _native.kt_split_units(N, t)
+    K.backend.kt_split(K, np.arange(N, dtype=np.int64), t, 0.5, 7)
+    assert _core.progress_units() == native.kt_split_units(N, t)
 
 
 def test_kt_swap_counts_one_unit_per_position_visited():
     K = _stein(400)
     I = np.arange(0, 400, 20, dtype=np.int64)
     _core.progress_reset()
-    _native.kt_swap_refine(K, I, 3)
+    K.backend.kt_swap_refine(K, I, 3)
     done = _core.progress_units()
     assert done % I.size == 0 and I.size <= done <= 3 * I.size
 

@@ -67,7 +67,7 @@ def test_kt_split_first_round_runs_on_the_team():
     assert _core._kt_split_round_modes(n, t, d, 1) == [False] * t
     assert _core._kt_split_round_modes(64, 3, d, 2) == [False] * 3  # too little work
     # and whichever way a round runs, the split is the same
-    from stein_coreset.algorithms._native import kt_split
+    from stein_coreset.engine.native import kt_split
 
     X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((4096, d))
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(8)))
@@ -159,7 +159,7 @@ def test_team_stats_account_each_region_without_changing_it():
     """The region accounting (off by default) records Stein thinning's one region of m steps
     with its members' busy time within members x wall and its combines within the wall; the
     selection is the one without accounting; once off it records nothing."""
-    from stein_coreset.algorithms._native import stein_thinning
+    from stein_coreset.engine.native import stein_thinning
 
     rng = np.random.default_rng(0)
     X = 0.7 + 1.5 * rng.standard_normal((4096, 3))

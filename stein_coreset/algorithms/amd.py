@@ -9,7 +9,7 @@ import array_api_compat
 from .. import _array_api as aa
 from .. import _validation as val
 from .._threads import effective_n_threads
-from ..engine import backend_name
+from ..engine import check_backend, get_backend
 
 __all__ = ["amd", "LowRankPlusDiagonal", "factor_bytes"]
 
@@ -29,9 +29,9 @@ class LowRankPlusDiagonal:
         Low-rank factor, e.g. from :func:`weighted_rpcholesky`.
     diag : (n,) array
         The diagonal of the true kernel matrix, ``K.diag()``.
-    backend : {"auto", "cpu", "cuda", "xp"}
-        Who computes :meth:`quad`: C++ (``src_cpp/amd.cpp``, on a team of ``n_threads``) for
-        NumPy arrays with "auto" or "cpu", else the array namespace. Pass the kernel matrix's
+    backend : {"auto", "cpu", "cuda", "xp"} or Backend
+        The engine backend that computes the residual, :meth:`quad` and the float32 factor
+        ("auto": by the arrays' namespace); pass the kernel matrix's
         :attr:`~stein_coreset.engine.KernelMatrix.backend`.
     n_threads : int, optional
         Threads of the C++ :meth:`quad` (default: the usable cores); its value does not
@@ -48,25 +48,17 @@ class LowRankPlusDiagonal:
 
     def __init__(self, F, diag, *, backend: str = "auto", n_threads: int | None = None):
         self.xp, self.device = aa.namespace(F=F, diag=diag)
-        self.backend = backend_name(backend)
+        self.backend = get_backend(backend, self.xp)
         self.n_threads = effective_n_threads(n_threads)
         if F.ndim != 2 or diag.ndim != 1 or F.shape[0] != diag.shape[0]:
             raise ValueError(
                 f"F must be (n, r) and diag (n,), got shapes {tuple(F.shape)} and "
                 f"{tuple(diag.shape)}"
             )
-        from ._native import amd_backend
-
-        self._native = amd_backend(self.backend, self.xp, int(F.shape[1])) == "cpu"
         self.F = F
         self._diag = diag
         # row norms without an (n, r) temporary (at n = 2^20, r = 256 that is 2 GiB)
-        if self._native:
-            from ._native import lowrank_residual
-
-            self.residual = lowrank_residual(F, diag, self.n_threads)
-        else:
-            self.residual = diag - self.xp.vecdot(F, F, axis=-1)
+        self.residual = self.backend.lowrank_residual(F, diag, self.n_threads)
         self.n = int(F.shape[0])
 
     def diag(self):
@@ -80,19 +72,10 @@ class LowRankPlusDiagonal:
         """``w^T K' w`` in O(n r); with ``rows`` (host int indices J), ``w^T K'_JJ w`` for w of
         length |J|, in O(|J| r).
 
-        On NumPy ("auto"/"cpu") the sums run in C++ in a fixed order (the value does not depend
-        on ``n_threads``), not through the BLAS: OpenBLAS's threads spin after each call and
-        take the cores of the C++ loops that Low-rank Debiasing interleaves with it."""
-        if self._native:
-            from ._native import lowrank_quad
-
-            return lowrank_quad(self.F, self.residual, w, rows, self.n_threads)
-        xp, Ft, res = self.xp, self.F.T, self.residual
-        if rows is not None:
-            J = aa.as_index_array(xp, rows, self.device)
-            Ft, res = xp.take(Ft, J, axis=1), xp.take(res, J)
-        Ftw = Ft @ w
-        return float(xp.sum(Ftw * Ftw) + xp.sum(res * w * w))
+        On "cpu" the sums run in C++ in a fixed order (the value does not depend on
+        ``n_threads``), not through the BLAS: OpenBLAS's threads spin after each call and take
+        the cores of the C++ loops that Low-rank Debiasing interleaves with it."""
+        return self.backend.lowrank_quad(self, w, rows)
 
     def storage_exponent(self) -> int:
         """The power of two e with ``2^-e max|F|`` in [0.5, 1) (0 for a zero or empty F): the
@@ -103,7 +86,7 @@ class LowRankPlusDiagonal:
         top = max(float(xp.max(F)), -float(xp.min(F)))  # no (n, r) |F|
         return math.frexp(top)[1] if 0.0 < top < math.inf else 0
 
-    def _row_slabs(self):
+    def row_slabs(self):
         """Row ranges of at most SLAB_ENTRIES entries of F: the temporaries of an elementwise
         pass over F stay one bounded slab (64 MiB in float64), not a second (n, r) array."""
         rows = max(1, SLAB_ENTRIES // max(1, int(self.F.shape[1])))
@@ -114,16 +97,7 @@ class LowRankPlusDiagonal:
         and ``e = storage_exponent()``. Scaling by a power of two is exact, so ``2^e G`` is F
         rounded to single precision (what the C++ AMD loop reads). Peak memory: G and one
         bounded slab beside F."""
-        xp, F = self.xp, self.F
-        if aa.is_numpy(xp):  # C order (as _core takes it), on the thread team
-            from ._native import factor32
-
-            return factor32(F, self.n_threads)
-        e = self.storage_exponent()
-        G = xp.empty(F.shape, dtype=xp.float32, device=self.device)
-        for i0, i1 in self._row_slabs():
-            G[i0:i1, ...] = xp.astype(F[i0:i1, ...] * math.ldexp(1.0, -e), xp.float32)
-        return G, e
+        return self.backend.factor32(self)
 
     def rounded_factor(self):
         """F rounded to single precision at the scale of :meth:`storage_exponent` and back to
@@ -134,7 +108,7 @@ class LowRankPlusDiagonal:
         e = self.storage_exponent()
         down, up = math.ldexp(1.0, -e), math.ldexp(1.0, e)  # exact
         out = xp.empty(F.shape, dtype=xp.float64, device=self.device)
-        for i0, i1 in self._row_slabs():
+        for i0, i1 in self.row_slabs():
             G = xp.astype(F[i0:i1, ...] * down, xp.float32)
             out[i0:i1, ...] = xp.astype(G, xp.float64) * up
         return out
@@ -160,9 +134,8 @@ def factor_bytes(n: int, r: int, xp) -> float:
     steps on, for arrays of namespace ``xp`` on the default backend: the float32 factor of the
     fused loops (C++ on NumPy, the CUDA kernel on CuPy up to rank 1024), 12 n r in all, else the
     float64 rounding of the array-API loop, 16 n r."""
-    from ._native import amd_backend
-
-    return (12.0 if amd_backend("auto", xp, r) != "xp" else 16.0) * n * r
+    runner = get_backend("auto", xp)
+    return (12.0 if runner.compiled and runner.supports("amd", xp=xp, rank=r) else 16.0) * n * r
 
 
 class _Dense:
@@ -214,8 +187,7 @@ class _Tracker:
 
 
 def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = None,
-        progress: bool = False, backend: str = "auto", n_threads: int | None = None,
-        engine: str | None = None,
+        progress: bool = False, backend="auto", n_threads: int | None = None,
         monitor=None, check_every: int = 32, patience: int = 3, info: dict | None = None):
     """Minimise ``w^T K w`` over the probability simplex by accelerated entropic mirror descent.
 
@@ -242,24 +214,16 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         Overrides ``eta``.
     progress : bool
         Show a progress bar over the steps.
-    backend : {"auto", "cpu", "cuda", "xp"}
-        The engine's vocabulary (:data:`stein_coreset.engine.BACKENDS`); pass the kernel
-        matrix's :attr:`~stein_coreset.engine.KernelMatrix.backend`, as :func:`low_rank_debias`
-        does. "cpu" runs the steps in C++ (``src_cpp/amd.cpp``), fused so that each step reads F
-        once, parallel over fixed row chunks (results independent of the thread count); only for a
-        :class:`LowRankPlusDiagonal` on NumPy arrays, which "auto" sends there. "cuda" (and "auto"
-        on CuPy arrays) runs the same fused steps as one persistent CUDA kernel when the rank is
-        at most 1024 (unless ``STEIN_CORESET_CUDA_AMD=xp``, :func:`stein_coreset._cuda.amd_mode`),
-        else the namespace-generic loop (on arrays that are not CuPy's, "cuda" is refused);
-        "xp" always runs that loop (two products with F per step). On a
-        :class:`LowRankPlusDiagonal` every backend steps on
-        :meth:`LowRankPlusDiagonal.rounded`, F rounded to float32 (the C++ pass is memory-bound
-        and stores F in float32; sums are in double; the relative change of K' is ~1e-7, far
-        below its distance to K), so the backends give the same iterates up to the order of
-        their double sums (~1e-14 relative), not merely up to the rounding of F. "cpp" and
-        "array_api" are accepted for "cpu" and "xp".
-    engine : str, optional
-        The former name of ``backend``.
+    backend : {"auto", "cpu", "cuda", "xp"} or Backend
+        The engine backend that runs the steps (:func:`stein_coreset.engine.get_backend`;
+        "auto": by the arrays' namespace). Pass the kernel matrix's
+        :attr:`~stein_coreset.engine.KernelMatrix.backend`, as :func:`low_rank_debias` does.
+        The compiled backends run the steps fused on a :class:`LowRankPlusDiagonal` (each step
+        reads F once); an operator that is not one runs the array-API loop, which "cpu"
+        refuses. Every backend steps on :meth:`LowRankPlusDiagonal.rounded` (F rounded to
+        float32, ~1e-7 relative, far below its distance to K), so all give the same iterates up
+        to the order of their double sums (~1e-14 relative). docs/engine.md says which runs
+        where.
     n_threads : int, optional
         Threads of the C++ steps (default: the usable cores).
     monitor : callable, optional
@@ -284,18 +248,11 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     matrix-vector products plus O(n T) arithmetic; the updates run in the log domain, so weights
     that underflow stay exactly representable.
     """
-    from ._native import amd_backend
-
     op = _operator(K)
     xp, dev, n = op.xp, op.device, op.n
-    if engine is not None:
-        backend = engine
-    backend = backend_name(backend)
     lowrank = isinstance(op, LowRankPlusDiagonal)
-    runs_on = amd_backend(backend, xp, int(op.F.shape[1])) if lowrank else "xp"
-    if backend == "cpu" and runs_on != "cpu":
-        raise ValueError("backend='cpu' needs a LowRankPlusDiagonal on NumPy arrays")
-    native = runs_on in ("cpu", "cuda")
+    backend = check_backend(backend)
+    runner = get_backend(backend if lowrank or backend != "auto" else "xp", xp)
     if isinstance(steps, bool) or not isinstance(steps, int) and not hasattr(steps, "__index__"):
         raise TypeError(f"steps must be an integer, got {type(steps).__name__}")
     steps = int(steps)
@@ -320,82 +277,11 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     patience = val.check_int(patience, "patience", lo=1)
     track = None if monitor is None else _Tracker(monitor, patience, xp)
     info = {} if info is None else info
-    if native:
-        w, run = _amd_native(op, steps, w0, eta, progress, effective_n_threads(n_threads),
-                             track, check_every)
-    else:
-        if isinstance(op, LowRankPlusDiagonal):  # the factor the C++ loop reads
-            op = op.rounded()
-        w, run = _amd_array_api(op, steps, w0, eta, progress, track, check_every)
+    w, run = runner.amd(op, steps, w0, eta, progress, effective_n_threads(n_threads), track,
+                        check_every)
     info["steps_run"] = run
     if track is not None:
         info["best_step"], info["checks"] = track.best_t, track.checks
         if track.best_w is not None:
             w = track.best_w
     return w
-
-
-def _amd_array_api(op, steps: int, w0, eta: float, progress: bool, track, check_every: int):
-    """The namespace-generic loop: (final or best iterate, steps run)."""
-    xp = op.xp
-    supp = w0 > 0.0
-    logv = xp.where(supp, xp.log(xp.where(supp, w0, 1.0)), -math.inf)
-    v = w0
-    w = w0
-    it = range(1, steps + 1)
-    if progress:
-        from .._progress import progress_bar
-
-        it = progress_bar(it, desc="AMD", total=steps)
-    for t in it:
-        beta = 2.0 / (t + 1)
-        z = (1.0 - beta) * w + beta * v
-        logv = logv - (2.0 * t * eta) * op.matvec(z)
-        logv = logv - xp.max(logv)
-        e = xp.exp(logv)
-        tot = xp.sum(e)
-        v = e / tot
-        logv = logv - xp.log(tot)
-        w = (1.0 - beta) * w + beta * v
-        if track is not None and (t % check_every == 0 or t == steps) and track(t, w):
-            return w, t
-    return w, steps
-
-
-def _amd_native(
-    op: LowRankPlusDiagonal, steps: int, w0, eta: float, progress: bool, n_threads: int,
-    track, check_every: int,
-):
-    """The fused loop, C++ on NumPy arrays, CUDA on CuPy arrays, on ``op.rounded()`` (F stored
-    in float32: relative error ~1e-7 in F F^T, far below the low-rank approximation error of K'
-    itself)."""
-    from ._native import amd_lowrank
-
-    # K' -> 2^-2e K' and eta -> 2^2e eta leave every iterate unchanged, exactly (powers of two);
-    # e puts max|F| near 1, so float32 storage of F neither overflows nor underflows.
-    F, e = op.factor32()
-    xp = op.xp
-    if aa.is_numpy(xp):
-        import numpy as np
-
-        res = np.ascontiguousarray(np.ldexp(np.asarray(op.residual, dtype=np.float64), -2 * e))
-    else:  # the same values: a product with a power of two rounds as ldexp does
-        res = xp.astype(op.residual, xp.float64) * math.ldexp(1.0, -2 * e)
-    eta = math.ldexp(eta, 2 * e)
-    w = xp.asarray(w0, dtype=xp.float64, copy=True)
-    v = xp.asarray(w, copy=True)
-    if track is not None:
-        chunk = check_every
-    else:
-        chunk = max(1, math.ceil(steps / 25)) if progress else max(steps, 1)
-    starts = range(0, steps, chunk)
-    if progress:
-        from .._progress import progress_bar
-
-        starts = progress_bar(starts, desc=f"AMD (chunks of {chunk} steps)", total=len(starts))
-    for t0 in starts:
-        k = min(chunk, steps - t0)
-        amd_lowrank(F, res, w, v, t0, k, eta, n_threads)
-        if track is not None and track(t0 + k, w):
-            return w, t0 + k
-    return w, steps

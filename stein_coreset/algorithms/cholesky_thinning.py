@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _array_api as aa
-from .. import _validation as val
-from ..engine import KernelMatrix
+from ..engine import KernelMatrix, with_threads
 from .rpcholesky import weighted_rpcholesky
 from .swap_ls import swap_ls_support
 from .weights import (
@@ -76,7 +75,7 @@ def cholesky_thinning(
     (Prop. H.1). The weights are solved by a diagonally scaled bordered KKT system (SVD), so an
     ill-conditioned K_I does not blow them up.
     """
-    K = val.with_threads(K, n_threads)
+    K = with_threads(K, n_threads)
     if not check_input:
         return _cholesky_thinning(K, w, m, m if rank is None else rank, rng)
     w, m, rank, rng = check_thinning_input(K, w, m, rank, rng, lambda m: (1, m, "m"))

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..engine import KernelMatrix
+from ..engine import KernelMatrix, check_kernel_matrix, with_threads
 from ..kernels import RadialKernel, centred_kernel_matrix
 from . import kernel_thinning as _kt  # called through the module: tests patch kt_split
 from .resample import resample, standard_thinning
@@ -148,11 +148,11 @@ def kt_compresspp(
     (Thm. 5), and O(n m) for the ``"stein"`` baseline; memory O(n' + n) plus the kernel rows of
     one halving — never an n x n matrix.
     """
-    K = val.with_threads(K, n_threads)
+    K = with_threads(K, n_threads)
     if not check_input:
         S = np.arange(K.n, dtype=np.int64) if indices is None else indices
     else:
-        val.check_kernel_matrix(K)
+        check_kernel_matrix(K)
         g = val.check_int(g, "g", lo=0)
         delta = val.check_delta(delta)
         rng = val.check_random_state(rng, "rng")

@@ -9,8 +9,7 @@ import math
 import numpy as np
 
 from .. import _validation as val
-from ..engine import KernelMatrix
-from . import _native
+from ..engine import KernelMatrix, check_kernel_matrix, with_threads
 from .resample import standard_thinning
 from .stein_thinning import stein_thinning
 from .weights import equal_weights, picks_ksd
@@ -102,10 +101,10 @@ def kt_split(
     -----
     O(N^2) kernel evaluations (O(N^2 d) for the Stein kernel), O(N) memory.
     """
-    K = val.with_threads(K, n_threads)
+    K = with_threads(K, n_threads)
     if not check_input:
         return _kt_split(K, indices, t, delta, rng, uniforms, delta_rule)
-    val.check_kernel_matrix(K)
+    check_kernel_matrix(K)
     idx = val.check_index_array(indices, K.n, "indices")
     t = val.check_int(t, "t", lo=0)
     if t >= 64 or idx.size >> t < 1:  # 1 << t is not formed for a huge t (4300-digit limit)
@@ -129,7 +128,7 @@ def _kt_split(K, idx: np.ndarray, t: int, delta: float, rng, uniforms=None,
     """:func:`kt_split` on validated arguments (``rng`` a Generator unless ``uniforms``)."""
     if delta_rule == "total" or t == 0:
         seed = 0 if uniforms is not None else int(rng.integers(2**63))
-        out = _native.kt_split(K, idx, t, delta, seed, uniforms, progress)
+        out = K.backend.kt_split(K, idx, t, delta, seed, uniforms, progress)
         return [np.array(row) for row in out]
     # "per_step": one halving (t = 1) per coreset and round; the native threshold for a t = 1
     # call on N' points is 2 log(2 N' / delta'), so delta' = N' delta gives 2 log(2 / delta).
@@ -143,7 +142,7 @@ def _kt_split(K, idx: np.ndarray, t: int, delta: float, rng, uniforms=None,
             if uniforms is not None:
                 u = uniforms[j * row + l * half : j * row + (l + 1) * half]
             seed = 0 if uniforms is not None else int(rng.integers(2**63))
-            out = _native.kt_split(K, c, 1, delta * c.size, seed, u)
+            out = K.backend.kt_split(K, c, 1, delta * c.size, seed, u)
             nxt += [np.array(out[0]), np.array(out[1])]
         cores = nxt
     return cores
@@ -165,7 +164,7 @@ def symmetrized_halvings(K: KernelMatrix, blocks: np.ndarray, delta: float, rng,
         keep[l] = int(rng.integers(2))
     # "per_step": a t = 1 call on N points takes delta' = N delta (see _kt_split)
     d = delta if delta_rule == "total" else delta * N
-    halves = _native.kt_halvings(K, blocks, d, seeds)
+    halves = K.backend.kt_halvings(K, blocks, d, seeds)
     return halves[np.arange(B), keep]
 
 
@@ -229,10 +228,10 @@ def kt_swap(
     -----
     O(L m^2 + passes m n) kernel evaluations for L candidates, O(n + L m) memory.
     """
-    K = val.with_threads(K, n_threads)
+    K = with_threads(K, n_threads)
     if not check_input:
         return _kt_swap(K, candidates, baseline, passes, order, return_info=return_info)
-    val.check_kernel_matrix(K)
+    check_kernel_matrix(K)
     order = check_swap_order(order)
     return_info = val.check_bool(return_info, "return_info")
     if isinstance(candidates, np.ndarray) and candidates.ndim == 2:
@@ -274,7 +273,7 @@ def _kt_swap(K, cands, baseline, passes: int, order: str = "sorted", progress: b
         if return_info:  # the baseline as it entered the swaps, for the report only
             before_baseline = _mmd2(K, short[1][None, :])[0]
     for I in short:
-        _native.kt_swap_refine(K, I, passes, order == "sorted", progress)
+        K.backend.kt_swap_refine(K, I, passes, order == "sorted", progress)
     final = _mmd2(K, np.stack(short))
     win = int(np.argmin(final))
     if not return_info:
@@ -348,12 +347,12 @@ def kernel_thinning(
     -----
     O(n'^2 + n' m + n m) kernel evaluations, O(n + n') memory.
     """
-    K = val.with_threads(K, n_threads)
+    K = with_threads(K, n_threads)
     if not check_input:
         idx = np.arange(K.n, dtype=np.int64) if indices is None else indices
         return _kernel_thinning(K, m, idx, delta, rng, baseline, passes, swap_order, delta_rule,
                                 progress, return_info)
-    val.check_kernel_matrix(K)
+    check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)
     if indices is None:
         idx = np.arange(K.n, dtype=np.int64)
@@ -437,7 +436,7 @@ def stein_kernel_thinning(
     -----
     O(n' n + n'^2) kernel evaluations on the (thinned) input of n points (Thm. 1).
     """
-    val.check_kernel_matrix(K)
+    check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)
     rng = val.check_random_state(rng, "rng")
     delta = val.check_delta(delta)
@@ -522,7 +521,7 @@ def kernel_thinning_coreset(
     -----
     O(n_split^2 + m n) kernel evaluations.
     """
-    val.check_kernel_matrix(K)
+    check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1, hi=K.n)
     rng = val.check_random_state(rng, "rng")
     delta = val.check_delta(delta)

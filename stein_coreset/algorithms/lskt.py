@@ -7,7 +7,7 @@ import math
 import time
 
 from .. import _validation as val
-from ..engine import KernelMatrix
+from ..engine import KernelMatrix, check_kernel_matrix
 from .compresspp import compresspp_plan, run_kt_compresspp
 from .debias import ld_summary, low_rank_debias
 from .kernel_thinning import check_delta_rule, check_swap_order, swap_stages
@@ -78,7 +78,7 @@ def low_rank_stein_kernel_thinning(
     O(n r (d + r) + Q T n) for Low-rank Debiasing, O(4^g n log n) kernel evaluations for
     KT-Compress++ and O(n m) for the Stein thinning baseline (Thm. 3): sub-quadratic in n.
     """
-    val.check_kernel_matrix(K)
+    check_kernel_matrix(K)
     size = val.check_int(size, "size", lo=1)
     rng = val.check_random_state(rng, "rng")
     g = val.check_int(g, "g", lo=0)

@@ -10,10 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _array_api as aa
-from .. import _validation as val
 from .._threads import effective_n_threads
-from ..engine import KernelMatrix
-from . import _native
+from ..engine import KernelMatrix, native, with_threads
 from .resample import resample
 from .rpcholesky import weighted_rpcholesky_rows
 from .swap_ls import swap_ls_support
@@ -86,7 +84,7 @@ def recombination(A, x0, *, n_threads: int | None = None):
         raise ValueError("x0 has NaN or inf entries")
     if np.any(xh < 0):
         raise ValueError("x0 must be non-negative")
-    x = _native.recombination(Ah, xh, points_major, effective_n_threads(n_threads))
+    x = native.recombination(Ah, xh, points_major, effective_n_threads(n_threads))
     return aa.from_host(x, xp=xp, device=dev)
 
 
@@ -142,7 +140,7 @@ def recombination_thinning(
     indices. On bit-identical F and weights, Recombination keeps the same points on every
     backend.
     """
-    K = val.with_threads(K, n_threads)
+    K = with_threads(K, n_threads)
     if not check_input:
         return _recombination_thinning(K, w, m, m - 1 if rank is None else rank, rng)
     w, m, rank, rng = check_thinning_input(K, w, m, rank, rng, lambda m: (0, m - 1, "m - 1"))
@@ -188,6 +186,6 @@ def _recombine(K: KernelMatrix, supp_h: np.ndarray, ws: np.ndarray, rank: int, r
         G[-1, ...] = 1.0
     else:
         G = np.ones((1, supp_h.size))
-    x = _native.recombination(G, ws, False, K.n_threads)
+    x = native.recombination(G, ws, False, K.n_threads)
     keep = x > 0
     return supp_h[keep], x[keep] / x[keep].sum()

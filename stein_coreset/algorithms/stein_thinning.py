@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..engine import KernelMatrix, backend_name
+from ..engine import KernelMatrix, check_backend, check_kernel_matrix, with_threads
 from .weights import equal_weights
 
 __all__ = ["stein_thinning", "stein_thinning_weights", "stein_thinning_coreset"]
@@ -39,11 +39,8 @@ def stein_thinning(
         Show a progress bar over the steps, on every backend (the C++ loop's is drawn from a
         counter it updates; stages under half a second draw none).
     backend : {"auto", "cpu", "cuda", "xp"}
-        "auto": the kernel matrix's own backend (:class:`~stein_coreset.engine.KernelMatrix`).
-        "cpu": the C++ loop on host copies of the points (one transfer); "cuda": one fused
-        launch per step on the device, the pick never leaving it; "xp": one kernel column per
-        step in K's array namespace (on its device), one scalar host transfer per step (the
-        reference). "cpp" and "array_api" are accepted for "cpu" and "xp".
+        "auto": the kernel matrix's own backend; a name runs the loop on that backend instead
+        (:func:`stein_coreset.engine.get_backend`; "xp" is the array-API reference).
     check_input : bool
         Validate the arguments (default). ``False`` skips the checks, for callers that have
         validated them already (scikit-learn's ``check_input``).
@@ -58,39 +55,20 @@ def stein_thinning(
     -----
     O(n m) kernel evaluations (O(n m d) time for the Stein kernel), O(n) memory.
     """
-    K = val.with_threads(K, n_threads)
+    K = with_threads(K, n_threads)
     if check_input:
-        val.check_kernel_matrix(K)
+        check_kernel_matrix(K)
         m = val.check_int(m, "m", lo=1)
         val.check_buffer(8.0 * m, "m", f"{m} Stein thinning steps (8 bytes of output each)")
         progress = val.check_bool(progress, "progress")
-        backend = backend_name(backend)
+        backend = check_backend(backend)
     return _stein_thinning(K, m, progress, backend)
 
 
-def _stein_thinning(K: KernelMatrix, m: int, progress: bool = False, backend: str = "auto"):
+def _stein_thinning(K: KernelMatrix, m: int, progress: bool = False, backend="auto"):
     """:func:`stein_thinning` on validated arguments."""
-    if backend != "auto" and backend != "xp":
-        K = K.with_backend(backend)
-    if K.backend == "cuda" or (K.backend == "cpu" and backend != "xp"):
-        from ._native import stein_thinning as native_stein_thinning
-
-        return native_stein_thinning(K, m, progress)
-    xp, n = K.xp, K.n
-    score = xp.asarray(K.diag(), copy=True)
-    out = np.empty(m, dtype=np.int64)
-    it = range(m)
-    if progress:
-        from .._progress import progress_bar
-
-        it = progress_bar(it, desc="Stein thinning", total=m)
-    for t in it:
-        j = xp.argmin(score)
-        out[t] = int(j)
-        if t + 1 < m:
-            col = K.block(xp.reshape(xp.astype(j, xp.int64), (1,)))
-            score = score + 2.0 * xp.reshape(col, (n,))
-    return out
+    K = K.using(backend)
+    return K.backend.stein_thinning(K, m, progress)
 
 
 def stein_thinning_weights(K: KernelMatrix, *, progress: bool = False):
@@ -99,7 +77,7 @@ def stein_thinning_weights(K: KernelMatrix, *, progress: bool = False):
 
     Returns an (n,) float64 array in K's namespace. O(n^2) kernel evaluations.
     """
-    val.check_kernel_matrix(K)
+    check_kernel_matrix(K)
     idx = _stein_thinning(K, K.n, val.check_bool(progress, "progress"))
     w = np.bincount(idx, minlength=K.n) / float(K.n)
     return aa.from_host(w, xp=K.xp, device=K.device)
@@ -112,7 +90,7 @@ def stein_thinning_coreset(K: KernelMatrix, m: int, *, progress: bool = False):
     Returns ``(indices, weights, info)``: distinct increasing host indices, host weights summing
     to 1, and ``{"steps": m}``. O(n m) kernel evaluations.
     """
-    val.check_kernel_matrix(K)
+    check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)
     idx = _stein_thinning(K, m, val.check_bool(progress, "progress"))
     uniq, w = equal_weights(idx, m)

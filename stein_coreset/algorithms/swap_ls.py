@@ -12,8 +12,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..engine import KernelMatrix
-from . import _native
+from ..engine import KernelMatrix, check_kernel_matrix, with_threads
 
 __all__ = ["kt_swap_ls", "swap_ls_support", "SWAP_LS_FORMATS"]
 
@@ -62,8 +61,8 @@ def kt_swap_ls(
     kernel for CuPy (the C++'s swaps and weights; with ``STEIN_CORESET_CUDA_LOOP=graph`` the
     C++ on a host copy of the points).
     """
-    K = val.with_threads(K, n_threads)
-    val.check_kernel_matrix(K)
+    K = with_threads(K, n_threads)
+    check_kernel_matrix(K)
     if not isinstance(fmt, str) or fmt.lower() not in SWAP_LS_FORMATS:
         raise ValueError(f"fmt must be 'splx' or 'cp', got {fmt!r}")
     fmt = fmt.lower()
@@ -97,6 +96,6 @@ def swap_ls_support(K: KernelMatrix, idx: np.ndarray, w: np.ndarray, fmt: str):
     """
     dense = np.zeros(K.n)
     dense[idx] = w
-    _native.kt_swap_ls(K, dense, idx, SWAP_LS_FORMATS[fmt])
+    K.backend.kt_swap_ls(K, dense, idx, SWAP_LS_FORMATS[fmt])
     out = np.flatnonzero(dense)
     return out.astype(np.int64), dense[out]

@@ -15,8 +15,7 @@ import scipy.linalg
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..engine import KernelMatrix
-from . import _native
+from ..engine import KernelMatrix, check_kernel_matrix, native
 
 __all__ = [
     "equal_weights",
@@ -77,7 +76,7 @@ def picks_ksd(K: KernelMatrix, picks) -> float | None:
 def check_thinning_input(K: KernelMatrix, w, m: int, rank, rng, rank_range):
     """Validated ``(w, m, rank, rng)`` of a weighted thinning (RT, CT): ``m`` in [1, n], ``rank``
     (None: ``hi``) in ``rank_range(m) = (lo, hi, name of hi)``, simplex ``w`` or None."""
-    val.check_kernel_matrix(K)
+    check_kernel_matrix(K)
     m = val.check_size(m, K.n, "m")
     lo, hi, hi_name = rank_range(m)
     rank = hi if rank is None else val.check_int(rank, "rank")
@@ -129,7 +128,7 @@ def affine_weights(KJ: np.ndarray) -> np.ndarray:
     The Cholesky path runs in C++ (src_cpp/simplex_qp.cpp: serial, no BLAS threads); where it
     declines (an ill-conditioned or indefinite KJ) :func:`affine_weights_reference` answers.
     """
-    w = _native.affine_weights(KJ) if KJ.shape[0] > 1 else None
+    w = native.affine_weights(KJ) if KJ.shape[0] > 1 else None
     return affine_weights_reference(KJ) if w is None else w
 
 
@@ -196,7 +195,7 @@ def simplex_weights(KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None)
     :func:`simplex_weights_reference`, whose affine steps fall back to an eigendecomposition.
     """
     max_iter = max_iter or 20 * KJ.shape[0] + 20
-    w, _ = _native.simplex_qp(KJ, w0, max_iter)
+    w, _ = native.simplex_qp(KJ, w0, max_iter)
     return simplex_weights_reference(KJ, w0, max_iter) if w is None else w
 
 

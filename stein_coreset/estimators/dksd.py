@@ -22,7 +22,7 @@ One pass per backend of the engine: NumPy runs in C++ (src_cpp/dksd.hpp, a team 
 ``n_threads`` over row chunks whose partial sums are added in a fixed order, so the value does
 not depend on the team size), CuPy in CUDA (one thread per row of the same terms, the rows added
 in the C++'s order), every other namespace and any base kernel the compiled code does not know
-through :mod:`stein_coreset.estimators.dksd_array_api`.
+through :mod:`stein_coreset.engine.xp_dksd` (docs/engine.md).
 
 Cost: one pass over all pairs, O(n^2 d) for scalar or diagonal m and K = I k or
 diag(lambda_i k_i), O(n^2 d^2) for a full m (or dense B, or a preconditioner M); memory
@@ -34,63 +34,31 @@ of the O(n) per-point maps when a derivative is missing).
 
 from __future__ import annotations
 
-import numpy as np
-
 from .. import _array_api as aa
-from ..algorithms._native import dksd_pass
 from ..engine import BACKENDS as ENGINE_BACKENDS
-from ..engine import KernelMatrix, resolve_backend
+from ..engine import KernelMatrix, get_backend, squared_distances
+from ..engine.xp_dksd import block_rows
 from ..kernels import RadialKernel, SteinKernel
-from . import dksd_array_api
 from .matrix_kernels import kernel_plan
 from .pointwise import batch_diagonal, batch_trace, checked_scores, point_terms
 
-__all__ = ["BACKENDS", "pair_pass", "pair_pass_compiled", "dksd", "row_sums", "ksd_kernel_matrix",
+__all__ = ["BACKENDS", "pair_pass", "dksd", "row_sums", "ksd_kernel_matrix",
            "ksd_value", "information"]
 
-#: The pair pass's backends: the engine's (:data:`stein_coreset.engine.BACKENDS`) or "auto";
-#: the older names "cpp" and "array_api" are accepted for "cpu" and "xp".
+#: The pair pass's backends: the engine's (:data:`stein_coreset.engine.BACKENDS`) or "auto".
 BACKENDS = ("auto", *ENGINE_BACKENDS)
-
-
-def pair_pass_compiled(U, V, kind, F, comps, need_grad, backend="cpu", n_threads: int = 1):
-    """The pass in compiled code, whose base kernels the caller checked (all compiled):
-    "cpu" runs the C++ (src_cpp/dksd.hpp, a team of ``n_threads`` over row chunks) on host
-    copies, one transfer each way (a no-op for NumPy); "cuda" the CUDA rows on the arrays'
-    device. The value does not depend on ``n_threads``, and the device's is the C++'s up to
-    the rounding of the radial functions."""
-    xp, dev = aa.namespace(U=U)
-    if backend == "cpu":
-        U, V, F = aa.to_host(U), aa.to_host(V), aa.to_host(F)
-    total, Gv, Gf = dksd_pass(
-        U, V, F, kind == "full",
-        np.asarray([int(b.code) for b, _ in comps], dtype=np.intc),
-        np.asarray([float(b.sigma) for b, _ in comps]),
-        np.asarray([float(b.beta) for b, _ in comps]),
-        np.asarray([float(lam) for _, lam in comps]),
-        bool(need_grad),
-        int(n_threads),
-    )
-    if not need_grad or backend != "cpu":
-        return total, Gv, Gf
-    return total, aa.from_host(Gv, xp=xp, device=dev), aa.from_host(Gf, xp=xp, device=dev)
 
 
 def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, backend="auto", n_threads=1):
     """U-statistic sum_{i != j} k0(x_i, x_j) / (n (n - 1)) in canonical form, and its adjoints
-    (see :func:`stein_coreset.estimators.dksd_array_api.pair_pass` for the arguments).
-
-    The engine picks the backend (:func:`stein_coreset.engine.resolve_backend` over the
-    components' base kernels): "cpu" runs the C++ pass, "cuda" the CUDA rows on the device,
-    "xp" the blocked array-API pass. A base kernel the compiled code does not know (a user
-    subclass) runs through the array API under "auto", and is refused by a compiled backend
-    asked for by name.
+    (see :func:`stein_coreset.engine.xp_dksd.pair_pass` for the arguments), by the engine
+    backend :func:`stein_coreset.engine.get_backend` picks over the components' base kernels:
+    a base kernel the compiled code does not know (a user subclass) runs the array-API pass
+    under "auto", and is refused by a compiled backend asked for by name.
     """
     xp, _ = aa.namespace(U=U)
-    name = resolve_backend(backend, xp, *(b for b, _ in comps))
-    if name == "xp":
-        return dksd_array_api.pair_pass(U, V, kind, F, comps, need_grad, block_size)
-    return pair_pass_compiled(U, V, kind, F, comps, need_grad, name, n_threads)
+    runner = get_backend(backend, xp, *(b for b, _ in comps))
+    return runner.dksd_pass(U, V, kind, F, comps, need_grad, block_size, n_threads)
 
 
 def _canonical(model, X, theta, kernel, diff, need_grad):
@@ -204,7 +172,7 @@ def ksd_value(K: KernelMatrix) -> float:
     xp = K.xp
     n = K.n
     ones = xp.ones((n,), dtype=xp.float64, device=K.device)
-    b = dksd_array_api.block_rows(n, None, xp)
+    b = block_rows(n, None, xp)
     total = float(xp.sum(K.matvec(ones, block_size=b)))  # = K.quad(1)
     return (total - float(xp.sum(K.diag()))) / (n * (n - 1))
 
@@ -220,11 +188,11 @@ def information(model, X, theta, kernel, H, block_size=None):
     if plan.C is not None:
         H = xp.matmul(aa.from_host(plan.C.T, xp=xp, device=dev)[None, ...], H)
     U = plan.wh.points(X)
-    b = dksd_array_api.block_rows(n, block_size, xp)
+    b = block_rows(n, block_size, xp)
     g = xp.zeros((p, p), dtype=xp.float64, device=dev)
     for a0 in range(0, n, b):
         a1 = min(n, a0 + b)
-        q = dksd_array_api.pair_sqdist(xp, U[a0:a1, ...], U)
+        q = squared_distances(xp, U[a0:a1, ...], U)
         cache = {}
         for r in range(d):
             base, lam = plan.comps[r]

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _array_api as aa
 from .. import _validation as val
 from .._threads import effective_n_threads
-from ..engine import backend_name
+from ..engine import check_backend
 from . import dksd as _dksd
 from . import models as _models
 from . import score_matching as _sm
@@ -208,7 +208,7 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
     for sm / dsm / nnsm.
     """
     X, theta, diff = validate(model, theta, X, discrepancy, kernel, diffusion)
-    backend = backend_name(backend)
+    backend = check_backend(backend)
     block_size = _check_block_size(block_size)
     n_threads = effective_n_threads(n_threads)
     return _finite_result(discrepancy, theta, "loss", lambda: evaluate(
@@ -228,7 +228,7 @@ def loss_and_grad(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=
     X, theta, diff = validate(model, theta, X, discrepancy, kernel, diffusion)
     if gradient not in ("analytic", "fd"):
         raise ValueError(f"gradient must be 'analytic' or 'fd', got {gradient!r}")
-    backend = backend_name(backend)
+    backend = check_backend(backend)
     block_size = _check_block_size(block_size)
     n_threads = effective_n_threads(n_threads)
     return _finite_result(discrepancy, theta, "loss or its gradient", lambda: evaluate_with_grad(

@@ -1,6 +1,6 @@
 """The DKSD pair pass on any array-API namespace: blocked (block x n) slabs, the reference the
-C++ pass (:mod:`stein_coreset.estimators.dksd`) is tested against, and the pass every non-NumPy
-namespace runs.
+C++ pass (:mod:`stein_coreset.engine.native`) is tested against, the ``xp`` backend's
+:meth:`~stein_coreset.engine.xp.XpBackend.dksd_pass`.
 
 U-statistic sum_{i != j} k0(x_i, x_j) / (n (n - 1)) in canonical form (Barp et al., 2019,
 Eq. 7, App. B.3) and its adjoints dL/dv_i, dL/dm_i. Cost O(n^2 d) for diagonal m (O(n^2 d^2)
@@ -12,19 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _array_api as aa
-from ..engine import SLAB_ENTRIES
+from .arrays import SLAB_ENTRIES, squared_distances
 
-__all__ = ["pair_sqdist", "block_rows", "pair_pass", "HOST_SLAB_ENTRIES"]
-
-
-def pair_sqdist(xp, Ua, Ub):
-    """Squared distances formed coordinate by coordinate, as KernelMatrix does (no cancellation
-    of the |a|^2 + |b|^2 - 2 a.b expansion near the diagonal)."""
-    q = None
-    for c in range(int(Ua.shape[1])):
-        du = Ua[:, c : c + 1] - Ub[None, :, c]
-        q = du * du if q is None else q + du * du
-    return q
+__all__ = ["block_rows", "pair_pass", "HOST_SLAB_ENTRIES"]
 
 
 #: Entries of one (block x n) slab on the host: small enough to stay in cache (measured ~5x
@@ -44,7 +34,7 @@ def _slab(xp, U, a0, a1, cols, c):
     """Rows a0:a1 of the pair pass: their points, squared distances to all n, the U-statistic
     weights c [i != j] and the mask q > 0."""
     Ua = U[a0:a1, ...]
-    q = pair_sqdist(xp, Ua, U)
+    q = squared_distances(xp, Ua, U)
     rows = xp.arange(a0, a1, device=aa.device_of(U))
     W = c * xp.astype(rows[:, None] != cols[None, :], xp.float64)
     return Ua, q, W, q > 0.0

@@ -100,7 +100,7 @@ def xp(request):
 
 @pytest.fixture
 def biased_gaussian():
-    """The biased-chain case of the issues: target N(0, I_2), input from N(0.7, 1.5^2 I_2)."""
+    """The biased-chain case: target N(0, I_2), input from N(0.7, 1.5^2 I_2)."""
 
     def make(n=4096, d=2, seed=0):
         rng = np.random.default_rng(seed)

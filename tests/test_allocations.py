@@ -1,4 +1,4 @@
-"""Every dense allocation is checked before it is made (issue 47): the Stein kernel's and a base
+"""Every dense allocation is checked before it is made: the Stein kernel's and a base
 kernel's Gram matrices, ``KernelMatrix.dense`` / ``block``, ``Coreset.dense``; and ``mmd`` /
 ``energy_distance`` refuse more pair evaluations than ``max_pairs`` before they start.
 
@@ -131,7 +131,7 @@ def test_two_sample_distances_refuse_more_pairs_than_max_pairs(fn):
 
 @pytest.mark.parametrize("fn", [sc.mmd, sc.energy_distance], ids=["mmd", "energy_distance"])
 def test_two_sample_distances_at_a_size_of_minutes_are_refused_at_once(fn, monkeypatch):
-    """n = n' = 45,000 (the issue's minutes-long case): refused by the default max_pairs."""
+    """n = n' = 45,000 (a minutes-long case): refused by the default max_pairs."""
     from stein_coreset import discrepancy
 
     def started(*a, **k):  # without the check the test fails here, not minutes later

@@ -1,4 +1,4 @@
-"""SPEC "Bad input": every public function raises with a message naming the argument."""
+"""Bad input: every public function raises with a message naming the argument."""
 
 import numpy as np
 import pytest
@@ -143,7 +143,7 @@ def test_input_weights_are_refused_by_methods_that_would_ignore_them(sample):
             sc.compress(X, S, size=5, method=method, weights=w)
 
 
-# --- issue 47: the silent and unclear cases ------------------------------------------------------
+# --- the silent and unclear cases ----------------------------------------------------------------
 
 def test_weighted_rpcholesky_refuses_nan_weights_naming_them(sample):
     from stein_coreset.algorithms import weighted_rpcholesky

@@ -479,7 +479,7 @@ def test_compress_bandwidth_and_precond_set_the_stein_kernel_of_the_reported_ksd
     assert "--precond must be a (2, 2) matrix" in _one_line_error(rc, err)
 
 
-# --- issue 26: no positional pair misread, one table split by columns, --version ------------
+# --- no positional pair misread, one table split by columns, --version ----------------------
 
 
 def test_two_positional_npy_files_are_never_read_as_points_and_scores(sample, capsys):
@@ -567,7 +567,7 @@ def test_precond_scale_is_the_default_and_identity_is_available(sample, capsys):
     assert c["preconditioner"] == "identity"
 
 
-# --- issue 23: --out checked before any work, Ctrl-C exits 130 ---------------------------------
+# --- --out checked before any work, Ctrl-C exits 130 -------------------------------------------
 
 
 @pytest.mark.parametrize("out, needle", [
@@ -718,7 +718,7 @@ def test_a_transposed_input_is_refused_with_a_hint(tmp_path, capsys):
     assert "transpose" in _one_line_error(rc, err)
 
 
-# --- issue 47: unclear file errors -------------------------------------------------------------
+# --- unclear file errors -----------------------------------------------------------------------
 
 def test_an_out_name_too_long_is_refused_before_any_work(sample, capsys, monkeypatch):
     d, X, S = sample

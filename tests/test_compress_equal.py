@@ -68,7 +68,7 @@ def test_results_come_back_in_the_callers_namespace(method, xp, chain):
 
 
 def test_skt_beats_st_beats_standard_on_a_biased_chain(biased_gaussian):
-    """Median over 5 seeds, n = 4096, m = 64 (the issue's statistical check)."""
+    """Median over 5 seeds, n = 4096, m = 64 (a statistical check)."""
     ksd = {k: [] for k in ("skt", "st", "standard")}
     for seed in range(5):
         X, S = biased_gaussian(n=4096, d=2, seed=seed)

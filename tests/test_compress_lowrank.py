@@ -39,14 +39,14 @@ def test_lowrank_methods_are_seeded(method, biased_gaussian):
 
 @pytest.mark.slow
 def test_lskt_close_to_skt_on_a_biased_chain(biased_4d):
-    """The issue's check: n = 2^14, d = 4, m = 128: KSD(LSKT) within 1.5x of KSD(SKT)."""
+    """n = 2^14, d = 4, m = 128: KSD(LSKT) within 1.5x of KSD(SKT)."""
     X, S = biased_4d
     lskt = sc.compress(X, S, size=128, method="lskt", seed=0)
     skt = sc.compress(X, S, size=128, method="skt", seed=0)
     st = sc.compress(X[::128], S[::128], size=128, method="standard")
     assert lskt.ksd < 1.5 * skt.ksd, (lskt.ksd, skt.ksd)
     assert lskt.ksd < 0.1 * st.ksd
-    # default rank ceil(n^0.4) = 49 (issue 26: LD_DEFAULT_TAU); rank= or tau=0.5 restores 128
+    # default rank ceil(n^0.4) = 49 (LD_DEFAULT_TAU); rank= or tau=0.5 restores 128
     assert lskt.info["rank"] == 49 and lskt.info["rounds"] == 3 and lskt.info["steps"] == 896
 
 

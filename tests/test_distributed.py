@@ -1,6 +1,6 @@
-"""stein_coreset.distributed on real Dask (loopback LocalCluster), issue 13.
+"""stein_coreset.distributed on real Dask (loopback LocalCluster).
 
-The n = 2^16 KSD check of the issue takes minutes: it carries ``xslow`` and runs with
+The n = 2^16 KSD check takes minutes: it carries ``xslow`` and runs with
 ``python -m pytest --runxslow`` (tests/conftest.py); the default run checks the same bound at
 n = 2^13.
 """
@@ -236,7 +236,7 @@ def test_killed_worker_is_rescheduled_and_result_unchanged():
     "n, size, block_size",
     [
         pytest.param(2**13, 64, 128, id="n=2^13"),
-        # the issue's size: ~4 min on two cores (single-process SKT on 2^16 rows dominates)
+        # n = 2^16: ~4 min on two cores (single-process SKT on 2^16 rows dominates)
         pytest.param(2**16, 256, 512, id="n=2^16", marks=[pytest.mark.slow, pytest.mark.xslow]),
     ],
 )
@@ -296,7 +296,7 @@ def test_cupy_blocks_one_gpu_give_the_numpy_result():
     np.testing.assert_allclose(ref.weights, got.weights)
 
 
-# --- bad input (issue 13's list) ---------------------------------------------------------------
+# --- bad input ---------------------------------------------------------------------------------
 
 
 def test_chains_of_different_lengths_for_x_and_s_are_refused():

@@ -1,4 +1,4 @@
-"""Every example of README.md and docs/*.md runs as written (issue 26): tools/doc_examples.py,
+"""Every example of README.md and docs/*.md runs as written: tools/doc_examples.py,
 one test per documentation file (Python blocks executed, ``stein-coreset`` lines parsed)."""
 
 import importlib.util

@@ -226,7 +226,7 @@ def test_information_is_half_the_hessian_of_the_ksd_loss_for_exponential_familie
     np.testing.assert_allclose(H / 2, (n * n * gV - J.T @ J) / (n * (n - 1)), rtol=1e-9)
 
 
-# ---- issue 23: converged means converged; documented ranges --------------------------------
+# ---- converged means converged; documented ranges ------------------------------------------
 
 
 @pytest.mark.parametrize("n", [2, 3])

@@ -1,4 +1,4 @@
-"""Property-based fuzz of the public API (issue 15): every call either raises a ``ValueError`` /
+"""Property-based fuzz of the public API: every call either raises a ``ValueError`` /
 ``TypeError`` whose message names the offending argument, or returns a valid result.
 
 A valid coreset has distinct in-range indices, finite weights summing to 1 (non-negative for the
@@ -460,7 +460,7 @@ def _kernels_property(family, data):
         assert not np.any(np.isnan(G))
 
 
-# ---- dense allocations (issue 47) -------------------------------------------------------------
+# ---- dense allocations ------------------------------------------------------------------------
 
 #: Bytes of memory the patched machine has: None (the OS says nothing), a tiny machine that
 #: refuses any matrix, one that holds about a 60 x 60 matrix, and the real machine.
@@ -643,7 +643,7 @@ def test_fit_gives_clear_error_or_valid_result(data):
 
 
 def _check_converged_means_converged(model, X, fit, kw):
-    """Issue 23: ``converged`` only for a finite, bounded, moving fit: a finite loss at a theta
+    """``converged`` only for a finite, bounded, moving fit: a finite loss at a theta
     inside the domain (not on a bound), reached by moving (SGD), not above the loss at theta0
     (SGD), and not one the loss keeps improving on towards a domain bound."""
     STATS["fit:converged"] += 1
@@ -671,7 +671,7 @@ def _check_converged_means_converged(model, X, fit, kw):
             assert not v < fit.loss - 1e-8 * (1 + abs(fit.loss)), "loss unbounded below"
 
 
-# ---- estimators: loss, loss_and_grad, information, models (issue 23) --------------------------
+# ---- estimators: loss, loss_and_grad, information, models -------------------------------------
 
 @given(data=st.data())
 def test_estimator_losses_give_clear_error_or_finite_value(data):
@@ -732,13 +732,13 @@ def test_model_constructors_give_clear_error_or_a_model(data):
     assert isinstance(m.d, int) and m.d == int(d) and m.n_params == m.d + 1
 
 
-# ---- the CLI's file inputs (issue 23) ---------------------------------------------------------
+# ---- the CLI's file inputs --------------------------------------------------------------------
 
 FILE_KINDS = ("npy", "npy", "npz", "npz:key", "csv", "csv_header")
 BAD_FILE_KINDS = ("truncated_npy", "garbage_npy", "garbage_npz", "truncated_npz", "empty",
                   "missing", "txt", "dir", "3d_npy", "complex_npy", "object_npz", "wrong_key",
                   "csv_text", "csv_ragged", "csv_semicolon",
-                  # issue 47: files that are not regular, members that are no arrays, more
+                  # files that are not regular, members that are no arrays, more
                   # than memory holds
                   "fifo_npy", "fifo_csv", "dev_zero_npy", "dev_zero_npz", "bad_member_npz",
                   "huge_npy", "huge_csv")
@@ -862,8 +862,8 @@ def test_cli_file_inputs_give_a_one_line_error_naming_the_file_or_a_coreset(data
     _cli_files_property(data, xkind, skind)
 
 
-#: The file kinds of issue 47, each searched on its own (as POINTS or as SCORES, beside a
-#: drawn good file) so that the short run reaches every one of them.
+#: The irregular and oversized file kinds, each searched on its own (as POINTS or as SCORES,
+#: beside a drawn good file) so that the short run reaches every one of them.
 BOUNDED_FILE_KINDS = ("fifo_npy", "fifo_csv", "dev_zero_npy", "dev_zero_npz", "bad_member_npz",
                       "huge_npy", "huge_csv")
 

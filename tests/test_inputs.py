@@ -1,4 +1,4 @@
-"""Inputs people have (issue 26): lists, pandas, xarray and masked arrays at the public boundary,
+"""Inputs people have: lists, pandas, xarray and masked arrays at the public boundary,
 converted once on the host; device arrays are never converted."""
 
 import numpy as np

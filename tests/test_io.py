@@ -1,4 +1,4 @@
-"""CLI file safety (issue 15): atomic writes, no overwriting of inputs, strict CSV reading."""
+"""CLI file safety: atomic writes, no overwriting of inputs, strict CSV reading."""
 
 import os
 
@@ -89,7 +89,7 @@ def test_out_with_another_extension_is_refused_with_the_npz_name():
         _io.refuse_overwrite_input("X.npy", ["X.npy"])
 
 
-# --- issue 47: bounded input readers -----------------------------------------------------------
+# --- bounded input readers ---------------------------------------------------------------------
 
 def _cli(argv, cwd, timeout=60):
     """``python -m stein_coreset ARGV`` in a subprocess with a timeout and (POSIX) 2 GiB of

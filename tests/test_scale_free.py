@@ -1,4 +1,4 @@
-"""The default kernel of ``compress`` is scale-free (issue 26): M = diag(coordinate variances)."""
+"""The default kernel of ``compress`` is scale-free: M = diag(coordinate variances)."""
 
 import numpy as np
 import pytest
@@ -41,7 +41,7 @@ def test_sd_1_and_1000_recovers_both_variances(method):
     np.testing.assert_allclose(var, 1.0, rtol=0.2)
     if method in ("lsr", "lsc"):  # their low-rank weights happen to survive identity M here
         return
-    # the identity preconditioner loses the small coordinate (the issue-26 failure)
+    # the identity preconditioner loses the small coordinate (what the scale-free default fixes)
     ident = sc.compress(X, S, size=64, method=method, seed=0, kernel=sc.SteinKernel(M=None))
     wi, Pi = np.asarray(ident.weights), np.asarray(ident.points)
     assert (wi @ (Pi - wi @ Pi) ** 2 / sd**2)[0] < 0.5

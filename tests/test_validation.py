@@ -1,4 +1,4 @@
-"""Validation happens once, at the public boundary (issue 11), and names the argument."""
+"""Validation happens once, at the public boundary, and names the argument."""
 
 import importlib
 

@@ -1,4 +1,4 @@
-"""Extract and run every example of README.md and docs/*.md (issue 26).
+"""Extract and run every example of README.md and docs/*.md.
 
     python tools/doc_examples.py [--list] [FILE.md ...]
 

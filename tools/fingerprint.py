@@ -9,10 +9,10 @@ results also record their draws (``draw_indices``, compared when both sides have
 keyword arguments for ``compress`` (e.g. ``n_threads``) are passed with ``--kw name=value`` (a
 JSON value); a method option (e.g. ``--kw 'stop="fixed"'``) only to the methods that have it.
 
-``--pre-26`` runs with the defaults before issue 26 (identity preconditioner, Low-rank Debiasing
-rank n^0.5 and ``stop="ksd"``), so a fingerprint taken before that issue can still be compared:
-issue 26 changed the defaults (scale-free kernel, tau 0.4, stop "auto") and so every debiased
-and kernel-based selection, on purpose, and nothing else.
+``--pre-26`` runs with the defaults before the scale-free kernel (identity preconditioner,
+Low-rank Debiasing rank n^0.5 and ``stop="ksd"``), so a fingerprint taken
+with those defaults can still be compared: the scale-free kernel, tau 0.4 and stop "auto"
+changed every debiased and kernel-based selection, on purpose, and nothing else.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def fingerprint(extra: dict, pre_26: bool = False) -> dict:
             if "tau" in kw and (not table[method].uses_rank or table[method].debias != "ld"):
                 del kw["tau"]  # sr / sc / rt / ct: their RT/CT count default did not change
             if pre_26 and table[method].debias == "ld":
-                # before issue 26 the LD rank came from the (thinned) n inside the algorithm
+                # with the old defaults the LD rank came from the (thinned) n inside the algorithm
                 del kw["tau"]
                 if method == "lskt":
                     n_used = sc.compress(X, S, size=size, method=method, seed=7, **kw).info[
@@ -104,7 +104,8 @@ def main(argv=None) -> int:
     p.add_argument("--rtol", type=float, default=1e-9)
     p.add_argument("--kw", action="append", default=[], help="extra compress option name=value")
     p.add_argument("--pre-26", action="store_true",
-                   help="the defaults before issue 26 (identity M, LD tau 0.5, stop='ksd')")
+                   help="the defaults before the scale-free kernel (identity M, LD tau 0.5, "
+                        "stop='ksd')")
     args = p.parse_args(argv)
     extra = {}
     for kv in args.kw:

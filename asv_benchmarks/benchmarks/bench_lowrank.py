@@ -118,7 +118,7 @@ class LSKT:
 
 
 class LowRankAtScale:
-    """Issue 12's sizes: lskt, lsr, lsc with tau = 0.4 at n = 2^16, 2^18, 2^20 (d = 4; size
+    """At scale: lskt, lsr, lsc with tau = 0.4 at n = 2^16, 2^18, 2^20 (d = 4; size
     sqrt(n) for lskt, ceil(n^0.4) for the weighted ones). Minutes each: skipped unless the
     environment sets SC_BENCH_LARGE=1 (docs/experiments/lowrank_check.py prints the same runs
     next to the quadratic methods)."""

@@ -3,7 +3,8 @@ burn-in-like setting of the paper's Table I.1 (d = 4, m = rank = n^tau).
 
 ``python asv_benchmarks/benchmarks/bench_weighted.py`` runs every case once and prints the
 times with their ratio to the paper's GPU times (Table I.1, RTX 6000, JAX);
-``... bench_weighted.py --size-at-input-size`` prints issue 15's row 11 (size up to n = 2048).
+``... bench_weighted.py --size-at-input-size`` prints the times at size up to the input
+size (n = 2048).
 On a busy machine NumPy's OpenBLAS threads (the simplex QP's and the affine solves' LAPACK
 calls) spin against the other work: ``OPENBLAS_NUM_THREADS=1`` keeps them from stalling
 (docs/guarantees.md, "Time at sizes close to n").
@@ -107,7 +108,7 @@ class WeightedThinning:
 
 
 class SizeAtInputSize:
-    """Issue 15, row 11: sr / rt / ct / lsr through ``compress`` at n = 2048 with size up to n
+    """Size up to n: sr / rt / ct / lsr through ``compress`` at n = 2048 with size up to n
     (Recombination with up to n - 1 test vectors and the simplex QP on up to n points)."""
 
     params = ([256, 1024, 2048], ["sr", "rt", "ct", "lsr"])

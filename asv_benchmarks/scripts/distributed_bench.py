@@ -1,4 +1,4 @@
-"""Issue 13's must-show table: debiased compression on Dask against what one process can do.
+"""Debiased compression on Dask against what one process can do.
 
     python asv_benchmarks/scripts/distributed_bench.py --json dist.json  # full run, 15-25 min
     python asv_benchmarks/scripts/distributed_bench.py --quick           # n = 2^16 / 2^15, 1 min

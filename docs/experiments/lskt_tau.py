@@ -1,4 +1,4 @@
-"""The low-rank methods' default tau and the AMD stop rule, measured (issue 26).
+"""The low-rank methods' default tau and the AMD stop rule, measured.
 
     python docs/experiments/lskt_tau.py [--n 15 16] [--seeds 0 1 2] [--pairs skt:lskt sr:lsr sc:lsc]
                              [--taus 0.4 0.5] [--stop-n 12 13] [--json out.json]

@@ -19,7 +19,7 @@ _root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _root]
 
 MODULES = [
-    ("stein_coreset", "Kernels, discrepancies and `compress` (the public API of SPEC.md)."),
+    ("stein_coreset", "Kernels, discrepancies and `compress`: the public API."),
     ("stein_coreset.algorithms", "The paper's building blocks, one function per algorithm."),
     ("stein_coreset.estimators", "Minimum Stein discrepancy estimation."),
     ("stein_coreset.datasets", "Simulated biased chains with exact scores (demo, experiments)."),

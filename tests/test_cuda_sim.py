@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import stein_coreset as sc
-from stein_coreset.algorithms import _native
-from stein_coreset.engine import KernelMatrix
+from stein_coreset.engine import KernelMatrix, get_backend, native
 from stein_coreset.kernels import centred_kernel_matrix
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
@@ -55,7 +54,7 @@ def _pair(cp, base=BASES[0], kind="stein", n=N, d=3):
         Kc = sc.SteinKernel(base).bind(X, S)
     else:
         Kc = KernelMatrix(base, X)
-    assert Kc.backend == "cpu"
+    assert Kc.backend.name == "cpu"
 
     def dev(a):
         return None if a is None else cp.asarray(a)
@@ -65,17 +64,18 @@ def _pair(cp, base=BASES[0], kind="stein", n=N, d=3):
     return Kc, Kg
 
 
-class _OnDevice:
-    """What the engine's loop module needs of a kernel matrix with backend "cuda"."""
+CUDA = get_backend("cuda")
 
-    backend = "cuda"
+
+class _OnDevice:
+    """What the cuda backend's loops need of a kernel matrix: the simulated CudaKernel in its
+    cache."""
+
+    backend = CUDA
 
     def __init__(self, Kg):
-        self._k = Kg
+        self._cache = {"cuda": Kg}
         self.n = Kg.n
-
-    def cuda(self):
-        return self._k
 
 
 @pytest.mark.parametrize("base", BASES, ids=repr)
@@ -98,8 +98,8 @@ def test_simulated_blocks_diag_and_products_match_cpp(sim, base, kind):
 def test_simulated_stein_thinning_picks_what_the_cpp_loop_picks(sim, base, loop_mode):
     Kc, Kg = _pair(sim, base)
     for m in (1, 7, 40):
-        np.testing.assert_array_equal(_native.stein_thinning(_OnDevice(Kg), m),
-                                      _native.stein_thinning(Kc, m))
+        np.testing.assert_array_equal(CUDA.stein_thinning(_OnDevice(Kg), m),
+                                      Kc.backend.stein_thinning(Kc, m))
 
 
 def test_simulated_persistent_stein_thinning_spans_launches(sim, monkeypatch):
@@ -111,7 +111,7 @@ def test_simulated_persistent_stein_thinning_spans_launches(sim, monkeypatch):
     Kc, Kg = _pair(sim)
     for mode in ("persistent", "graph"):
         monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", mode)
-        np.testing.assert_array_equal(Kg.stein_thinning(31), _native.stein_thinning(Kc, 31))
+        np.testing.assert_array_equal(Kg.stein_thinning(31), Kc.backend.stein_thinning(Kc, 31))
 
 
 @pytest.mark.parametrize("kind", ["stein", "centred"])
@@ -119,8 +119,8 @@ def test_simulated_persistent_stein_thinning_spans_launches(sim, monkeypatch):
 def test_simulated_kt_split_matches_cpp_for_the_same_seed(sim, kind, n_idx, t, loop_mode):
     Kc, Kg = _pair(sim, kind=kind)
     idx = np.random.default_rng(n_idx).integers(0, Kc.n, n_idx).astype(np.int64)
-    a = _native.kt_split(Kc, idx, t, 0.5, 99)
-    b = _native.kt_split(_OnDevice(Kg), idx, t, 0.5, 99)
+    a = Kc.backend.kt_split(Kc, idx, t, 0.5, 99)
+    b = CUDA.kt_split(_OnDevice(Kg), idx, t, 0.5, 99)
     assert b.shape == a.shape
     np.testing.assert_array_equal(a, b)
 
@@ -138,8 +138,8 @@ def test_simulated_kt_halvings_match_cpp(sim, loop_mode, per_launch, monkeypatch
     blocks = np.random.default_rng(2).integers(0, Kc.n, size=(5, 96)).astype(np.int64)
     blocks[3] = np.sort(blocks[3] % 6)  # repeated points
     seeds = np.array([3, 1, 4, 1, 5], dtype=np.uint64) * 2654435761
-    a = _native.kt_halvings(Kc, blocks, 0.25, seeds)
-    b = _native.kt_halvings(_OnDevice(Kg), blocks, 0.25, seeds)
+    a = Kc.backend.kt_halvings(Kc, blocks, 0.25, seeds)
+    b = CUDA.kt_halvings(_OnDevice(Kg), blocks, 0.25, seeds)
     assert b.shape == a.shape == (5, 2, 48)
     np.testing.assert_array_equal(a, b)
 
@@ -150,8 +150,8 @@ def test_simulated_kt_swap_matches_cpp(sim, passes, sorted_sweeps):
     Kc, Kg = _pair(sim)
     I0 = np.random.default_rng(3).integers(0, Kc.n, 12).astype(np.int64)
     a, b = I0.copy(), I0.copy()
-    na = _native.kt_swap_refine(Kc, a, passes, sorted_sweeps)
-    nb = _native.kt_swap_refine(_OnDevice(Kg), b, passes, sorted_sweeps)
+    na = Kc.backend.kt_swap_refine(Kc, a, passes, sorted_sweeps)
+    nb = CUDA.kt_swap_refine(_OnDevice(Kg), b, passes, sorted_sweeps)
     np.testing.assert_array_equal(a, b)
     assert na == nb > 0
 
@@ -177,8 +177,8 @@ def test_simulated_kt_swap_ls_matches_cpp(sim, kind, fmt, steps_per_launch, monk
     dense[supp] = w / w.sum()
     order = np.concatenate([supp, supp[:5], [int(np.flatnonzero(dense == 0)[0])]])
     a, b = dense.copy(), dense.copy()
-    Da = _native.kt_swap_ls(Kc, a, order, fmt)
-    Db = _native.kt_swap_ls(_OnDevice(Kg), b, order, fmt)
+    Da = Kc.backend.kt_swap_ls(Kc, a, order, fmt)
+    Db = CUDA.kt_swap_ls(_OnDevice(Kg), b, order, fmt)
     assert not np.array_equal(np.flatnonzero(a), np.sort(supp))  # some swaps happened
     np.testing.assert_array_equal(np.flatnonzero(a), np.flatnonzero(b))
     np.testing.assert_allclose(b, a, rtol=1e-13, atol=1e-15)
@@ -203,18 +203,18 @@ def test_simulated_argmin_loops_on_fewer_blocks_pick_the_same(sim, blocks, monke
 
     monkeypatch.setattr(cudasim.SimFunction, "run", recorded)
     Kc, Kg = _pair(sim)
-    np.testing.assert_array_equal(_native.stein_thinning(_OnDevice(Kg), 40),
-                                  _native.stein_thinning(Kc, 40))
+    np.testing.assert_array_equal(CUDA.stein_thinning(_OnDevice(Kg), 40),
+                                  Kc.backend.stein_thinning(Kc, 40))
     idx = np.random.default_rng(5).integers(0, Kc.n, 128).astype(np.int64)
-    np.testing.assert_array_equal(_native.kt_split(_OnDevice(Kg), idx, 3, 0.5, 99),
-                                  _native.kt_split(Kc, idx, 3, 0.5, 99))
+    np.testing.assert_array_equal(CUDA.kt_split(_OnDevice(Kg), idx, 3, 0.5, 99),
+                                  Kc.backend.kt_split(Kc, idx, 3, 0.5, 99))
     dense = np.zeros(Kc.n)
     supp = np.random.default_rng(6).choice(Kc.n, 14, replace=False)
     dense[supp] = 1.0 / 14
     order = np.concatenate([supp, supp[:5]])
     a, b = dense.copy(), dense.copy()
-    Da = _native.kt_swap_ls(Kc, a, order, 0)
-    Db = _native.kt_swap_ls(_OnDevice(Kg), b, order, 0)
+    Da = Kc.backend.kt_swap_ls(Kc, a, order, 0)
+    Db = CUDA.kt_swap_ls(_OnDevice(Kg), b, order, 0)
     np.testing.assert_array_equal(np.flatnonzero(a), np.flatnonzero(b))
     assert Db == pytest.approx(Da, rel=1e-12)
     for name in ("st_persistent", "kts_persistent", "ksls_persistent"):
@@ -261,8 +261,8 @@ def test_simulated_weighted_rpcholesky_matches_cpp(sim, kind, n, rank, chunks):
     swd = sim.asarray(sw)
     bounds = np.linspace(0, rank, chunks + 1).astype(int)
     for i0, i1 in zip(bounds[:-1], bounds[1:], strict=True):
-        rc = _native.weighted_rpcholesky(Kc, sw, dc, Fc, pc, i0, i1, u[i0:i1], tol)
-        rg = _native.weighted_rpcholesky(_OnDevice(Kg), swd, dd, Fd, pd, i0, i1, u[i0:i1], tol)
+        rc = native.weighted_rpcholesky_steps(Kc, sw, dc, Fc, pc, i0, i1, u[i0:i1], tol)
+        rg = Kg.weighted_rpcholesky(swd, dd, Fd, pd, i0, i1, u[i0:i1], tol)
         assert rg == rc
     np.testing.assert_array_equal(np.asarray(pd), pc)
     assert len(set(pc[:rc].tolist())) == rc  # distinct pivots
@@ -281,7 +281,7 @@ def test_simulated_weighted_rpcholesky_stops_where_the_cpp_stops(sim):
                     sim.asarray(Kc.U))
     sw, d, Ft, piv, u, tol = _rpc_state(Kc, 48, 10, seed=5)
     dd, Fd, pd = sim.asarray(d), sim.asarray(Ft), sim.asarray(piv)
-    rc = _native.weighted_rpcholesky(Kc, sw, d, Ft, piv, 0, 10, u, tol)
+    rc = native.weighted_rpcholesky_steps(Kc, sw, d, Ft, piv, 0, 10, u, tol)
     rg = Kg.weighted_rpcholesky(sim.asarray(sw), dd, Fd, pd, 0, 10, u, tol)
     assert rg == rc < 10
     np.testing.assert_array_equal(np.asarray(pd)[:rc], piv[:rc])
@@ -471,7 +471,7 @@ def test_simulator_catches_a_wrong_kernel(monkeypatch):
     module = cp.RawModule(code=bad)
     monkeypatch.setattr(_cuda, "_module", lambda device_id: module)
     Kc, Kg = _pair(cp)
-    assert not np.array_equal(Kg.stein_thinning(40), _native.stein_thinning(Kc, 40))
+    assert not np.array_equal(Kg.stein_thinning(40), Kc.backend.stein_thinning(Kc, 40))
 
 
 def test_simulator_catches_a_missing_warp_reduction(monkeypatch):

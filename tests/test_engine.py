@@ -480,3 +480,11 @@ def test_the_capability_table_lists_every_operation_on_every_backend():
     assert table[0] == "| operation | " + " | ".join(f"`{b}`" for b in BACKENDS) + " |"
     assert len(table) == 2 + len(OPERATIONS)
     assert all(row.count("|") == len(BACKENDS) + 2 for row in table)
+
+
+def test_the_developer_page_shows_the_capability_table_as_generated():
+    from stein_coreset.engine import capability_table
+
+    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "engine.md").read_text()
+    table = page.split("<!-- capability-table -->\n")[1].split("<!-- /capability-table -->")[0]
+    assert table.strip() == capability_table().strip()

@@ -92,7 +92,7 @@ def bandwidth(n_bytes: int = 256 << 20, repeat: int = 5) -> dict:
 
 def amd_step(n: int = 1 << 18, r: int = 147, steps: int = 64, bw: dict | None = None) -> dict:
     """Seconds per AMD step at (n, r), and the fraction of the memory bandwidth it reaches."""
-    from stein_coreset.algorithms import _native
+    from stein_coreset.engine import native
 
     rng = np.random.default_rng(0)
     F = (rng.standard_normal((n, r)) / math.sqrt(r)).astype(np.float32)
@@ -105,7 +105,7 @@ def amd_step(n: int = 1 << 18, r: int = 147, steps: int = 64, bw: dict | None = 
             w = np.full(n, 1.0 / n)
             v = w.copy()
             t0 = time.perf_counter()
-            _native.amd_lowrank(F, res, w, v, 0, steps, 1e-3, threads)
+            native.amd_lowrank(F, res, w, v, 0, steps, 1e-3, threads)
             best = min(best, (time.perf_counter() - t0) / steps)
         out[f"step_s_{threads}"] = best
         print(f"[amd] n={n} r={r} {label}: {best * 1e3:.2f} ms per step")
@@ -198,12 +198,12 @@ def run_one(method, n, seed, sigma, limit, reuse_st=None) -> dict:
 def save_st(n: int, sigma: float, path: str) -> float:
     """Stein Thinning for n steps (skt's first stage at size sqrt(n)), saved; its seconds."""
     import stein_coreset as sc
-    from stein_coreset.algorithms import _native
+    from stein_coreset.engine import native
 
     X, S = biased_chain(n, D, 12345)
     K = sc.SteinKernel(sc.IMQ(sigma=sigma)).bind(X, S)
     t0 = time.perf_counter()
-    np.save(path, _native.stein_thinning(K, n))
+    np.save(path, K.backend.stein_thinning(K, n))
     return time.perf_counter() - t0
 
 

@@ -85,11 +85,11 @@ smoke_or_fallback() {  # name VAR value code: run code (45 s at most); if it fai
 # finish, the rest of this script uses the graph loops
 smoke_or_fallback "persistent loop" STEIN_CORESET_CUDA_LOOP graph "
 import cupy as cp, numpy as np, stein_coreset as sc
-from stein_coreset.algorithms import _native
+from stein_coreset.engine import native
 X = cp.asarray(np.random.default_rng(0).standard_normal((5000, 4)))
 K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X)
-a = _native.stein_thinning(K, 3000)
-b = _native.stein_thinning(sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(cp.asnumpy(X), -cp.asnumpy(X)), 3000)
+a = K.backend.stein_thinning(K, 3000)
+b = native.stein_thinning(sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(cp.asnumpy(X), -cp.asnumpy(X)), 3000)
 assert (a == b).all(), 'persistent picks differ'
 from stein_coreset.algorithms import weighted_rpcholesky
 Kh = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(cp.asnumpy(X), -cp.asnumpy(X))

@@ -103,7 +103,7 @@ def diagnose_lskt(args) -> list[dict]:
     import numpy as np
 
     import stein_coreset as sc
-    from stein_coreset.algorithms import _native
+    from stein_coreset.engine import native
     from stein_coreset.algorithms.compresspp import compresspp_plan, run_kt_compresspp
     from stein_coreset.algorithms.debias import low_rank_debias
     from stein_coreset.algorithms.resample import resample
@@ -127,8 +127,8 @@ def diagnose_lskt(args) -> list[dict]:
         idx[name] = run_kt_compresspp(K, seq, g, 0.5, np.random.default_rng(7), None, m)[0]
     C = np.stack([idx["cpu"], idx["cuda"]])
     sums = {name: K.coreset_sums(C).tolist() for name, K in (("cpu", Kc), ("cuda", Kg))}
-    uni = _native.kt_split(Kc, seq[:4096], 4, 0.5, 11)
-    ung = _native.kt_split(Kg, seq[:4096], 4, 0.5, 11)
+    uni = Kc.backend.kt_split(Kc, seq[:4096], 4, 0.5, 11)
+    ung = Kg.backend.kt_split(Kg, seq[:4096], 4, 0.5, 11)
     row = {"n": n, "ld_max_abs_w_diff": float(np.max(np.abs(wc - wg))),
            "ld_max_w": float(wc.max()), "ld_steps_cpu": out["cpu"][1],
            "ld_steps_cuda": out["cuda"][1],
@@ -154,7 +154,7 @@ def loops(args) -> list[dict]:
 
     import stein_coreset as sc
     from stein_coreset import _cuda
-    from stein_coreset.algorithms import _native
+    from stein_coreset.engine import native
 
     rows = []
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
@@ -168,10 +168,10 @@ def loops(args) -> list[dict]:
                 ("persistent", str(b)) for b in fewer if b < sms]:
             os.environ["STEIN_CORESET_CUDA_LOOP"] = mode
             os.environ["STEIN_CORESET_CUDA_LOOP_BLOCKS"] = blocks
-            _native.stein_thinning(K, 64)  # compile
+            K.backend.stein_thinning(K, 64)  # compile
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
-            got = _native.stein_thinning(K, n)
+            got = K.backend.stein_thinning(K, n)
             secs = time.perf_counter() - t0
             row = {"n": n, "mode": mode, "max_blocks": int(blocks or sms), "steps": n,
                    "seconds": secs, "us_per_step": secs / n * 1e6}
@@ -252,7 +252,7 @@ def dksd_pass(args) -> list[dict]:
     import stein_coreset as sc
     from stein_coreset import _array_api as aa
     from stein_coreset._threads import effective_n_threads
-    from stein_coreset.engine import resolve_backend
+    from stein_coreset.engine import get_backend
     from stein_coreset.estimators import dksd as D
 
     d = args.d
@@ -280,7 +280,7 @@ def dksd_pass(args) -> list[dict]:
         xp, _ = aa.namespace(U=dev[0])
         for backend in ("auto", "xp"):
             out, secs = best_of_3(dev[0], dev[1], "diag", dev[2], comps, True, backend=backend)
-            row[f"{backend}_backend"] = resolve_backend(backend, xp, comps[0][0])
+            row[f"{backend}_backend"] = get_backend(backend, xp, comps[0][0]).name
             row[f"{backend}_seconds"] = secs
             row[f"{backend}_rel_diff"] = abs(out[0] - ref[0]) / abs(ref[0])
         print(json.dumps(row), flush=True)

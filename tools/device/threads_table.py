@@ -155,7 +155,7 @@ def _cell(method: str, X, S, threads: int, st_frac: float):
     n = X.shape[0]
     sigma = math.sqrt(8.0)
     if method == "dksd":
-        from stein_coreset.algorithms._native import dksd_pass
+        from stein_coreset.engine.native import dksd_pass
 
         m = max(2, n // 4)
         U = np.ascontiguousarray(X[:m])

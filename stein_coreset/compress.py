@@ -32,6 +32,7 @@ from .methods import (
     STOP_AUTO_FIXED_MAX_N,
     Method,
     Option,
+    Problem,
 )
 
 __all__ = [
@@ -228,6 +229,37 @@ def _check_kernel_type(kernel):
         raise TypeError(
             f"kernel must be a SteinKernel or base kernel, got {type(kernel).__name__}"
         )
+
+
+def _stein_problem(stein, X, S, n_threads: int) -> Problem:
+    K = stein.bind(X, S, n_threads=n_threads, check_input=False)
+    if not K.diag_is_finite():
+        raise ValueError(
+            "S: the Stein kernel overflowed on the diagonal (|S|^2 k(0) is not finite); "
+            "the scores are too large for float64 — rescale X and S"
+        )
+    return Problem(K.n, K=K, n_threads=n_threads)
+
+
+def _centred_problem(stein, X, S, n_threads: int) -> Problem:
+    K = centred_kernel_matrix(stein.base, X, stein.M, n_threads=n_threads, check_input=False)
+    return Problem(K.n, K=K, n_threads=n_threads)
+
+
+def _base_problem(stein, X, S, n_threads: int) -> Problem:
+    """Radial in the M-norm: the base kernel on whitened points."""
+    xp, dev = aa.namespace(X=X)
+    U = Whitening(stein.M, X.shape[1], xp, dev).points(X)
+    return Problem(int(X.shape[0]), base=stein.base, U=U, n_threads=n_threads)
+
+
+#: A method's ``target`` -> the :class:`~stein_coreset.methods.Problem` its pipeline runs on.
+_TARGETS = {
+    "stein": _stein_problem,
+    "centred": _centred_problem,
+    "base": _base_problem,
+    "none": lambda stein, X, S, n_threads: Problem(int(X.shape[0]), n_threads=n_threads),
+}
 
 
 def _resolve_kernel(kernel, X, n_threads: int) -> SteinKernel:
@@ -582,24 +614,8 @@ def compress(
         args["weights"] = weights
     if spec.takes_progress:
         args["progress"] = progress
-    if spec.target == "stein":
-        K = stein.bind(X, S, n_threads=n_threads, check_input=False)
-        if not K.diag_is_finite():
-            raise ValueError(
-                "S: the Stein kernel overflowed on the diagonal (|S|^2 k(0) is not finite); "
-                "the scores are too large for float64 — rescale X and S"
-            )
-        idx, w, extra = spec.run(K, size, rng, **args)
-    elif spec.target == "centred":
-        K = centred_kernel_matrix(
-            stein.base, X, stein.M, n_threads=n_threads, check_input=False
-        )
-        idx, w, extra = spec.run(K, size, rng, **args)
-    elif spec.target == "base":  # radial in the M-norm: the base kernel on whitened points
-        U = Whitening(stein.M, X.shape[1], xp, dev).points(X)
-        idx, w, extra = spec.run(stein.base, U, size, rng, n_threads=n_threads, **args)
-    else:
-        idx, w, extra = spec.run(n, size, rng, **args)
+    problem = _TARGETS[spec.target](stein, X, S, n_threads)
+    idx, w, extra = spec.run(problem, size, rng, **args)
     info.update(extra)
     info["n_threads"] = n_threads
     info["time_s"] = time.perf_counter() - t0

@@ -37,11 +37,12 @@ from .compress import compress as _sc_compress
 from .compress import equal_draw_counts
 from .diagnostics import DiagnosticWarning
 from .kernels import SteinKernel
+from .methods import METHODS
 
 __all__ = ["compress", "run_cli"]
 
 #: Debiased methods usable in the map and the reduce (they need the scores S).
-DEBIASED = ("st", "skt", "lskt", "sr", "sc", "lsr", "lsc")
+DEBIASED = tuple(name for name, spec in METHODS.items() if spec.debiased)
 POINT_KEYS, SCORE_KEYS = _io.POINT_KEYS, _io.SCORE_KEYS
 #: What a missing Dask says (the CLI prints it as is).
 NEEDS_DASK = (

@@ -62,8 +62,9 @@ class Method:
     ``target`` is the kernel the pipeline gets: "stein" (k_p at (X, S)), "centred" (the base
     kernel centred at the input, O(n^2) to build), "base" (the base kernel itself, for
     Compress++, which centres only where it needs to) or "none" (index-only methods).
-    ``run(K, size, rng, **args)`` calls the pipeline of :mod:`stein_coreset.algorithms` and
-    returns ``(indices, weights, info)`` on the host.
+    ``run(problem, size, rng, **args)`` calls the pipeline of :mod:`stein_coreset.algorithms`
+    on the :class:`Problem` compress built for that target and returns ``(indices, weights,
+    info)`` on the host.
     """
 
     summary: str
@@ -81,6 +82,24 @@ class Method:
     def debiased(self) -> bool:
         """Whether the method targets P through the scores (and so needs S)."""
         return self.debias != "none"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a method's pipeline runs on, built once by ``compress`` for the method's target:
+    ``n`` points, the kernel matrix ``K`` ("stein", "centred"), or the base kernel ``base`` and
+    the whitened points ``U`` ("base"), and the team size ``n_threads``."""
+
+    n: int
+    K: Any = None
+    base: Any = None
+    U: Any = None
+    n_threads: int = 1
+
+
+def _on_matrix(pipeline):
+    """A pipeline ``f(K, size, rng, **args)`` as a method's ``run``."""
+    return lambda p, size, rng, **args: pipeline(p.K, size, rng, **args)
 
 
 def _int_at_least(lo):
@@ -128,17 +147,22 @@ _SWAP_TARGET = Option(
 )
 
 
-def _run_standard(n, size, rng):
-    idx = standard_thinning(n, size)
+def _run_standard(p, size, rng):
+    idx = standard_thinning(p.n, size)
     return idx, np.full(idx.shape[0], 1.0 / idx.shape[0]), {}
 
 
-def _run_iid(n, size, rng):
-    return iid_thinning(n, size, rng), np.full(size, 1.0 / size), {}
+def _run_iid(p, size, rng):
+    return iid_thinning(p.n, size, rng), np.full(size, 1.0 / size), {}
+
+
+def _run_compresspp(p, size, rng, **options):
+    return compresspp_coreset(p.base, p.U, size, rng, n_threads=p.n_threads, **options)
 
 
 def _run_weighted(debias, thin):
-    def run(K, size, rng, *, rank=None, weights=None, progress=False, **options):
+    def run(p, size, rng, *, rank=None, weights=None, progress=False, **options):
+        K = p.K
         if debias == "none":
             K = centre_at_weights(K, weights)
         return weighted_compression(
@@ -176,15 +200,15 @@ METHODS: Mapping[str, Method] = MappingProxyType(
         "st": Method(
             summary="Stein thinning, greedy (Alg. D.1)",
             debias="st", thin="none", kind="equal", target="stein",
-            run=lambda K, size, rng, progress=False: stein_thinning_coreset(
-                K, size, progress=progress
+            run=lambda p, size, rng, progress=False: stein_thinning_coreset(
+                p.K, size, progress=progress
             ),
             takes_progress=True,
         ),
         "skt": Method(
             summary="Stein kernel thinning: ST then KT targeting P (Alg. 1)",
             debias="st", thin="kt", kind="equal", target="stein",
-            run=stein_kernel_thinning,
+            run=_on_matrix(stein_kernel_thinning),
             options=MappingProxyType(
                 {"delta": _DELTA, "standard_thin": _STANDARD_THIN, "swap_passes": _SWAP_PASSES_P,
                  "swap_order": _SWAP_ORDER, "delta_rule": _DELTA_RULE}
@@ -194,7 +218,7 @@ METHODS: Mapping[str, Method] = MappingProxyType(
         "lskt": Method(
             summary="low-rank SKT: LD, Resample, KT-Compress++ targeting P (Alg. 3)",
             debias="ld", thin="compresspp", kind="equal", target="stein",
-            run=low_rank_stein_kernel_thinning,
+            run=_on_matrix(low_rank_stein_kernel_thinning),
             options=MappingProxyType(
                 {**_LD_OPTIONS, "g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN,
                  "swap_passes": _SWAP_PASSES_P, "swap_order": _SWAP_ORDER,
@@ -239,7 +263,7 @@ METHODS: Mapping[str, Method] = MappingProxyType(
         "kt": Method(
             summary="kernel thinning of the input (Alg. D.2, centred kernel)",
             debias="none", thin="kt", kind="equal", target="centred",
-            run=kernel_thinning_coreset,
+            run=_on_matrix(kernel_thinning_coreset),
             options=MappingProxyType(
                 {"delta": _DELTA, "swap_passes": _SWAP_PASSES, "swap_order": _SWAP_ORDER,
                  "delta_rule": _DELTA_RULE}
@@ -249,7 +273,7 @@ METHODS: Mapping[str, Method] = MappingProxyType(
         "compresspp": Method(
             summary="KT-Compress++ of the input (Shetty et al.; Alg. F.3)",
             debias="none", thin="compresspp", kind="equal", target="base",
-            run=compresspp_coreset,
+            run=_run_compresspp,
             options=MappingProxyType(
                 {"g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN,
                  "swap_target": _SWAP_TARGET}

@@ -35,6 +35,8 @@ from typing import IO
 
 import numpy as np
 
+from ._validation import check_buffer
+
 __all__ = [
     "POINT_KEYS",
     "SCORE_KEYS",
@@ -442,7 +444,6 @@ def check_file_memory(path: str, what: str, st: os.stat_result | None = None) ->
     an ``.npy`` by the float64 array its header describes, an ``.npz`` by the sum over its
     members (headers and uncompressed sizes, nothing decompressed), a ``.csv`` by
     :data:`CSV_BYTES_PER_BYTE` times its size from ``os.stat``."""
-    from ._validation import check_buffer
 
     st = os.stat(path) if st is None else st
     ext = os.path.splitext(path)[1].lower()

@@ -21,6 +21,8 @@ from . import _validation as val
 from ._progress import resolve as resolve_progress
 from ._progress import stage
 from ._threads import effective_n_threads
+from .algorithms.amd import factor_bytes
+from .algorithms.resample import resample
 from .diagnostics import check_orientation, check_scores
 from .discrepancy import finite_discrepancy
 from .engine import Whitening
@@ -110,7 +112,6 @@ class Coreset:
         needs the scores; ``info["resampled_from"]`` names the source kind). Constant-preserving
         (signed) weights cannot be resampled and raise ``ValueError``.
         """
-        from .algorithms.resample import resample
 
         rng = val.check_random_state(seed, "seed")  # checked even when nothing is drawn
         if self.kind == "equal" and size is None:
@@ -372,7 +373,6 @@ def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None
     peak, what, arg = 0.0, [], "size"
     if spec.debias == "ld":
         r_ld = rank if rank is not None else max(1, round(math.sqrt(n)))
-        from .algorithms.amd import factor_bytes
 
         peak = factor_bytes(n, r_ld, np if like is None else aa.namespace(X=like)[0])
         what.append(f"the ({n}, {r_ld}) Low-rank Debiasing factor")

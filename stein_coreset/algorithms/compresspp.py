@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
+from .._progress import counter_bar
 from ..engine import KernelMatrix, check_kernel_matrix, with_threads
 from ..kernels import RadialKernel, centred_kernel_matrix
 from . import kernel_thinning as _kt  # called through the module: tests patch kt_split
@@ -213,7 +214,6 @@ def run_kt_compresspp(K, S, g, delta, rng, baseline=None, m=None, thin_kernel=No
     blocks = S.reshape(n_in // base, base)
     bar = None
     if progress and n_halvings:
-        from .._progress import counter_bar
 
         bar = counter_bar("KT-Compress++ halvings", n_halvings, unit="halvings")
     done = 0

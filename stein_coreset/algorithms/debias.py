@@ -9,8 +9,10 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
+from .._progress import progress_bar
 from ..engine import KernelMatrix
 from .amd import LowRankPlusDiagonal, amd
+from .resample import resample
 from .rpcholesky import weighted_rpcholesky
 
 __all__ = ["low_rank_debias", "resampled_ksd2", "monitor_size", "ld_summary"]
@@ -64,7 +66,6 @@ def resampled_ksd2(K: KernelMatrix, s: int, u: float = 0.5, surrogate=None):
 
 def _resample_support(w, n: int, rng):
     """Resample (Alg. E.3) of w to n points: the support (host int64) and its weights (host)."""
-    from .resample import resample
 
     supp, counts = np.unique(resample(w, n, rng), return_counts=True)
     return supp.astype(np.int64), counts / float(n)
@@ -168,7 +169,6 @@ def low_rank_debias(
     }
     it = range(1, int(rounds) + 1)
     if progress:
-        from .._progress import progress_bar
 
         it = progress_bar(it, desc="low-rank debiasing (rounds)", total=int(rounds))
     for q in it:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._progress import progress_bar
 from .targets import LogisticRegression
 
 __all__ = ["Chain", "mala", "sgld"]
@@ -98,7 +99,6 @@ def mala(
     accepted = 0
     steps = range(1, n)
     if progress:
-        from .._progress import progress_bar
 
         steps = progress_bar(steps, desc=desc, total=n - 1)
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validation as val
+
 __all__ = [
     "Layout", "flatten", "unflatten", "get_group", "has_group", "to_idata", "weighted_mean",
     "coreset_support", "summary", "arviz_major",
@@ -249,7 +251,6 @@ def summary(idata, var_names=None, *, prob: float = 0.94):
     """
     import pandas as pd
 
-    from .. import _validation as val
 
     prob = val.check_real(prob, "prob", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     points, w = coreset_support(idata, var_names)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _progress
+from .. import _validation as val
+from ..compress import compress
 from . import arviz as _az
 
 __all__ = ["TraceScores", "trace_scores", "compress_trace", "ModelFunctions", "model_functions"]
@@ -356,7 +358,6 @@ def trace_scores(
     ``batch_size`` draws (a loop over draws when the model's graph cannot be vectorised):
     ``time_transform_s`` and ``time_scores_s``.
     """
-    from .. import _validation as val
 
     model = _check_model(model)
     batch_size = val.check_int(batch_size, "batch_size", lo=1)
@@ -548,8 +549,6 @@ def compress_trace(
     """
     import xarray as xr
 
-    from .. import _validation as val
-    from ..compress import compress
 
     if seed is not None:
         if random_seed is not None:

@@ -3,6 +3,7 @@
 import numpy as np
 
 import stein_coreset as sc
+from stein_coreset.engine import native
 
 
 def numpy_broadcast_stein_gram(X, S, sigma):
@@ -29,11 +30,11 @@ class SteinGram:
         self.S = -self.X
         self.K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(self.X, self.S)
         self.rows = np.arange(n)
-        self.K.handle()
+        native.handle(self.K)
 
     def _run(self, n, d, backend):
         if backend == "cpu":
-            return self.K.block_cpp(self.rows)
+            return native.gram(self.K, self.rows)
         if backend == "xp":
             return self.K.with_backend("xp").dense()
         return numpy_broadcast_stein_gram(self.X, self.S, 1.0)
@@ -57,11 +58,11 @@ class SteinMatvec:
         X = rng.standard_normal((n, d))
         self.K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, -X)
         self.w = np.full(n, 1.0 / n)
-        self.K.handle()
+        native.handle(self.K)
 
     def time_matvec(self, n, d, backend):
         if backend == "cpu":
-            self.K.matvec_cpp(self.w)
+            native.matvec(self.K, self.w)
         else:
             self.K.with_backend("xp").matvec(self.w)
 

@@ -13,7 +13,28 @@
 
 namespace sc {
 
-enum BaseKind : int { IMQ = 0, GAUSSIAN = 1, MATERN15 = 2, MATERN25 = 3 };
+// The base kernels (BaseKind: IMQ, GAUSSIAN, MATERN15, MATERN25) and SC_SWITCH_BASE, listed
+// once in base_kernels.inc.
+#include "base_kernels.inc"
+
+// Their names and codes, for the Python side (_core.BASE_KERNEL_CODES).
+struct BaseKernelName {
+    const char* name;
+    int code;
+};
+#define SC_BASE_NAME_(ID, CODE, NAME, RADIAL) {NAME, CODE},
+inline constexpr BaseKernelName kBaseKernels[] = {SC_BASE_KERNELS(SC_BASE_NAME_)};
+#undef SC_BASE_NAME_
+inline constexpr int kNumBaseKernels =
+    static_cast<int>(sizeof(kBaseKernels) / sizeof(kBaseKernels[0]));
+
+constexpr bool base_codes_consecutive() {
+    for (int i = 0; i < kNumBaseKernels; ++i)
+        if (kBaseKernels[i].code != i) return false;
+    return true;
+}
+// the Python boundary accepts the codes 0 <= code < kNumBaseKernels
+static_assert(base_codes_consecutive(), "base_kernels.inc: the codes must be 0, 1, 2, ... in order");
 
 struct KernelSpec {
     int base = IMQ;
@@ -46,12 +67,7 @@ namespace portable {
 // (kappa, kappa', q kappa'') of the base kernel `base` at q (radial.inc), for scalar callers.
 inline Radial radial(int base, double sigma, double beta, double q) {
     Radial r;
-    switch (base) {
-        case GAUSSIAN: portable::radial_local<GAUSSIAN>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
-        case MATERN15: portable::radial_local<MATERN15>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
-        case MATERN25: portable::radial_local<MATERN25>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
-        default: portable::radial_local<IMQ>(sigma, beta, q, r.k0, r.k1, r.qk2); break;
-    }
+    portable::radial_at(base, sigma, beta, q, r.k0, r.k1, r.qk2);
     return r;
 }
 

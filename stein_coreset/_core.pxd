@@ -5,6 +5,13 @@ from libcpp.vector cimport vector
 
 
 cdef extern from "stein_kernel.hpp" nogil:
+    # the base kernels of src_cpp/base_kernels.inc: kBaseKernels[0 .. kNumBaseKernels - 1]
+    cdef struct BaseKernelName "sc::BaseKernelName":
+        const char* name
+        int code
+    const BaseKernelName* sc_base_kernels "sc::kBaseKernels"
+    const int sc_num_base_kernels "sc::kNumBaseKernels"
+
     cdef cppclass KernelSpec "sc::KernelSpec":
         int base
         double sigma

@@ -100,13 +100,30 @@ def progress_reset():
     sc_progress_reset()
 
 
+# ---- the base kernels (src_cpp/base_kernels.inc) ------------------------------------------------
+
+#: ``{name: code}`` of the base kernels the compiled evaluators know, from the one list
+#: src_cpp/base_kernels.inc ("IMQ", "Gaussian", "Matern15", "Matern25", ...); the codes are
+#: 0, 1, 2, ... in order. stein_coreset.kernels and the cuda backend read it.
+BASE_KERNEL_CODES = {
+    sc_base_kernels[i].name.decode("ascii"): sc_base_kernels[i].code
+    for i in range(sc_num_base_kernels)
+}
+
+
+cdef inline int _check_base(int base) except -1:
+    if base < 0 or base >= sc_num_base_kernels:
+        raise ValueError(f"unknown base kernel code {base}")
+    return 0
+
+
 cdef class Kernel:
     """Host-side handle on a P-mean-zero kernel over n whitened points (see stein_kernel.hpp).
 
     Parameters
     ----------
     base : int
-        0 IMQ, 1 Gaussian, 2 Matern(1.5), 3 Matern(2.5).
+        A code of :data:`BASE_KERNEL_CODES` (0 IMQ, 1 Gaussian, 2 Matern(1.5), 3 Matern(2.5)).
     U : (n, d) float64, whitened points L^{-1} x.
     T : (n, d) float64 or None, whitened scores L^T s (None: base kernel, no Stein part).
     mean : (n,) float64 or None, centring vector; mean_all its constant.
@@ -123,8 +140,7 @@ cdef class Kernel:
         cdef const double[:, ::1] Tv
         cdef const double[::1] mv
         cdef const double[:, ::1] Us
-        if base < 0 or base > 3:
-            raise ValueError(f"unknown base kernel code {base}")
+        _check_base(base)
         self._keep = [U]
         self.spec.base = base
         self.spec.sigma = sigma
@@ -652,8 +668,7 @@ def dksd_pass(const double[:, ::1] U, const double[:, ::1] V, const double[::1] 
     if base.shape[0] != d or sigma.shape[0] != d or beta.shape[0] != d or lam.shape[0] != d:
         raise ValueError("base, sigma, beta and lam need one entry per coordinate")
     for i in range(d):
-        if base[i] < 0 or base[i] > 3:
-            raise ValueError(f"unknown base kernel code {base[i]}")
+        _check_base(base[i])
     Gv = Gf = None
     if need_grad:
         Gv = np.empty((n, d), dtype=np.float64)

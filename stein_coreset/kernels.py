@@ -32,6 +32,7 @@ from .engine import (
     Whitening,
     compiled_kernel,
     median_pairwise_distance,
+    native,
     squared_distances,
 )
 
@@ -55,12 +56,17 @@ GRAM_PEAK_ARRAYS = 6
 class RadialKernel:
     """A base kernel k(x, y) = kappa(||x - y||_M^2); subclasses give kappa and its derivatives.
 
-    The public base type of :class:`IMQ`, :class:`Gaussian` and :class:`Matern`: a user kernel
-    subclasses it and defines ``code`` (the C++ evaluator's kernel code) and :meth:`radial`.
+    The public base type of :class:`IMQ`, :class:`Gaussian` and :class:`Matern`. A user kernel
+    subclasses it and defines :meth:`radial` (and ``__init__`` for its parameters): it is then
+    evaluated by the array-API reference (the engine's ``"xp"`` backend) on any namespace; the
+    compiled backends ("cpu", "cuda") and the loops that run only in compiled code refuse it.
+    Only the library's own classes are compiled: each names its formula in the C++ and CUDA
+    code by ``code``, a value of ``engine.native.BASE_KERNEL_CODES`` (adding one:
+    docs/compiled_kernels.md).
     Kernel objects are immutable in use: nothing in the library sets their attributes.
     """
 
-    code: int  # base-kernel code shared with src_cpp/stein_kernel.hpp
+    code: int  # compiled kernels only: their code in engine.native.BASE_KERNEL_CODES
 
     def __init__(self, sigma: float = 1.0):
         self.sigma = val.check_bandwidth(sigma, "sigma")
@@ -110,7 +116,7 @@ class RadialKernel:
 class IMQ(RadialKernel):
     """Inverse multiquadric kernel ``(1 + r^2 / sigma^2)^beta``, ``beta`` in (-1, 0) (Ex. B.2)."""
 
-    code = 0
+    code = native.BASE_KERNEL_CODES["IMQ"]
 
     def __init__(self, sigma: float = 1.0, beta: float = -0.5):
         super().__init__(sigma)
@@ -149,7 +155,7 @@ class IMQ(RadialKernel):
 class Gaussian(RadialKernel):
     """Gaussian kernel ``exp(-r^2 / (2 sigma^2))`` (Ex. B.1)."""
 
-    code = 1
+    code = native.BASE_KERNEL_CODES["Gaussian"]
 
     def radial(self, xp, q):
         s2 = self.sigma**2
@@ -177,7 +183,7 @@ class Matern(RadialKernel):
 
     @property
     def code(self) -> int:
-        return 2 if self.nu == 1.5 else 3
+        return native.BASE_KERNEL_CODES["Matern15" if self.nu == 1.5 else "Matern25"]
 
     def radial(self, xp, q):
         # in t = a r (a = sqrt(2 nu) / sigma); polynomials in t times e^{-t} are set to their

@@ -9,6 +9,11 @@ meet at each shuffle), and CUDA graphs are recorded
 launches replayed in order. So the kernels and the host code that drives them — steps, state
 in device memory, grid barriers, graph replays — run unchanged, and the tests compare them with
 the C++ loops on any machine. Blocks are small (``block`` threads) to keep the thread count low.
+
+The library is reached through public seams only: :func:`stein_coreset._cuda.cuda_source` (the
+source, whose base-kernel list and scalar math come from src_cpp/) and
+:func:`stein_coreset._cuda.nvrtc_prelude` (the NVRTC-only text at its head, which the simulator
+replaces by ``cudasim_runtime.hpp``).
 """
 
 from __future__ import annotations
@@ -270,7 +275,7 @@ def install(monkeypatch, block: int = 16, sms: int = 3, warp: int = 8,
     ``max_threads_per_block``, default ``block``); returns the fake module."""
     from stein_coreset import _cuda
 
-    cp = fake_cupy(block, sms, _cuda._PRELUDE, warp, max_threads)
+    cp = fake_cupy(block, sms, _cuda.nvrtc_prelude(), warp, max_threads)
     monkeypatch.setitem(sys.modules, "cupy", cp)
     monkeypatch.setattr(_cuda, "BLOCK", block)
     monkeypatch.setattr(_cuda, "WARP", warp)

@@ -224,5 +224,7 @@ using sim::dim3;
     sim::shfl((v), (unsigned)(threadIdx.x % SC_WARP) ^ (unsigned)(x))
 #define atomicExch(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
 
+// the shared C++ text's function qualifier (what stein_coreset._cuda.nvrtc_prelude defines for
+// NVRTC); its primitives SC_SQRT, ... take their C++ defaults, the base kernels come with the
+// source (src_cpp/base_kernels.inc)
 #define SC_TARGET
-enum BaseKind { IMQ = 0, GAUSSIAN = 1, MATERN15 = 2, MATERN25 = 3 };

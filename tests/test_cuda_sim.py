@@ -413,9 +413,13 @@ def _dksd_problem(n, d, full, comps, seed=5):
     F = 0.5 + 0.3 * rng.standard_normal((n, d, d) if full else (n, d))
     if comps == "shared":
         codes, sig, bet = [0] * d, [1.3] * d, [-0.5] * d
-    else:  # one base kernel per component: IMQ, Gaussian, both Materns (and IMQ beta -0.3)
-        codes = np.resize([0, 1, 2, 3, 0], d)
-        sig, bet = np.resize([1.1, 0.9, 2.0, 1.5, 0.7], d), np.resize([-0.5] * 4 + [-0.3], d)
+    else:  # one base kernel per component: every compiled one in turn (and IMQ beta -0.3)
+        from stein_coreset._cuda import KNOWN_BASES
+
+        known = sorted(KNOWN_BASES.values())
+        codes = np.resize(known + [KNOWN_BASES["IMQ"]], d)
+        sig = np.resize(np.resize([1.1, 0.9, 2.0, 1.5, 0.7], len(known) + 1), d)
+        bet = np.resize([-0.5] * len(known) + [-0.3], d)
     return (U, V, F, np.array(codes, dtype=np.intc), np.array(sig, dtype=float),
             np.array(bet, dtype=float), np.linspace(0.5, 2.0, d))
 
@@ -456,6 +460,23 @@ def test_simulated_dksd_pass_refuses_what_it_cannot_run(sim):
         _cuda.dksd_pass(*a[:2], sim.asarray(F[:3]), False, codes, sig, bet, lam, False)
     with pytest.raises(ValueError, match="at least 2 points"):
         _cuda.dksd_pass(a[0][:1], a[1][:1], a[2][:1], False, codes, sig, bet, lam, False)
+
+
+def test_every_compiled_base_kernel_is_simulated():
+    """The CUDA source knows the base kernels the C++ knows (one list, src_cpp/base_kernels.inc,
+    which both include), with codes 0, 1, 2, ..., and BASES holds each of them, so the tests
+    above compare every compiled kernel's CUDA entries with its C++ ones."""
+    from stein_coreset import _cuda
+    from stein_coreset.engine import COMPILED_KERNELS, native
+
+    codes = native.BASE_KERNEL_CODES
+    assert _cuda.KNOWN_BASES == codes
+    assert sorted(codes.values()) == list(range(len(codes)))
+    assert {b.code for b in BASES} == set(codes.values())
+    assert {type(b) for b in BASES} == set(COMPILED_KERNELS)
+    assert "enum BaseKind" not in _cuda.nvrtc_prelude()  # it comes from the shared list
+    src = _cuda.cuda_source()
+    assert src.startswith(_cuda.nvrtc_prelude()) and src.count("enum BaseKind") == 1
 
 
 def test_simulator_catches_a_wrong_kernel(monkeypatch):

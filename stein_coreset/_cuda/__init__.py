@@ -2,9 +2,10 @@
 
 The kernels (``kernels.cu`` beside this file) are compiled at run time by NVRTC through
 ``cupy.RawModule``, so building and installing the package needs no CUDA toolkit and the wheel
-stays CPU-only. The scalar math is ``radial.inc``, the same file the C++ of ``_core`` is built
-from (src_cpp/radial.inc, installed beside this module); :func:`cuda_source` puts the prelude,
-that file and ``kernels.cu`` together. Everything here is float64.
+stays CPU-only. The base-kernel list and the scalar math are ``base_kernels.inc`` and
+``radial.inc``, the files the C++ of ``_core`` is built from (src_cpp/, installed beside this
+module); :func:`cuda_source` puts the NVRTC prelude, those files and ``kernels.cu`` together.
+Everything here is float64.
 
 Only :class:`~stein_coreset.engine.KernelMatrix` creates a :class:`CudaKernel` (when its
 backend is ``"cuda"``), and only the engine's loop module calls the loops.
@@ -15,23 +16,24 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CudaKernel", "cuda_source", "KNOWN_BASES", "NVRTC_OPTIONS", "cuda_available",
-           "loop_mode", "loop_blocks", "amd_mode", "amd_grid", "amd_launch", "amd_lowrank",
-           "amd_lowrank_fits", "dksd_pass", "DKSD_ROWS", "DKSD_REGISTER_D", "SOURCES"]
+__all__ = ["CudaKernel", "cuda_source", "nvrtc_prelude", "KNOWN_BASES", "NVRTC_OPTIONS",
+           "cuda_available", "loop_mode", "loop_blocks", "amd_mode", "amd_grid", "amd_launch",
+           "amd_lowrank", "amd_lowrank_fits", "dksd_pass", "DKSD_ROWS", "DKSD_REGISTER_D",
+           "SOURCES", "SHARED"]
 
 _HERE = Path(__file__).resolve().parent
-
-#: Base-kernel codes the CUDA source knows (src_cpp/stein_kernel.hpp's BaseKind).
-KNOWN_BASES = {"IMQ": 0, "Gaussian": 1, "Matern15": 2, "Matern25": 3}
 
 #: NVRTC options: C++17 and no fused multiply-add contraction, so each entry is rounded as the
 #: portable C++ evaluator rounds it.
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 
+# What NVRTC needs before the shared C++ text: int64_t, and radial.inc's primitives and function
+# qualifier in CUDA's spelling (the C++ compiler takes their defaults).
 _PRELUDE = """\
 typedef long long int64_t;
 #define SC_TARGET __device__
@@ -39,7 +41,6 @@ typedef long long int64_t;
 #define SC_POW(x, y) pow(x, y)
 #define SC_BITS_TO_I64(x, out) ((out) = __double_as_longlong(x))
 #define SC_I64_TO_BITS(i, out) ((out) = __longlong_as_double(i))
-enum BaseKind { IMQ = 0, GAUSSIAN = 1, MATERN15 = 2, MATERN25 = 3 };
 """
 
 #: Threads per block of every kernel (SC_BLOCK in kernels.cu).
@@ -111,27 +112,56 @@ def amd_mode() -> str:
     return mode
 
 
-def _radial_inc() -> str:
-    for p in (_HERE / "radial.inc", _HERE.parents[1] / "src_cpp" / "radial.inc"):
+#: The C++ text the CUDA sources share with ``_core``, in the order they are put before each
+#: source: the base-kernel list, then the scalar math (src_cpp/, installed beside this module).
+SHARED = ("base_kernels.inc", "radial.inc")
+
+
+def _shared_text(name: str) -> str:
+    for p in (_HERE / name, _HERE.parents[1] / "src_cpp" / name):
         if p.is_file():
             return p.read_text()
-    raise FileNotFoundError(
-        "radial.inc (src_cpp/radial.inc) is not installed beside stein_coreset/_cuda"
-    )
+    raise FileNotFoundError(f"{name} (src_cpp/{name}) is not installed beside stein_coreset/_cuda")
 
+
+def _base_kernel_codes() -> dict[str, int]:
+    # the lines X(ID, code, "name", radial) of SC_BASE_KERNELS in base_kernels.inc
+    text = _shared_text("base_kernels.inc")
+    body = text[text.index("#define SC_BASE_KERNELS(X)"):]
+    body = body[: re.search(r"[^\\]\n", body).end()]  # the macro ends at a line without '\'
+    line = r'X\(\s*\w+\s*,\s*(\d+)\s*,\s*"(\w+)"\s*,\s*\w+\s*\)'
+    return {name: int(code) for code, name in re.findall(line, body)}
+
+
+#: Base-kernel codes the CUDA source knows, ``{name: code}``: read from src_cpp/base_kernels.inc,
+#: the list the CUDA source includes and ``_core`` is built from (so they equal the C++'s,
+#: ``engine.native.BASE_KERNEL_CODES``).
+KNOWN_BASES = _base_kernel_codes()
 
 #: The CUDA sources beside this module, each compiled as a module of its own: the engine's
 #: kernels and loops, and the estimators' DKSD pass (compiled only where a model is fitted).
 SOURCES = ("kernels.cu", "dksd.cu")
 
 
+def nvrtc_prelude() -> str:
+    """The text :func:`cuda_source` puts first for NVRTC: ``int64_t`` and the CUDA spellings of
+    the macros the shared C++ text uses (``SC_TARGET`` as ``__device__``, ``SC_SQRT``, ...).
+
+    Everything after it in :func:`cuda_source` is CUDA C++ that includes no header, so another
+    compiler can build that rest with its own definitions of these names (the tests' CPU
+    simulator does)."""
+    return _PRELUDE
+
+
 @functools.cache
 def cuda_source(part: str = "kernels.cu") -> str:
-    """One module's CUDA source (``part`` one of :data:`SOURCES`): the prelude, the shared
-    radial.inc, then the file."""
+    """One module's CUDA source (``part`` one of :data:`SOURCES`): the NVRTC prelude
+    (:func:`nvrtc_prelude`), the shared C++ text (:data:`SHARED`: src_cpp/base_kernels.inc and
+    src_cpp/radial.inc), then the file."""
     if part not in SOURCES:
         raise ValueError(f"part must be one of {SOURCES}, got {part!r}")
-    return _PRELUDE + _radial_inc() + "\n" + (_HERE / part).read_text()
+    shared = "".join(_shared_text(name) + "\n" for name in SHARED)
+    return nvrtc_prelude() + shared + (_HERE / part).read_text()
 
 
 def cuda_available() -> bool:

@@ -1,7 +1,8 @@
 // The estimators' DKSD pair pass on the `cuda` backend, compiled at run time by NVRTC through
-// cupy.RawModule as a module of its own (stein_coreset/_cuda/__init__.py: the prelude and
-// src_cpp/radial.inc come first), so that a process which never fits a model does not compile
-// it. The pair terms are radial.inc's, the text the C++ pass (src_cpp/dksd.cpp) is built from.
+// cupy.RawModule as a module of its own (stein_coreset/_cuda/__init__.py: the prelude,
+// src_cpp/base_kernels.inc and src_cpp/radial.inc come first), so that a process which never
+// fits a model does not compile it. The pair terms are radial.inc's, the text the C++ pass
+// (src_cpp/dksd.cpp) is built from.
 
 // ---- the DKSD pair pass (Barp et al., 2019, Eq. 7; the rows of src_cpp/dksd.cpp) ----------
 // Thread i computes row i of the C++ pass: the terms of its pairs (i, j), j != i, in increasing

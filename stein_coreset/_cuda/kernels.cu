@@ -1,12 +1,14 @@
 // CUDA kernels of the `cuda` backend, compiled at run time by NVRTC through cupy.RawModule.
 //
-// The scalar math is src_cpp/radial.inc, the same text the C++ compiler builds into _core:
-// stein_coreset/_cuda/__init__.py prepends the prelude below's definitions and that file, so
-// this source never includes a header (NVRTC has no standard library here).
+// The scalar math is src_cpp/base_kernels.inc and src_cpp/radial.inc, the same text the C++
+// compiler builds into _core: stein_coreset/_cuda/__init__.py (cuda_source) prepends its NVRTC
+// prelude and those files, so this source never includes a header (NVRTC has no standard
+// library here).
 //
 // k_P is evaluated as in src_cpp/soa_kernel_impl.inc: for a query point a and a slot b,
 //   q = ||u_a - u_b||^2, tt = <t_a, t_b>, ut = <u_a - u_b, t_a - t_b>,
-//   k_P = kappa tt - 2 kappa' ut - 4 q kappa'' - 2 d kappa'    (Stein kernel, Prop. B.5)
+//   k_P = kappa tt - 2 kappa' ut - 4 q kappa'' - 2 d kappa'    (Stein kernel, Prop. B.5;
+//                                                   radial.inc's stein_combination)
 //   k_P = kappa                                                   (base kernel)
 //   k_P += (mean_all - mean_a) - mean_b                           (centred, footnote 2)
 // U, T are the whitened points and scores, (n, d) row-major, float64.
@@ -52,20 +54,16 @@ __device__ __forceinline__ KP make_kp(const double* U, const double* T, const do
         int stein, int centred, double sigma, double beta, double mean_all
 #define KP_ARGS U, T, mean, n, d, base, stein, centred, sigma, beta, mean_all
 
+// (kappa, kappa', q kappa'') of K's base kernel at q (radial.inc); IMQ with beta = -1/2 in the
+// form the C++ evaluator's vectorised loop uses, so the two round alike.
 __device__ __forceinline__ void radial_any(const KP& K, double q, double& k0, double& k1,
                                            double& qk2) {
-    if (K.base == GAUSSIAN) {
-        radial_local<GAUSSIAN>(K.sigma, K.beta, q, k0, k1, qk2);
-    } else if (K.base == MATERN15) {
-        radial_local<MATERN15>(K.sigma, K.beta, q, k0, k1, qk2);
-    } else if (K.base == MATERN25) {
-        radial_local<MATERN25>(K.sigma, K.beta, q, k0, k1, qk2);
-    } else if (K.beta == -0.5) {
+    if (K.base == IMQ && K.beta == -0.5) {
         const double s2 = K.sigma * K.sigma, is2 = 1.0 / s2, beta = K.beta;
         imq_half_local(is2, beta * is2, beta * (beta - 1.0) * is2 * is2,
                        beta * (beta - 1.0) * is2, q, k0, k1, qk2);
     } else {
-        radial_local<IMQ>(K.sigma, K.beta, q, k0, k1, qk2);
+        radial_at(K.base, K.sigma, K.beta, q, k0, k1, qk2);
     }
 }
 
@@ -91,7 +89,7 @@ __device__ __forceinline__ double kp_entry(const KP& K, long long a, long long b
     }
     double k0, k1, qk2;
     radial_any(K, q, k0, k1, qk2);
-    double out = K.stein ? k0 * tt - 2.0 * k1 * ut - 4.0 * qk2 - (2.0 * K.d) * k1 : k0;
+    double out = K.stein ? stein_combination(k0, k1, qk2, tt, ut, 2.0 * K.d) : k0;
     if (K.centred) out += (K.mean_all - K.mean[a]) - K.mean[b];
     return out;
 }

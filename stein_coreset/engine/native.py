@@ -20,6 +20,7 @@ from .._progress import polled
 from .backend import COMPILED_KERNELS, is_compiled_kernel
 
 __all__ = [
+    "BASE_KERNEL_CODES",
     "handle",
     "gram",
     "matvec",
@@ -47,6 +48,11 @@ __all__ = [
     "dksd_components",
     "median_pairwise_distance",
 ]
+
+#: ``{name: code}`` of the base kernels the compiled backends know ("IMQ", "Gaussian",
+#: "Matern15", "Matern25"), from the one list src_cpp/base_kernels.inc: a compiled kernel class
+#: of :mod:`stein_coreset.kernels` takes its ``code`` here.
+BASE_KERNEL_CODES: dict[str, int] = dict(_core.BASE_KERNEL_CODES)
 
 
 def _polled(desc: str, total: int, progress: bool, unit: str = "steps"):

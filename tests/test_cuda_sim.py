@@ -1,6 +1,6 @@
 """The ``cuda`` backend's kernels and their host driver, run on the CPU simulator.
 
-tests/cudasim.py compiles stein_coreset/_cuda/kernels.cu with g++ against a model of CUDA's
+tests/support/cudasim compiles stein_coreset/_cuda/kernels.cu with g++ against a model of CUDA's
 execution (threads, __syncthreads, shared memory per block, concurrent blocks for the grid
 barriers, graphs as replayed launches) and stands in for CuPy, so
 :class:`stein_coreset._cuda.CudaKernel` runs unchanged. Every kernel is checked against the C++
@@ -26,7 +26,7 @@ BASES = [sc.IMQ(sigma=2.0), sc.IMQ(sigma=1.5, beta=-0.3), sc.Gaussian(sigma=1.7)
 
 @pytest.fixture
 def sim(monkeypatch):
-    import cudasim
+    from support import cudasim
 
     return cudasim.install(monkeypatch)
 
@@ -192,7 +192,7 @@ def test_simulated_argmin_loops_on_fewer_blocks_pick_the_same(sim, blocks, monke
     does, each block now sweeping more of the points per step."""
     monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", "persistent")
     monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP_BLOCKS", blocks)
-    import cudasim
+    from support import cudasim
 
     grids = {}
     run = cudasim.SimFunction.run
@@ -351,7 +351,7 @@ def test_simulated_fused_amd_spans_launches_and_underflow(sim, monkeypatch):
 def test_simulated_fused_amd_with_larger_blocks_matches_the_cpp_steps(monkeypatch, n, r, grid):
     """Blocks of more warps than BLOCK (the device's limit for the kernel permitting) change
     only the order of the double sums: the iterates are the C++ loop's."""
-    import cudasim
+    from support import cudasim
 
     from stein_coreset import _core, _cuda
 
@@ -481,7 +481,7 @@ def test_every_compiled_base_kernel_is_simulated():
 
 def test_simulator_catches_a_wrong_kernel(monkeypatch):
     """The comparison can fail: Stein thinning that adds k_P once instead of twice is caught."""
-    import cudasim
+    from support import cudasim
 
     from stein_coreset import _cuda
 
@@ -498,7 +498,7 @@ def test_simulator_catches_a_wrong_kernel(monkeypatch):
 def test_simulator_catches_a_missing_warp_reduction(monkeypatch):
     """AMD whose rows' dot products skip the sum over the warp's lanes is caught (the
     shuffles are simulated, not assumed)."""
-    import cudasim
+    from support import cudasim
 
     from stein_coreset import _core, _cuda
 
@@ -516,7 +516,7 @@ def test_simulator_catches_a_missing_warp_reduction(monkeypatch):
 
 
 def test_simulator_rewrites_shared_declarations_per_block():
-    import cudasim
+    from support import cudasim
 
     out = cudasim.rewrite_shared("__shared__ long long a[4], b[N]; __shared__ bool last;")
     assert out == ("auto& a = sim::shared<long long[4]>(0); "

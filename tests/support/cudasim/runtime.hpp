@@ -1,7 +1,7 @@
 // A CPU simulator of the CUDA execution model, enough to run stein_coreset/_cuda/kernels.cu
-// with g++ (tests/cudasim.py builds it). Each CUDA thread is an OS thread; a block's threads
+// with g++ (tests/support/cudasim/__init__.py builds it). Each CUDA thread is an OS thread; a block's threads
 // meet at __syncthreads() on a condition variable; __shared__ variables live in per-block
-// slots (cudasim.py rewrites each declaration into a slot lookup). A grid of at most
+// slots (the Python side rewrites each declaration into a slot lookup). A grid of at most
 // `concurrent` blocks runs all its blocks at once, so the persistent kernels' grid barriers
 // work; larger grids run their blocks one after another on one team of blockDim threads (as a
 // GPU may). Atomics are the GCC builtins, sequentially consistent; __threadfence is a full

@@ -2,7 +2,7 @@
 
 :func:`fake_cupy` returns a module with the small part of CuPy that
 :class:`stein_coreset._cuda.CudaKernel` uses, over NumPy arrays. Its ``RawModule`` compiles the
-CUDA source with g++ against ``cudasim_runtime.hpp`` (each CUDA thread an OS thread,
+CUDA source with g++ against ``runtime.hpp`` beside this file (each CUDA thread an OS thread,
 ``__syncthreads`` a barrier, ``__shared__`` memory per block, a grid of at most ``sms`` blocks
 run concurrently so the persistent kernels' grid barriers work, warps of ``warp`` lanes that
 meet at each shuffle), and CUDA graphs are recorded
@@ -13,7 +13,7 @@ the C++ loops on any machine. Blocks are small (``block`` threads) to keep the t
 The library is reached through public seams only: :func:`stein_coreset._cuda.cuda_source` (the
 source, whose base-kernel list and scalar math come from src_cpp/) and
 :func:`stein_coreset._cuda.nvrtc_prelude` (the NVRTC-only text at its head, which the simulator
-replaces by ``cudasim_runtime.hpp``).
+replaces by ``runtime.hpp``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-RUNTIME = HERE / "cudasim_runtime.hpp"
+RUNTIME = HERE / "runtime.hpp"
 
 _CTYPES = {
     "long long": ctypes.c_longlong, "int": ctypes.c_int, "double": ctypes.c_double,

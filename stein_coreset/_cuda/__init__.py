@@ -295,7 +295,7 @@ def dksd_pass(U, V, F, full: bool, base, sigma, beta, lam, need_grad: bool):
     if any(a.size != d for a in params):
         raise ValueError("base, sigma, beta and lam need one entry per coordinate")
     codes, sig, bet, lm = params
-    if np.any((codes < 0) | (codes > 3)):
+    if not np.all(np.isin(codes, list(KNOWN_BASES.values()))):
         raise ValueError(f"unknown base kernel code in {codes.tolist()}")
     shared = bool(np.all(codes == codes[0]) and np.all(sig == sig[0]) and np.all(bet == bet[0]))
     device_id = int(U.device.id)

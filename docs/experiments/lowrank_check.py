@@ -198,7 +198,6 @@ def run_one(method, n, seed, sigma, limit, reuse_st=None) -> dict:
 def save_st(n: int, sigma: float, path: str) -> float:
     """Stein Thinning for n steps (skt's first stage at size sqrt(n)), saved; its seconds."""
     import stein_coreset as sc
-    from stein_coreset.engine import native
 
     X, S = biased_chain(n, D, 12345)
     K = sc.SteinKernel(sc.IMQ(sigma=sigma)).bind(X, S)

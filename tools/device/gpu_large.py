@@ -103,7 +103,6 @@ def diagnose_lskt(args) -> list[dict]:
     import numpy as np
 
     import stein_coreset as sc
-    from stein_coreset.engine import native
     from stein_coreset.algorithms.compresspp import compresspp_plan, run_kt_compresspp
     from stein_coreset.algorithms.debias import low_rank_debias
     from stein_coreset.algorithms.resample import resample
@@ -154,7 +153,6 @@ def loops(args) -> list[dict]:
 
     import stein_coreset as sc
     from stein_coreset import _cuda
-    from stein_coreset.engine import native
 
     rows = []
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))

@@ -38,7 +38,9 @@ def resample(
     m : int
         Number of output indices.
     rng : numpy.random.Generator or int, optional
+        Source of the draws (an int seeds a new generator).
     method : {"stratified_residual", "residual", "iid"}
+        The scheme above; the default has the smallest variance of the three.
     check_input : bool
         Validate the arguments (default); ``False`` trusts them (``w`` simplex weights, ``rng``
         a Generator).
@@ -51,6 +53,20 @@ def resample(
     Notes
     -----
     O(n + m log n) time, O(n + m) memory.
+
+    See Also
+    --------
+    low_rank_debias : simplex weights that LSKT resamples to an equal-weighted sequence.
+    low_rank_stein_kernel_thinning : LSKT, which calls this between debiasing and thinning.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset.algorithms import resample
+    >>> resample(np.array([0.5, 0.3, 0.2, 0.0]), 10, rng=0)   # 5, 3 and 2 copies
+    array([0, 0, 0, 0, 0, 1, 1, 1, 2, 2])
+    >>> resample(np.full(4, 0.25), 8, rng=0)                  # equal weights: 2 copies each
+    array([0, 0, 1, 1, 2, 2, 3, 3])
     """
     if not check_input:
         return _resample(aa.to_host(w), m, rng, method)
@@ -97,9 +113,33 @@ def _resample(wh: np.ndarray, m: int, gen: np.random.Generator, method="stratifi
 
 def standard_thinning(n: int, m: int) -> np.ndarray:
     """The m indices standard thinning keeps from a sequence of n: the last of each of m equal
-    blocks of [0, n) (every (n/m)-th point of a chain; Rem. 2). O(m).
+    blocks of [0, n) (every (n/m)-th point of a chain; Rem. 2).
 
-    Returns an increasing (m,) int64 array (distinct when m <= n).
+    Parameters
+    ----------
+    n : int
+        Length of the sequence (a Markov chain's draws, in order).
+    m : int
+        Number of indices kept.
+
+    Returns
+    -------
+    (m,) int64 NumPy array, increasing (distinct when m <= n).
+
+    Notes
+    -----
+    O(m) time; the ``"standard"`` method of :func:`stein_coreset.compress`.
+
+    See Also
+    --------
+    iid_thinning : m indices drawn at random instead.
+    stein_thinning : greedy picks that also correct a biased chain.
+
+    Examples
+    --------
+    >>> from stein_coreset.algorithms import standard_thinning
+    >>> standard_thinning(100, 5)
+    array([19, 39, 59, 79, 99])
     """
     n = val.check_int(n, "n", lo=1)
     m = val.check_int(m, "m", lo=1)
@@ -108,7 +148,36 @@ def standard_thinning(n: int, m: int) -> np.ndarray:
 
 
 def iid_thinning(n: int, m: int, rng=None) -> np.ndarray:
-    """m distinct indices of [0, n) drawn uniformly without replacement, sorted. O(n)."""
+    """m distinct indices of [0, n) drawn uniformly without replacement, sorted.
+
+    Parameters
+    ----------
+    n : int
+        Number of points to draw from.
+    m : int
+        Number of indices, 1 <= m <= n.
+    rng : numpy.random.Generator or int, optional
+        Source of the draw.
+
+    Returns
+    -------
+    (m,) int64 NumPy array, distinct and increasing.
+
+    Notes
+    -----
+    O(n) time; the ``"iid"`` method of :func:`stein_coreset.compress`.
+
+    See Also
+    --------
+    standard_thinning : every (n/m)-th index instead.
+    resample : m draws from arbitrary simplex weights.
+
+    Examples
+    --------
+    >>> from stein_coreset.algorithms import iid_thinning
+    >>> iid_thinning(100, 5, rng=0)
+    array([26, 30, 50, 61, 81])
+    """
     n = val.check_int(n, "n", lo=1)
     m = val.check_int(m, "m", lo=1, hi=n)
     gen = val.check_random_state(rng, "rng")

@@ -28,9 +28,11 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
     w : (n,) array, optional
         Simplex weights (default uniform), in K's namespace.
     rank : int
-        Number of pivots r.
-    rng : numpy.random.Generator, optional
+        Number of pivots r (capped at n).
+    rng : numpy.random.Generator or int, optional
         Source of the pivot draws.
+    progress : bool
+        Show a progress bar over the pivots.
 
     Returns
     -------
@@ -40,25 +42,29 @@ def weighted_rpcholesky(K: KernelMatrix, w=None, rank: int = 1, rng=None, *, pro
 
     Notes
     -----
-    O(n r) kernel evaluations, O(n r^2) arithmetic, O(n r) memory; never forms K, and no
-    length-n array crosses to the host. The loop is K's backend's (C++, a persistent CUDA
-    kernel, or the array-API reference; docs/engine.md): all draw the same pivots from the same
-    generator in the same order of operations, so the factors agree to rounding (~1e-15
-    relative) and the pivots are identical unless a draw falls within that rounding of a
-    boundary of ``cumsum(d)``.
+    O(n r) kernel evaluations, O(n r^2) arithmetic, O(n r) memory; never forms K. Runs on
+    the kernel matrix's engine backend (docs/engine.md); every backend draws the same pivots,
+    and the factors agree to rounding.
+
+    See Also
+    --------
+    low_rank_debias : Alg. 2, which runs AMD on this factor.
+    cholesky_thinning : Alg. 6, which picks its support with these pivots.
 
     Examples
     --------
     >>> import numpy as np
     >>> import stein_coreset as sc
-    >>> from stein_coreset.algorithms.rpcholesky import weighted_rpcholesky
+    >>> from stein_coreset.algorithms import weighted_rpcholesky
     >>> X = np.random.default_rng(0).standard_normal((200, 2))
     >>> K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X)
     >>> pivots, F = weighted_rpcholesky(K, rank=10, rng=0)
     >>> pivots.shape, F.shape
     ((10,), (200, 10))
+    >>> bool(np.allclose((F @ F.T)[np.ix_(pivots, pivots)], K.block(pivots, pivots)))
+    True
     """
-    if w is not None:  # NaN weights drew no pivot and returned [] (issue 47)
+    if w is not None:  # NaN weights drew no pivot and returned []
         xp = K.xp
         bad = int(xp.sum(xp.astype(~xp.isfinite(w), xp.int64)))
         if bad:

@@ -36,16 +36,16 @@ def stein_thinning(
     m : int
         Number of greedy steps (output size); may exceed n.
     progress : bool
-        Show a progress bar over the steps, on every backend (the C++ loop's is drawn from a
-        counter it updates; stages under half a second draw none).
+        Show a progress bar over the steps (none for runs under half a second).
     backend : {"auto", "cpu", "cuda", "xp"}
         "auto": the kernel matrix's own backend; a name runs the loop on that backend instead
-        (:func:`stein_coreset.engine.get_backend`; "xp" is the array-API reference).
+        ("xp" is the array-API reference; docs/engine.md).
     check_input : bool
         Validate the arguments (default). ``False`` skips the checks, for callers that have
         validated them already (scikit-learn's ``check_input``).
     n_threads : int or None
-        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+        Threads of the compiled loop (None: ``K.n_threads``); the result does not depend on
+        it.
 
     Returns
     -------
@@ -53,7 +53,28 @@ def stein_thinning(
 
     Notes
     -----
-    O(n m) kernel evaluations (O(n m d) time for the Stein kernel), O(n) memory.
+    O(n m) kernel evaluations (O(n m d) time for the Stein kernel), O(n) memory. Runs on the
+    kernel matrix's engine backend (docs/engine.md).
+
+    See Also
+    --------
+    stein_thinning_coreset : the ``"st"`` method, the same picks as weights.
+    stein_kernel_thinning : SKT, which thins these picks further with Kernel Thinning.
+    stein_coreset.compress : the same through the one entry point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import stein_thinning
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))  # biased for P = N(0, I)
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> K = kern.bind(X, -X)                                         # -x: the scores of P
+    >>> idx = stein_thinning(K, 16)
+    >>> idx[:6]
+    array([  8, 172,  63,  80, 117, 248])
+    >>> round(sc.ksd(X, -X, kernel=kern), 4), round(sc.ksd(X[idx], -X[idx], kernel=kern), 4)
+    (0.5183, 0.2195)
     """
     K = with_threads(K, n_threads)
     if check_input:
@@ -75,7 +96,36 @@ def stein_thinning_weights(K: KernelMatrix, *, progress: bool = False):
     """Stein Thinning (Alg. D.1) run for n steps, as simplex weights (counts / n): the debiasing
     step of Stein Recombination and Stein Cholesky (Alg. 5, 7).
 
-    Returns an (n,) float64 array in K's namespace. O(n^2) kernel evaluations.
+    Parameters
+    ----------
+    K : KernelMatrix
+        The P-mean-zero kernel k_P on the n input points.
+    progress : bool
+        Show a progress bar over the n steps.
+
+    Returns
+    -------
+    (n,) float64 array in K's namespace: non-negative weights summing to 1.
+
+    Notes
+    -----
+    O(n^2) kernel evaluations, O(n) memory.
+
+    See Also
+    --------
+    stein_thinning : the greedy picks themselves.
+    low_rank_debias : sub-quadratic debiasing weights (Alg. 2).
+    weighted_compression : the pipelines that thin these weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import stein_thinning_weights
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> w = stein_thinning_weights(sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X))
+    >>> w.shape, round(float(w.sum()), 4), int((w > 0).sum())   # support of 131 of 256 points
+    ((256,), 1.0, 131)
     """
     check_kernel_matrix(K)
     idx = _stein_thinning(K, K.n, val.check_bool(progress, "progress"))
@@ -87,8 +137,39 @@ def stein_thinning_coreset(K: KernelMatrix, m: int, *, progress: bool = False):
     """The ``"st"`` method: ``m`` greedy Stein Thinning steps (Alg. D.1) as an equal-weighted
     coreset (repeats merged into weights count / m).
 
-    Returns ``(indices, weights, info)``: distinct increasing host indices, host weights summing
-    to 1, and ``{"steps": m}``. O(n m) kernel evaluations.
+    Parameters
+    ----------
+    K : KernelMatrix
+        The P-mean-zero kernel k_P on the n input points.
+    m : int
+        Number of steps; the coreset has at most m distinct points.
+    progress : bool
+        Show a progress bar over the steps.
+
+    Returns
+    -------
+    indices, weights, info
+        Distinct increasing NumPy indices, NumPy weights (count / m) summing to 1, and
+        ``{"steps": m}``.
+
+    Notes
+    -----
+    O(n m) kernel evaluations, O(n) memory.
+
+    See Also
+    --------
+    stein_thinning : the picks in selection order, with repeats.
+    stein_coreset.compress : ``method="st"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import stein_thinning_coreset
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> idx, w, info = stein_thinning_coreset(sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X), 16)
+    >>> idx.size <= 16, round(float(w.sum()), 4), info
+    (True, 1.0, {'steps': 16})
     """
     check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)

@@ -30,20 +30,35 @@ class LowRankPlusDiagonal:
     diag : (n,) array
         The diagonal of the true kernel matrix, ``K.diag()``.
     backend : {"auto", "cpu", "cuda", "xp"} or Backend
-        The engine backend that computes the residual, :meth:`quad` and the float32 factor
-        ("auto": by the arrays' namespace); pass the kernel matrix's
-        :attr:`~stein_coreset.engine.KernelMatrix.backend`.
+        The engine backend of the products ("auto": by the arrays' namespace); pass the kernel
+        matrix's :attr:`~stein_coreset.engine.KernelMatrix.backend`.
     n_threads : int, optional
-        Threads of the C++ :meth:`quad` (default: the usable cores); its value does not
+        Threads of the compiled :meth:`quad` (default: the usable cores); its value does not
         depend on them.
 
     Notes
     -----
-    ``matvec`` costs O(n r) arithmetic and ``diag`` O(1); ``K'`` is PSD whenever ``F F^T``
-    under-approximates ``K`` in the PSD order (as RPCholesky's Nystrom factor does).
+    ``matvec`` and ``quad`` cost O(n r) arithmetic and ``diag`` O(1); ``K'`` is PSD whenever
+    ``F F^T`` under-approximates ``K`` in the PSD order (as RPCholesky's Nystrom factor does).
+    :func:`amd` steps on :meth:`rounded`, ``F`` stored in single precision, on every backend.
 
-    :func:`amd` steps on :meth:`rounded`, ``F`` stored in single precision, on every backend
-    (the C++ loop reads a float32 F; the array-API loop reads the same values in float64).
+    See Also
+    --------
+    weighted_rpcholesky : the factor F (Alg. F.1).
+    amd : minimises ``w^T K' w`` over the simplex (Alg. F.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import LowRankPlusDiagonal, weighted_rpcholesky
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X)
+    >>> _, F = weighted_rpcholesky(K, rank=16, rng=0)
+    >>> op = LowRankPlusDiagonal(F, K.diag(), backend=K.backend)
+    >>> w = np.full(256, 1 / 256)
+    >>> round(op.quad(w), 4), round(K.quad(w), 4)           # the surrogate and the true w^T K w
+    (0.2411, 0.2687)
     """
 
     def __init__(self, F, diag, *, backend: str = "auto", n_threads: int | None = None):
@@ -70,11 +85,7 @@ class LowRankPlusDiagonal:
 
     def quad(self, w, rows=None) -> float:
         """``w^T K' w`` in O(n r); with ``rows`` (host int indices J), ``w^T K'_JJ w`` for w of
-        length |J|, in O(|J| r).
-
-        On "cpu" the sums run in C++ in a fixed order (the value does not depend on
-        ``n_threads``), not through the BLAS: OpenBLAS's threads spin after each call and take
-        the cores of the C++ loops that Low-rank Debiasing interleaves with it."""
+        length |J|, in O(|J| r). The value does not depend on ``n_threads``."""
         return self.backend.lowrank_quad(self, w, rows)
 
     def storage_exponent(self) -> int:
@@ -95,13 +106,13 @@ class LowRankPlusDiagonal:
     def factor32(self):
         """``(G, e)``: ``G = float32(2^-e F)`` in F's namespace and on its device (C-ordered)
         and ``e = storage_exponent()``. Scaling by a power of two is exact, so ``2^e G`` is F
-        rounded to single precision (what the C++ AMD loop reads). Peak memory: G and one
+        rounded to single precision (what the compiled AMD loops read). Peak memory: G and one
         bounded slab beside F."""
         return self.backend.factor32(self)
 
     def rounded_factor(self):
         """F rounded to single precision at the scale of :meth:`storage_exponent` and back to
-        float64: the exact values the C++ AMD loop multiplies by, computed in F's namespace and
+        float64: the exact values the compiled AMD loops multiply by, computed in F's namespace and
         on its device (no host copy), one bounded slab at a time beside the result;
         ``|rounded_factor() - F| <= 2^-24 |F|`` for entries above ``2^(e - 126)``."""
         xp, F = self.xp, self.F
@@ -115,7 +126,7 @@ class LowRankPlusDiagonal:
 
     def rounded(self) -> LowRankPlusDiagonal:
         """The operator AMD steps on: ``rounded_factor() rounded_factor()^T + diag(residual)``,
-        the residual ``k - rowsum(F * F)`` kept from the unrounded F (as the C++ loop keeps it).
+        the residual ``k - rowsum(F * F)`` kept from the unrounded F (as the compiled loops do).
         Its diagonal differs from ``k`` by ~1e-7 relative."""
         out = object.__new__(LowRankPlusDiagonal)
         out.__dict__.update(self.__dict__)
@@ -132,8 +143,8 @@ class LowRankPlusDiagonal:
 def factor_bytes(n: int, r: int, xp) -> float:
     """Peak bytes of Low-rank Debiasing's (n, r) float64 factor F and the copy :func:`amd`
     steps on, for arrays of namespace ``xp`` on the default backend: the float32 factor of the
-    fused loops (C++ on NumPy, the CUDA kernel on CuPy up to rank 1024), 12 n r in all, else the
-    float64 rounding of the array-API loop, 16 n r."""
+    fused compiled loops, 12 n r in all, else the float64 rounding of the array-API loop,
+    16 n r."""
     runner = get_backend("auto", xp)
     return (12.0 if runner.compiled and runner.supports("amd", xp=xp, rank=r) else 16.0) * n * r
 
@@ -215,17 +226,12 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     progress : bool
         Show a progress bar over the steps.
     backend : {"auto", "cpu", "cuda", "xp"} or Backend
-        The engine backend that runs the steps (:func:`stein_coreset.engine.get_backend`;
-        "auto": by the arrays' namespace). Pass the kernel matrix's
-        :attr:`~stein_coreset.engine.KernelMatrix.backend`, as :func:`low_rank_debias` does.
-        The compiled backends run the steps fused on a :class:`LowRankPlusDiagonal` (each step
-        reads F once); an operator that is not one runs the array-API loop, which "cpu"
-        refuses. Every backend steps on :meth:`LowRankPlusDiagonal.rounded` (F rounded to
-        float32, ~1e-7 relative, far below its distance to K), so all give the same iterates up
-        to the order of their double sums (~1e-14 relative). docs/engine.md says which runs
-        where.
+        The engine backend that runs the steps ("auto": by the arrays' namespace). Pass the
+        kernel matrix's :attr:`~stein_coreset.engine.KernelMatrix.backend`, as
+        :func:`low_rank_debias` does. Backends give the same iterates up to rounding; which
+        runs what is in docs/engine.md.
     n_threads : int, optional
-        Threads of the C++ steps (default: the usable cores).
+        Threads of the compiled steps (default: the usable cores).
     monitor : callable, optional
         ``monitor(w) -> float``, the quantity the caller wants small (Low-rank Debiasing passes
         a resampled KSD of the true kernel, :func:`stein_coreset.algorithms.debias.resampled_ksd2`).
@@ -245,8 +251,27 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     Notes
     -----
     ``f(w_T) - min f <= 16 log(n) max_i K_ii / T^2`` for the default step (Lem. F.3). Cost: T
-    matrix-vector products plus O(n T) arithmetic; the updates run in the log domain, so weights
-    that underflow stay exactly representable.
+    matrix-vector products (O(n r) each on a :class:`LowRankPlusDiagonal`, O(n^2) kernel
+    evaluations on a kernel matrix) plus O(n T) arithmetic; the updates run in the log domain,
+    so weights that underflow stay exactly representable.
+
+    See Also
+    --------
+    low_rank_debias : Alg. 2, adaptive rounds of weighted RPCholesky then AMD.
+    LowRankPlusDiagonal : the O(n r) operator AMD steps on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import amd
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))   # biased for N(0, I)
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> w = amd(kern.bind(X, -X), 100)                   # 100 steps on the exact kernel matrix
+    >>> round(float(w.sum()), 4)
+    1.0
+    >>> round(sc.ksd(X, -X, kernel=kern), 4), round(sc.ksd(X, -X, weights=w, kernel=kern), 4)
+    (0.5183, 0.0551)
     """
     op = _operator(K)
     xp, dev, n = op.xp, op.device, op.n

@@ -59,10 +59,11 @@ def cholesky_thinning(
     rank : int, optional
         Number of RPCholesky pivots, 1 <= rank <= m (default m).
     rng : numpy.random.Generator or seed, optional
+        Source of the pivot draws.
     check_input : bool
         Validate the arguments (default); ``False`` trusts them.
     n_threads : int or None
-        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+        Threads of the compiled loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -74,6 +75,23 @@ def cholesky_thinning(
     O((d + m) n m) for RPCholesky and KT-Swap-LS, O(m^3) for the two reweightings
     (Prop. H.1). The weights are solved by a diagonally scaled bordered KKT system (SVD), so an
     ill-conditioned K_I does not blow them up.
+
+    See Also
+    --------
+    recombination_thinning : Alg. 4, simplex weights instead.
+    weighted_compression : Stein Cholesky (Alg. 7), debiasing then this.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import cholesky_thinning, stein_thinning_weights
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> K = kern.bind(X, -X)
+    >>> idx, w = cholesky_thinning(K, stein_thinning_weights(K), 16, rng=0)
+    >>> idx.size, round(float(w.sum()), 4), round(float(K.take(idx).quad(w)) ** 0.5, 4)
+    (16, 1.0, 0.1875)
     """
     K = with_threads(K, n_threads)
     if not check_input:

@@ -1,6 +1,6 @@
 """Kernel Thinning targeting P (paper Alg. D.2): KT-SPLIT (Dwivedi & Mackey, 2022, Alg. 1a)
-followed by KT-Swap targeting P (Alg. D.3). The serial loops are C++ (src_cpp/kt_split,
-src_cpp/kt_swap) evaluating k_P from host copies of the points; no n x n matrix is formed."""
+followed by KT-Swap targeting P (Alg. D.3). The loops run on the kernel matrix's engine backend
+(docs/engine.md) and never form the n x n matrix."""
 
 from __future__ import annotations
 
@@ -73,25 +73,21 @@ def kt_split(
     delta : float in (0, 1)
         Failure probability of the whole run.
     rng : numpy.random.Generator or int, optional
-        Source of one 64-bit seed for the C++ streams (same seed, same output).
+        Source of the random signs (same seed, same output).
     uniforms : (t * (N // 2),) float array, optional
         Explicit uniforms instead of ``rng`` (for testing): entry ``j * (N // 2) + p`` is used
         by the p-th pair of round j, coresets in order.
     delta_rule : {"total", "per_step"}
         ``"total"`` (default, the paper's Alg. D.2): ``delta`` is the failure probability of
-        the whole run, every walk step uses ``delta_i = delta / N``, and round j's threshold is
-        ``a = max(b sigma sqrt(2 log(2 N t / (delta 2^j))), b^2)``. ``"per_step"``: ``delta``
-        is every step's ``delta_i``, ``a = max(b sigma sqrt(2 log(2 / delta)), b^2)``, as
-        goodpoints.jax's ``kernel_halve`` uses it: a lower threshold (1.7 b sigma instead of
-        4-5 b sigma at delta = 1/2), so more pairs are assigned by the walk's sign rather than
-        by the coin, giving better-balanced halves at the price of the run's stated failure
-        probability (no longer ``delta``). Each coreset of each round is then one call (the
-        random streams differ from ``"total"``'s).
+        the whole run, and every walk step uses ``delta_i = delta / N``. ``"per_step"``:
+        ``delta`` is every step's ``delta_i``, as goodpoints.jax's ``kernel_halve`` uses it: a
+        lower threshold, so better-balanced halves, at the price of the run's stated failure
+        probability (no longer ``delta``) and of other random draws than ``"total"``'s.
     check_input : bool
         Validate the arguments (default); ``False`` trusts them (``indices`` an int64 host
         array, ``rng`` a Generator).
     n_threads : int or None
-        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+        Threads of the compiled loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -99,7 +95,28 @@ def kt_split(
 
     Notes
     -----
-    O(N^2) kernel evaluations (O(N^2 d) for the Stein kernel), O(N) memory.
+    O(N^2) kernel evaluations (O(N^2 d) for the Stein kernel), O(N) memory. With ``"total"``,
+    round j's threshold is ``a = max(b sigma sqrt(2 log(2 N t / (delta 2^j))), b^2)``; with
+    ``"per_step"``, ``a = max(b sigma sqrt(2 log(2 / delta)), b^2)`` (1.7 b sigma instead of
+    4-5 b sigma at delta = 1/2).
+
+    See Also
+    --------
+    kt_swap : picks the best of the 2^t coresets and refines it.
+    kernel_thinning : KT-SPLIT then KT-Swap (Alg. D.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import kt_split
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X)
+    >>> cores = kt_split(K, np.arange(256), 4, rng=0)   # 4 rounds: 16 coresets of 16
+    >>> len(cores), cores[0].shape
+    (16, (16,))
+    >>> bool(np.array_equal(np.sort(np.concatenate(cores)), np.arange(256)))  # a partition
+    True
     """
     K = with_threads(K, n_threads)
     if not check_input:
@@ -213,7 +230,7 @@ def kt_swap(
     check_input : bool
         Validate the arguments (default); ``False`` trusts them (a list of int64 host arrays).
     n_threads : int or None
-        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+        Threads of the compiled loops (None: ``K.n_threads``); results do not depend on it.
     return_info : bool
         Also return what the swap did: ``{"candidates", "ksd_best_candidate",
         "ksd_candidate_swapped", "ksd_baseline", "ksd_baseline_swapped", "winner"}`` (KSDs are
@@ -227,6 +244,24 @@ def kt_swap(
     Notes
     -----
     O(L m^2 + passes m n) kernel evaluations for L candidates, O(n + L m) memory.
+
+    See Also
+    --------
+    kt_split : the candidates.
+    kt_swap_ls : swaps with a line search on weighted coresets (Alg. G.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import kt_split, kt_swap
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X)
+    >>> best, info = kt_swap(K, kt_split(K, np.arange(256), 4, rng=0), return_info=True)
+    >>> best.shape, info["winner"]
+    ((16,), 'candidate')
+    >>> round(info["ksd_best_candidate"], 4), round(info["ksd_candidate_swapped"], 4)
+    (0.4562, 0.2134)
     """
     K = with_threads(K, n_threads)
     if not check_input:
@@ -320,6 +355,7 @@ def kernel_thinning(
     delta : float
         KT failure probability; KT-SPLIT runs with ``delta_i = delta / n'``.
     rng : numpy.random.Generator or int, optional
+        Source of KT-SPLIT's random signs.
     baseline : (m,) int array, optional
         Extra candidate for KT-Swap (SKT passes the Stein thinning coreset).
     passes : int
@@ -331,9 +367,9 @@ def kernel_thinning(
     check_input : bool
         Validate the arguments (default); ``False`` trusts them.
     n_threads : int or None
-        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+        Threads of the compiled loops (None: ``K.n_threads``); results do not depend on it.
     progress : bool
-        Progress bars over the C++ KT-SPLIT walk and KT-Swap sweeps (stages under half a second
+        Progress bars over the KT-SPLIT walk and the KT-Swap sweeps (stages under half a second
         draw none).
     return_info : bool
         Also return KT-Swap's report (:func:`kt_swap`'s ``return_info``).
@@ -346,6 +382,22 @@ def kernel_thinning(
     Notes
     -----
     O(n'^2 + n' m + n m) kernel evaluations, O(n + n') memory.
+
+    See Also
+    --------
+    stein_kernel_thinning : SKT (Alg. 1), Stein thinning then this.
+    kt_compresspp : sub-quadratic Kernel Thinning (Alg. F.3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import kernel_thinning
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> idx = kernel_thinning(kern.bind(X, -X), 16, rng=0)    # 256 / 16 is a power of two
+    >>> idx.shape, round(sc.ksd(X[idx], -X[idx], kernel=kern), 4)
+    ((16,), 0.2134)
     """
     K = with_threads(K, n_threads)
     if not check_input:
@@ -411,6 +463,7 @@ def stein_kernel_thinning(
     m : int
         Output size.
     rng : numpy.random.Generator or seed, optional
+        Source of KT-SPLIT's random signs.
     delta : float in (0, 1)
         KT failure probability.
     standard_thin : bool
@@ -435,6 +488,25 @@ def stein_kernel_thinning(
     Notes
     -----
     O(n' n + n'^2) kernel evaluations on the (thinned) input of n points (Thm. 1).
+
+    See Also
+    --------
+    stein_coreset.compress : ``method="skt"``, with the kernel chosen for you.
+    low_rank_stein_kernel_thinning : LSKT (Alg. 3), sub-quadratic.
+    stein_thinning : the first stage.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import stein_kernel_thinning
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> idx, w, info = stein_kernel_thinning(kern.bind(X, -X), 16, rng=0)
+    >>> idx.size, info["n_prime"], info["stages"]["winner"]
+    (16, 256, 'kt_split')
+    >>> round(sc.ksd(X[idx], -X[idx], weights=w, kernel=kern), 4)
+    0.1834
     """
     check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)
@@ -512,6 +584,18 @@ def kernel_thinning_coreset(
     swaps over all n points, with the standard-thinning coreset as extra candidate (as
     goodpoints does).
 
+    Parameters
+    ----------
+    K : KernelMatrix
+        A base kernel centred at the input
+        (:func:`stein_coreset.kernels.centred_kernel_matrix`).
+    m : int
+        Output size, 1 <= m <= n.
+    rng : numpy.random.Generator or seed, optional
+        Source of KT-SPLIT's random signs.
+    delta, swap_passes, swap_order, delta_rule, progress
+        As for :func:`kernel_thinning`.
+
     Returns
     -------
     indices, weights, info
@@ -520,6 +604,25 @@ def kernel_thinning_coreset(
     Notes
     -----
     O(n_split^2 + m n) kernel evaluations.
+
+    See Also
+    --------
+    kernel_thinning : the same on any k_P.
+    compresspp_coreset : the sub-quadratic unbiased baseline.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import kernel_thinning_coreset
+    >>> from stein_coreset.kernels import centred_kernel_matrix
+    >>> X = np.random.default_rng(0).standard_normal((256, 2))
+    >>> K = centred_kernel_matrix(sc.IMQ(1.0), X)
+    >>> idx, w, info = kernel_thinning_coreset(K, 16, rng=0)
+    >>> info
+    {'n_split': 256, 'kt_rounds': 4}
+    >>> round(sc.mmd(X, X[idx], kernel=sc.IMQ(1.0)), 4)
+    0.0529
     """
     check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1, hi=K.n)

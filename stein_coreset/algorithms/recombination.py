@@ -1,8 +1,7 @@
 """Recombination (Alg. G.1), KT-Swap-LS (Alg. G.2) and Recombination Thinning (Alg. 4).
 
-The serial parts (the Caratheodory reduction and the line-search swaps) are C++
-(``src_cpp/recombination.*``, ``src_cpp/kt_swap_ls.*``); the weighted RPCholesky factor is built
-on the array API in K's namespace, and only its (support x rank) slab crosses to the host.
+The weighted RPCholesky factor is built in K's namespace, and only its (support x rank) slab
+crosses to the host for the reduction (docs/engine.md).
 """
 
 from __future__ import annotations
@@ -42,7 +41,8 @@ def recombination(A, x0, *, n_threads: int | None = None):
     x0 : (n,) array
         Non-negative weights.
     n_threads : int or None
-        Threads of the C++ reduction (None: the usable cores); the result does not depend on it.
+        Threads of the compiled reduction (None: the usable cores); the result does not depend
+        on it.
 
     Returns
     -------
@@ -50,18 +50,29 @@ def recombination(A, x0, *, n_threads: int | None = None):
 
     Notes
     -----
-    O(m n + m^3 log(n / m)) time, O(m^2) extra memory besides a copy of A on the host. Each
-    round's collapse, the pivoted QR's column updates, the null vectors and Find-BFS's
-    reflections run on a team of ``n_threads``, in fixed chunks with every entry summed in one
-    order, so the bits of x do not depend on the team. Rows are equilibrated and the null
-    spaces come from a pivoted Householder QR, so the residual ``A x - A x0`` is at rounding
-    level relative to ``|A| x0`` row by row.
+    O(m n + m^3 log(n / m)) time, O(m^2) extra memory besides a copy of A on the host. Rows
+    are equilibrated and the null spaces come from a pivoted Householder QR, so the residual
+    ``A x - A x0`` is at rounding level relative to ``|A| x0`` row by row.
 
     The result is a deterministic function of the bits of ``(A, x0)``, whatever their namespace
     (the reduction always runs on one host copy). It is not a continuous function of them: each
     Find-BFS step drops the column with the smallest ratio ``x_j / phi_j`` along a null vector
     ``phi``, so when two ratios nearly tie, a perturbation at rounding level (1e-15) can keep
     another set of points. Both sets are exact answers (same image, at most rank(A) points).
+
+    See Also
+    --------
+    recombination_thinning : Alg. 4, Recombination on weighted RPCholesky test vectors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset.algorithms import recombination
+    >>> A = np.vstack([np.ones(50), np.random.default_rng(0).random((3, 50))])  # 1 and 3 tests
+    >>> x0 = np.full(50, 1 / 50)
+    >>> x = recombination(A, x0)
+    >>> int((x > 0).sum()), bool(np.allclose(A @ x, A @ x0))    # 4 points, the same image
+    (4, True)
     """
     xp, dev = aa.namespace(A=A, x0=x0)
     if A.ndim != 2:
@@ -116,11 +127,12 @@ def recombination_thinning(
     rank : int, optional
         Number of RPCholesky test vectors, 0 <= rank <= m - 1 (default m - 1).
     rng : numpy.random.Generator or seed, optional
+        Source of the resampling and pivot draws.
     check_input : bool
         Validate the arguments (default); ``False`` trusts them (``rank`` given, ``rng`` a
         Generator, ``w`` None or validated simplex weights).
     n_threads : int or None
-        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+        Threads of the compiled loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -132,13 +144,27 @@ def recombination_thinning(
     O((d + m) n m) for RPCholesky and KT-Swap-LS, O(m^3 log n) for Recombination and O(m^3)
     per active-set step of the final QP (Prop. G.1).
 
-    Backends agree only in distribution. The ``cpu``, ``cuda`` and ``xp`` backends draw the same
-    pivots and build test vectors F that agree to rounding (~1e-15 relative; the kernel's
-    entries are summed in another order), but Recombination is discontinuous in F (see
-    :func:`recombination`), so on some inputs they keep different, equally valid points; RT,
-    and SR / LSR built on it, then give coresets of the same quality (KSD), not the same
-    indices. On bit-identical F and weights, Recombination keeps the same points on every
-    backend.
+    Backends agree only in distribution: their test vectors F agree to rounding, but
+    Recombination is discontinuous in F (see :func:`recombination`), so on some inputs they keep
+    different, equally valid points, of the same quality (KSD).
+
+    See Also
+    --------
+    cholesky_thinning : Alg. 6, constant-preserving weights instead of simplex ones.
+    weighted_compression : Stein Recombination (Alg. 5), debiasing then this.
+    stein_thinning_weights : input weights that debias the sample.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import recombination_thinning, stein_thinning_weights
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> K = kern.bind(X, -X)
+    >>> idx, w = recombination_thinning(K, stein_thinning_weights(K), 16, rng=0)
+    >>> idx.size, round(float(w.sum()), 4), round(sc.ksd(X[idx], -X[idx], w, kern), 4)
+    (16, 1.0, 0.1864)
     """
     K = with_threads(K, n_threads)
     if not check_input:

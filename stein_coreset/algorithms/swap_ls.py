@@ -1,4 +1,4 @@
-"""KT-Swap-LS (Alg. G.2): greedy support swaps with exact line search (C++, or CUDA for CuPy).
+"""KT-Swap-LS (Alg. G.2): greedy support swaps with exact line search.
 
 :func:`kt_swap_ls` checks its arguments and calls :func:`swap_ls_support`, which the weighted
 pipelines (Cholesky thinning, recombination thinning) call directly on trusted host arrays.
@@ -47,7 +47,7 @@ def kt_swap_ls(
         "splx": the line search is clipped to t in [0, 1], so weights stay in the simplex.
         "cp": unconstrained t (constant-preserving weights, any sign, sum 1).
     n_threads : int or None
-        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+        Threads of the compiled loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -57,9 +57,30 @@ def kt_swap_ls(
     Notes
     -----
     O(n s) kernel evaluations and O(n s) arithmetic with the sufficient statistics
-    g = K w and D = w^T K w: C++ for NumPy (and other host namespaces), one persistent CUDA
-    kernel for CuPy (the C++'s swaps and weights; with ``STEIN_CORESET_CUDA_LOOP=graph`` the
-    C++ on a host copy of the points).
+    g = K w and D = w^T K w. Runs on the kernel matrix's engine backend (docs/engine.md).
+
+    See Also
+    --------
+    kt_swap : the equal-weight swaps of Kernel Thinning (Alg. D.3).
+    recombination_thinning : Alg. 4, which refines its support with this.
+    cholesky_thinning : Alg. 6, the same with ``fmt="cp"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import kt_swap_ls
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> idx = np.arange(0, 256, 16)                        # every 16th point, equal weights
+    >>> w = np.full(16, 1 / 16)
+    >>> new, w2 = kt_swap_ls(kern.bind(X, -X), idx, w)
+    >>> new.size, round(float(w2.sum()), 4)
+    (16, 1.0)
+    >>> before = sc.ksd(X[idx], -X[idx], kernel=kern)
+    >>> after = sc.ksd(X[new], -X[new], weights=w2, kernel=kern)
+    >>> round(before, 4), round(after, 4)
+    (0.7487, 0.2233)
     """
     K = with_threads(K, n_threads)
     check_kernel_matrix(K)

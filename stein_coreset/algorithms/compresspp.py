@@ -136,7 +136,7 @@ def kt_compresspp(
         Validate the arguments (default); ``False`` trusts them (``indices`` an int64 host
         array, ``rng`` a Generator).
     n_threads : int or None
-        Threads of the C++ loops (None: ``K.n_threads``); results do not depend on it.
+        Threads of the compiled loops (None: ``K.n_threads``); results do not depend on it.
 
     Returns
     -------
@@ -148,6 +148,24 @@ def kt_compresspp(
     O(4^g n' log n') kernel evaluations for COMPRESS, O(4^g n') for THIN and O(m n) for KT-Swap
     (Thm. 5), and O(n m) for the ``"stein"`` baseline; memory O(n' + n) plus the kernel rows of
     one halving — never an n x n matrix.
+
+    See Also
+    --------
+    kernel_thinning : the quadratic version (Alg. D.2).
+    low_rank_stein_kernel_thinning : LSKT (Alg. 3), which ends with this.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import kt_compresspp
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> idx, info = kt_compresspp(kern.bind(X, -X), g=1, m=16, rng=0, return_info=True)
+    >>> idx.shape, info["compress_levels"], info["compress_size"], info["halvings"]
+    ((16,), 3, 32, 21)
+    >>> round(sc.ksd(X[idx], -X[idx], kernel=kern), 4)
+    0.2251
     """
     K = with_threads(K, n_threads)
     if not check_input:
@@ -365,8 +383,9 @@ def compresspp_coreset(
     size, rng, g, delta, standard_thin, progress
         As for :func:`~stein_coreset.algorithms.lskt.low_rank_stein_kernel_thinning`.
     swap_target : {"input", "compress", "input_all"}
+        Which empirical distribution THIN and KT-Swap target (:func:`swap_target`).
     n_threads : int, optional
-        Team size of the C++ loops.
+        Threads of the compiled loops; results do not depend on it.
 
     Returns
     -------
@@ -376,6 +395,23 @@ def compresspp_coreset(
     -----
     O(4^g n log n) kernel evaluations for COMPRESS, O(n 2^g sqrt(n)) for the ``"input"``
     centring; O(n^2) for ``"input_all"``.
+
+    See Also
+    --------
+    kernel_thinning_coreset : the quadratic unbiased baseline ``"kt"``.
+    kt_compresspp : the same on any k_P.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import compresspp_coreset
+    >>> X = np.random.default_rng(0).standard_normal((256, 2))
+    >>> idx, w, info = compresspp_coreset(sc.IMQ(1.0), X, 16, rng=0, g=1)
+    >>> idx.size, info["compress_levels"], round(float(w.sum()), 4)
+    (14, 3, 1.0)
+    >>> round(sc.mmd(X, X[idx], wy=w, kernel=sc.IMQ(1.0)), 4)
+    0.0667
     """
     if not isinstance(base, RadialKernel):
         raise TypeError(f"base must be a RadialKernel, got {type(base).__name__}")

@@ -46,6 +46,7 @@ def low_rank_stein_kernel_thinning(
         Output size m (any integer; KT-Compress++ runs on n' = c 4^J points for m = c 2^k,
         c odd, as :func:`~stein_coreset.algorithms.compresspp.compresspp_plan` says).
     rng : numpy.random.Generator or seed, optional
+        Source of every random draw of the pipeline.
     rank : int, optional
         Rank r of Low-rank Debiasing (default ceil(sqrt(n)) of the thinned input; capped at n).
     rounds, steps : int
@@ -77,6 +78,25 @@ def low_rank_stein_kernel_thinning(
     -----
     O(n r (d + r) + Q T n) for Low-rank Debiasing, O(4^g n log n) kernel evaluations for
     KT-Compress++ and O(n m) for the Stein thinning baseline (Thm. 3): sub-quadratic in n.
+
+    See Also
+    --------
+    stein_coreset.compress : ``method="lskt"``, with the kernel chosen for you.
+    stein_kernel_thinning : SKT (Alg. 1), quadratic but often lower KSD.
+    low_rank_debias : the first stage.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import low_rank_stein_kernel_thinning
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> idx, w, info = low_rank_stein_kernel_thinning(kern.bind(X, -X), 16, rng=0, g=1)
+    >>> idx.size, info["rank"], info["compress_levels"], info["stages"]["winner"]
+    (16, 16, 3, 'kt_compress')
+    >>> round(sc.ksd(X[idx], -X[idx], weights=w, kernel=kern), 4)
+    0.1931
     """
     check_kernel_matrix(K)
     size = val.check_int(size, "size", lo=1)

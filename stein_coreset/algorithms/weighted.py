@@ -75,10 +75,13 @@ def weighted_compression(
     m : int
         Output size bound, 1 <= m <= n.
     rng : numpy.random.Generator
+        Source of every random draw of the pipeline.
     debias : {"none", "st", "ld"}
         "none": the input ``weights``; "st": Stein Thinning for n steps, counts / n (O(n^2));
         "ld": Low-rank Debiasing of rank ``rank`` (default round(sqrt(n))).
     thin : {"rt", "ct"}
+        "rt": Recombination Thinning (simplex weights); "ct": Cholesky Thinning
+        (constant-preserving weights, any sign).
     rank : int, optional
         For "ld" the debiasing rank; otherwise the RT / CT test-vector count.
     weights : (n,) array, optional
@@ -88,6 +91,7 @@ def weighted_compression(
     stop : {"ksd", "fixed"}
         Its AMD stopping rule (:func:`~stein_coreset.algorithms.debias.low_rank_debias`).
     progress : bool
+        Progress bars of the stages.
 
     Returns
     -------
@@ -98,6 +102,28 @@ def weighted_compression(
     -----
     The debiasing step costs O(n^2) ("st") or O(n r (d + r) + Q T n) ("ld"); the thinning step
     O((d + m) n m).
+
+    See Also
+    --------
+    stein_coreset.compress : methods ``"sr"``, ``"sc"``, ``"lsr"``, ``"lsc"``, ``"rt"``, ``"ct"``.
+    recombination_thinning : the ``"rt"`` step (Alg. 4).
+    cholesky_thinning : the ``"ct"`` step (Alg. 6).
+
+    Examples
+    --------
+    Stein Recombination (Alg. 5):
+
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.algorithms import weighted_compression
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
+    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
+    >>> rng = np.random.default_rng(0)
+    >>> idx, w, info = weighted_compression(kern.bind(X, -X), 16, rng, debias="st", thin="rt")
+    >>> idx.size, round(float(w.sum()), 4), info["stages"]["winner"]
+    (16, 1.0, 'recombination')
+    >>> round(sc.ksd(X[idx], -X[idx], weights=w, kernel=kern), 4)
+    0.1864
     """
     val.check_choice(debias, "debias", DEBIAS_STEPS)
     info = {}

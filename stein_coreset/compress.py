@@ -74,6 +74,26 @@ class Coreset:
     ``indices`` / ``weights`` / ``points`` are the support view (each distinct point once, a
     point picked k times out of m has weight k/m); ``draws`` is the sample view. Any recipe that
     ignores weights must use ``draws`` (or ``resample_equal()`` for simplex weights).
+
+    See Also
+    --------
+    compress : the function that returns it.
+    stein_coreset.integrations.arviz.weighted_mean : weighted posterior summaries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((256, 2))
+    >>> res = sc.compress(X, -X, 16, "sr", seed=0)       # simplex weights (Alg. 5)
+    >>> res
+    Coreset(method='sr', kind='simplex', size=16, winner='recombination', ksd=0.06032)
+    >>> res.points.shape, round(float(res.weights.sum()), 4), res.draws is None
+    ((16, 2), 1.0, True)
+    >>> res.resample_equal(16, seed=0).draws.shape       # an equal-weight sample of 16
+    (16, 2)
+    >>> res.dense(256).shape                             # weights over all input points
+    (256,)
     """
 
     indices: Any
@@ -197,7 +217,25 @@ def equal_draw_counts(weights, size: int, method: str, *, search: bool = False) 
 
 
 def available_methods() -> list[str]:
-    """The method names: the debiased methods, then the unbiased baselines."""
+    """The method names :func:`compress` accepts: the debiased methods, then the unbiased
+    baselines.
+
+    Returns
+    -------
+    list of str
+        A new list; docs/choosing_a_method.md says which to pick.
+
+    See Also
+    --------
+    compress : runs one of them.
+
+    Examples
+    --------
+    >>> import stein_coreset as sc
+    >>> sc.available_methods()
+    ['st', 'skt', 'lskt', 'sr', 'lsr', 'sc', 'lsc', 'standard', 'iid', 'kt', 'compresspp',
+     'rt', 'ct']
+    """
     return list(METHODS)
 
 
@@ -456,8 +494,8 @@ def compress(
     nan_policy : {"raise", "omit"}
         "omit" drops rows with NaN/inf in X or S and reports the count in ``res.info``.
     n_threads : int, optional
-        Threads of the C++ loops (default, or -1: the cores this process may use). Results do
-        not depend on it.
+        Threads of the compiled loops (default, or -1: the cores this process may use).
+        Results do not depend on it.
     **options
         The method's options (``METHODS[method].options``); an unknown one raises ``TypeError``
         before any work.

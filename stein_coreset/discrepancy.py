@@ -42,12 +42,18 @@ def ksd(X, S, weights=None, kernel=None, n_threads: int | None = None) -> float:
         kernels. To compare coresets, pass one fixed kernel, e.g. ``res.info["stein_kernel"]``.
         A base kernel alone: identity M.
     n_threads : int, optional
-        Team size of the C++ evaluation (NumPy input); default the usable cores
-        (:func:`stein_coreset._threads.effective_n_threads`). The value does not depend on it.
+        Threads of the compiled evaluation (default: the usable cores). The value does not
+        depend on it.
 
-    Cost: O(n^2 d): n (n + 1) / 2 Stein-kernel evaluations on NumPy input (the upper triangle of
-    the symmetric Gram matrix), n^2 in the array-API and CUDA products; O(n) memory beyond one
-    slab.
+    Returns
+    -------
+    float
+        The KSD, 0 for a sample that matches P in the kernel's sense.
+
+    Notes
+    -----
+    O(n^2 d) time: n (n + 1) / 2 Stein-kernel evaluations (the upper triangle of the
+    symmetric Gram matrix; n^2 on some backends, docs/engine.md); O(n) memory beyond one slab.
 
     See Also
     --------
@@ -101,8 +107,8 @@ def _two_sample(X, Y, wx, wy):
 #: Default ``max_pairs`` of :func:`energy_distance`: (n + n')^2 pair evaluations; 2^32 is
 #: (n + n') = 65,536 points, about a minute per few coordinates.
 MAX_PAIRS = 2**32
-#: Default ``max_pairs`` of :func:`mmd`, whose kernel the engine evaluates (C++ on NumPy
-#: arrays, from the upper triangle): 2^34 is (n + n') = 131,072 points.
+#: Default ``max_pairs`` of :func:`mmd`, whose kernel the engine evaluates (from the upper
+#: triangle on NumPy arrays): 2^34 is (n + n') = 131,072 points.
 MMD_MAX_PAIRS = 2**34
 
 
@@ -136,13 +142,34 @@ def mmd(X, Y, wx=None, wy=None, kernel=None, *, max_pairs: int | None = MMD_MAX_
         n_threads: int | None = None) -> float:
     """Two-sample MMD_k(sum w_x delta_x, sum w_y delta_y) with a base kernel k.
 
-    ``kernel`` defaults to IMQ(beta=-1/2) with the median bandwidth of the pooled sample.
     MMD^2 is v^T K v for the kernel matrix K of the pooled points and the signed weights
-    v = (w_x, -w_y), evaluated by the engine: (n + n')(n + n' + 1) / 2 kernel evaluations in C++
-    on NumPy arrays (a team of ``n_threads``, default the usable cores; the value does not
-    depend on it), (n + n')^2 on other namespaces; O(n + n') memory beyond one slab. More than
-    ``max_pairs`` pair evaluations ((n + n')^2; default :data:`MMD_MAX_PAIRS`, None for no
-    limit) is a ValueError before the work starts.
+    v = (w_x, -w_y).
+
+    Parameters
+    ----------
+    X : (n, d) array
+        The first sample.
+    Y : (n', d) array
+        The second sample, in X's namespace.
+    wx, wy : arrays, optional
+        Weights of the two samples, each summing to 1 (default uniform).
+    kernel : RadialKernel, optional
+        The base kernel (default IMQ(beta=-1/2) at the median bandwidth of the pooled sample).
+    max_pairs : int or None
+        Refuse, with a ValueError before the work starts, more than this many pair
+        evaluations ((n + n')^2; default :data:`MMD_MAX_PAIRS`); None for no limit.
+    n_threads : int, optional
+        Threads of the compiled evaluation (default: the usable cores); the value does not
+        depend on it.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    O((n + n')^2 d) time: (n + n')(n + n' + 1) / 2 kernel evaluations on NumPy arrays,
+    (n + n')^2 on other namespaces; O(n + n') memory beyond one slab.
 
     See Also
     --------
@@ -173,10 +200,30 @@ def mmd(X, Y, wx=None, wy=None, kernel=None, *, max_pairs: int | None = MMD_MAX_
 def energy_distance(X, Y, wx=None, wy=None, *, max_pairs: int | None = MAX_PAIRS) -> float:
     """Energy distance 2 E||X - Y|| - E||X - X'|| - E||Y - Y'|| >= 0 (Riabiz et al., 2022, Eq. 11).
 
-    Weighted versions use the weights as the laws of X and Y. Cost: O((n + n')^2 d) time, one
-    (block x n') slab of memory at a time. More than ``max_pairs`` pair evaluations
-    ((n + n')^2; default :data:`MAX_PAIRS`, None for no limit) is a ValueError before the work
-    starts.
+    Parameters
+    ----------
+    X : (n, d) array
+        The first sample.
+    Y : (n', d) array
+        The second sample, in X's namespace.
+    wx, wy : arrays, optional
+        Weights, used as the laws of X and Y (default uniform).
+    max_pairs : int or None
+        Refuse, with a ValueError before the work starts, more than this many pair
+        evaluations ((n + n')^2; default :data:`MAX_PAIRS`); None for no limit.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    O((n + n')^2 d) time, one (block x n') slab of memory at a time.
+
+    See Also
+    --------
+    mmd : the kernel two-sample distance.
+    ksd : the distance to P itself, through its scores.
 
     Examples
     --------

@@ -114,7 +114,38 @@ class RadialKernel:
 
 @compiled_kernel
 class IMQ(RadialKernel):
-    """Inverse multiquadric kernel ``(1 + r^2 / sigma^2)^beta``, ``beta`` in (-1, 0) (Ex. B.2)."""
+    """Inverse multiquadric kernel ``(1 + r^2 / sigma^2)^beta``, ``beta`` in (-1, 0) (Ex. B.2).
+
+    The paper's default base kernel: with -1 < beta < 0 its KSD detects non-convergence to P
+    (Gorham & Mackey, 2017), which the Gaussian's does not guarantee.
+
+    Parameters
+    ----------
+    sigma : float
+        Bandwidth, > 0 (:func:`median_bandwidth` is the paper's choice, Sec. 5).
+    beta : float
+        Exponent in (-1, 0); -1/2 is the paper's.
+
+    Notes
+    -----
+    O(d) per evaluation, O(d^2) with a full preconditioner M.
+
+    See Also
+    --------
+    SteinKernel : the Stein kernel built on it.
+    Gaussian, Matern : the other compiled base kernels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> X = np.random.default_rng(0).standard_normal((200, 2))     # a sample of N(0, I)
+    >>> kern = sc.IMQ(sigma=1.0)
+    >>> kern
+    IMQ(sigma=1, beta=-0.5)
+    >>> round(sc.ksd(X, -X, kernel=kern), 4), round(sc.ksd(X + 1, -(X + 1), kernel=kern), 4)
+    (0.1243, 1.0129)
+    """
 
     code = native.BASE_KERNEL_CODES["IMQ"]
 
@@ -153,7 +184,33 @@ class IMQ(RadialKernel):
 
 @compiled_kernel
 class Gaussian(RadialKernel):
-    """Gaussian kernel ``exp(-r^2 / (2 sigma^2))`` (Ex. B.1)."""
+    """Gaussian kernel ``exp(-r^2 / (2 sigma^2))`` (Ex. B.1).
+
+    Parameters
+    ----------
+    sigma : float
+        Bandwidth, > 0.
+
+    Notes
+    -----
+    O(d) per evaluation, O(d^2) with a full preconditioner M. Its KSD can miss
+    non-convergence to P (Gorham & Mackey, 2017); :class:`IMQ` is the safer default.
+
+    See Also
+    --------
+    IMQ : the paper's default base kernel.
+    mmd : a two-sample distance with a base kernel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> X = np.random.default_rng(0).standard_normal((200, 2))
+    >>> round(sc.ksd(X, -X, kernel=sc.Gaussian(1.0)), 4)
+    0.1152
+    >>> round(sc.mmd(X, X + 0.5, kernel=sc.Gaussian(1.0)), 4)
+    0.2299
+    """
 
     code = native.BASE_KERNEL_CODES["Gaussian"]
 
@@ -171,6 +228,33 @@ class Matern(RadialKernel):
     """Matern kernel with smoothness ``nu`` in {1.5, 2.5}, radial in the M-norm.
 
     Both are twice differentiable at the diagonal, as the Stein kernel needs.
+
+    Parameters
+    ----------
+    sigma : float
+        Bandwidth, > 0.
+    nu : {1.5, 2.5}
+        Smoothness.
+
+    Notes
+    -----
+    O(d) per evaluation, O(d^2) with a full preconditioner M.
+
+    See Also
+    --------
+    IMQ : the paper's default base kernel.
+    SteinKernel : the Stein kernel built on it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> X = np.random.default_rng(0).standard_normal((200, 2))
+    >>> kern = sc.Matern(sigma=1.0, nu=1.5)
+    >>> kern
+    Matern(sigma=1, nu=1.5)
+    >>> round(sc.ksd(X, -X, kernel=kern), 4)
+    0.1855
     """
 
     def __init__(self, sigma: float = 1.0, nu: float = 2.5):
@@ -212,21 +296,40 @@ def median_bandwidth(
 ) -> float:
     """Median pairwise M-distance among at most ``max_points`` standard-thinned rows (Sec. 5).
 
-    ``M``: None (identity, the Euclidean distance), a (d,) diagonal or (d, d) SPD matrix, or
-    ``"scale"``: the per-coordinate variances of X, the preconditioner of
-    :data:`DEFAULT_KERNEL` (so ``median_bandwidth(X, "scale")`` is its bandwidth on X).
-
-    Standard thinning keeps every ceil(n / max_points)-th row, as the paper does; it is
-    deterministic, so ``seed`` does not change the result (it is accepted for API stability).
     The median is ``numpy.median`` of the m (m - 1) / 2 distances of the pairs i < j of the kept
     rows (the mean of the two middle values when their number is even).
-    O(max_points^2 d).
 
-    NumPy points are evaluated in C++ on a team of ``n_threads`` (default: the usable cores;
-    src_cpp/pairwise.hpp), with the distances summed coordinate by coordinate exactly as
-    :func:`squared_distances` sums them, so the value is the same bit for bit as the array-API
-    evaluation other namespaces use (which stays on their device until the final median), and
-    does not depend on ``n_threads``.
+    Parameters
+    ----------
+    X : (n, d) array
+        The points.
+    M : None, (d,) or (d, d) array, or "scale"
+        None (identity, the Euclidean distance), a diagonal or SPD matrix, or ``"scale"``: the
+        per-coordinate variances of X, the preconditioner of :data:`DEFAULT_KERNEL` (so
+        ``median_bandwidth(X, "scale")`` is its bandwidth on X).
+    max_points : int
+        Standard thinning keeps every ceil(n / max_points)-th row, as the paper does.
+    seed : int
+        Accepted for API stability; the thinning is deterministic, so it does not change the
+        result.
+    check_input : bool
+        Validate X (default); ``False`` trusts a float64, finite (n, d) array.
+    n_threads : int, optional
+        Threads of the compiled evaluation (default: the usable cores); the value does not
+        depend on it.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    O(max_points^2 d) time.
+
+    See Also
+    --------
+    IMQ : the base kernel whose bandwidth this sets.
+    SteinKernel : ``SteinKernel()`` (no base) uses this bandwidth on each call's points.
 
     Raises
     ------
@@ -313,6 +416,12 @@ class SteinKernel:
     -----
     Cost: O(n d^2 + d^3) set-up, then O(d) per entry (App. I.1); ``"scale"`` adds O(n d).
 
+    See Also
+    --------
+    ksd : the kernel Stein discrepancy of a weighted sample.
+    median_bandwidth : the default bandwidth.
+    compress : takes it as ``kernel=``.
+
     Examples
     --------
     >>> import numpy as np
@@ -353,8 +462,8 @@ class SteinKernel:
         new kernel with ``M = "scale"`` replaced by the (d,) per-coordinate variances of X and
         a missing base by ``IMQ(sigma=median_bandwidth(X, M))``. O(n d + min(n, 1000)^2 d).
 
-        ``check_input=False`` trusts X (float64, finite, (n, d)). ``n_threads``: the team of
-        the median's C++ evaluation (default: the usable cores); the value does not depend on it.
+        ``check_input=False`` trusts X (float64, finite, (n, d)). ``n_threads``: the threads of
+        the median's evaluation (default: the usable cores); the value does not depend on it.
         """
         if self.resolved:
             return self
@@ -375,7 +484,8 @@ class SteinKernel:
     ) -> KernelMatrix:
         """The implicit Stein-kernel matrix on the points X with scores S.
 
-        ``n_threads``: team size of the C++ evaluations on this matrix (default: usable cores).
+        ``n_threads``: threads of the compiled evaluations on this matrix (default: the usable
+        cores). The matrix is what the functions of :mod:`stein_coreset.algorithms` take.
         ``check_input=False`` trusts X and S (float64, finite, one shape, one namespace): the
         path :func:`stein_coreset.compress` takes after validating them once. With
         ``base=None`` the median bandwidth of X is used, with ``M="scale"`` the variances of X

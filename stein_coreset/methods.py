@@ -174,8 +174,8 @@ def _run_weighted(debias, thin):
 
 
 #: Largest n at which ``stop="auto"`` runs AMD for a fixed number of steps: measured
-#: (tools/lskt_tau.py) at n = 2^12 and 2^13, "ksd" took 2.5-5x the time of "fixed" for no lower
-#: KSD.
+#: (docs/experiments/lskt_tau.py) at n = 2^12 and 2^13, "ksd" took 2.5-5x the time of "fixed"
+#: for no lower KSD.
 STOP_AUTO_FIXED_MAX_N = 2**13
 _STOP = Option(
     "auto",
@@ -186,10 +186,10 @@ _STOP = Option(
     lambda v, name: val.check_choice(v, name, (*STOP_RULES, "auto")),
 )
 #: Default ``tau`` (rank = ceil(n^tau)) of Low-rank Debiasing in lskt / lsr / lsc: the paper's
-#: 0.4. Measured (tools/lskt_tau.py --n 15 16 --pairs skt:lskt sr:lsr sc:lsc --taus 0.4, 3 seeds,
-#: m = sqrt(n), medians of the per-seed ratios): at n = 2^15 lskt / lsr / lsc take 0.31 / 0.53 /
-#: 0.60 of the time of skt / sr / sc at a KSD 1.00 / 0.98 / 0.99 times theirs; at 2^16 0.29 /
-#: 0.54 / 0.64 of the time at 1.00 / 1.02 / 1.12 times the KSD.
+#: 0.4. Measured (docs/experiments/lskt_tau.py --n 15 16 --pairs skt:lskt sr:lsr sc:lsc
+#: --taus 0.4, 3 seeds, m = sqrt(n), medians of the per-seed ratios): at n = 2^15 lskt / lsr /
+#: lsc take 0.31 / 0.53 / 0.60 of the time of skt / sr / sc at a KSD 1.00 / 0.98 / 0.99 times
+#: theirs; at 2^16 0.29 / 0.54 / 0.64 of the time at 1.00 / 1.02 / 1.12 times the KSD.
 LD_DEFAULT_TAU = 0.4
 _LD_OPTIONS = MappingProxyType({"rounds": _ROUNDS, "steps": _STEPS, "stop": _STOP})
 

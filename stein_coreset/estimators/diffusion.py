@@ -69,6 +69,21 @@ class Diffusion:
     theta_dependent : bool, optional
         Whether m depends on theta (DKSD allows it, DSM does not). ``None``: detected by
         evaluating m at a perturbed theta. theta-derivatives are central differences.
+
+    See Also
+    --------
+    loss : ``discrepancy="dksd"`` or ``"dsm"`` with ``diffusion=``.
+    fit : the same argument.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset import estimators as est
+    >>> model = est.Gaussian(d=1)
+    >>> X = model.sample(300, [0.5, 2.0], np.random.default_rng(0))     # theta = (mu, sigma)
+    >>> diff = est.Diffusion(lambda x, theta: 1.0 + x[:, 0] ** 2)       # scalar m(x) = 1 + x^2
+    >>> round(est.loss(model, [0.5, 2.0], X, discrepancy="dksd", diffusion=diff), 4)
+    -0.1311
     """
 
     def __init__(self, m, *, divergence=None, div_mmT=None, theta_dependent=None):

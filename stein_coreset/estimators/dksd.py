@@ -18,11 +18,7 @@ this is exactly the Stein kernel of :mod:`stein_coreset.kernels` (the same ``rad
 kappa, kappa', q kappa''), and the ``"ksd"`` loss is evaluated by that module's
 :class:`~stein_coreset.engine.KernelMatrix` itself: one implementation of k_p.
 
-One pass per backend of the engine: NumPy runs in C++ (src_cpp/dksd.hpp, a team of
-``n_threads`` over row chunks whose partial sums are added in a fixed order, so the value does
-not depend on the team size), CuPy in CUDA (one thread per row of the same terms, the rows added
-in the C++'s order), every other namespace and any base kernel the compiled code does not know
-through :mod:`stein_coreset.engine.xp_dksd` (docs/engine.md).
+One pass per engine backend (docs/engine.md, "Notes on the loops").
 
 Cost: one pass over all pairs, O(n^2 d) for scalar or diagonal m and K = I k or
 diag(lambda_i k_i), O(n^2 d^2) for a full m (or dense B, or a preconditioner M); memory

@@ -16,7 +16,24 @@ __all__ = ["SteinEstimator", "NotFittedError"]
 
 
 class NotFittedError(ValueError, AttributeError):
-    """A fitted attribute or ``score`` was asked for before ``fit`` (as scikit-learn's)."""
+    """A fitted attribute or ``score`` was asked for before ``fit`` (as scikit-learn's).
+
+    See Also
+    --------
+    SteinEstimator : the estimator that raises it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset import estimators as est
+    >>> model = est.Gaussian(d=1)
+    >>> X = model.sample(300, [0.5, 2.0], np.random.default_rng(0))
+    >>> try:
+    ...     est.SteinEstimator(model).score(X)
+    ... except est.NotFittedError as e:
+    ...     print(e)
+    this SteinEstimator is not fitted yet; call fit(X) first
+    """
 
 
 class SteinEstimator:
@@ -41,6 +58,11 @@ class SteinEstimator:
     kernel_ : the kernel used, with a data-dependent bandwidth fixed on the X given to ``fit``
         (the median heuristic when ``kernel`` is None), so ``score`` uses the same one.
     n_features_in_ : int, d.
+
+    See Also
+    --------
+    fit : the function it wraps.
+    select_lengthscale : cross-validated choice of the kernel's lengthscale.
 
     Examples
     --------

@@ -43,6 +43,21 @@ class FitResult:
         not positive definite, a fit that did not converge.
     stderr : (p,) numpy array or None, sqrt(diag(cov)).
     cov_message : str.
+
+    See Also
+    --------
+    fit : returns it.
+    SteinEstimator : the same as a scikit-learn estimator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset import estimators as est
+    >>> model = est.Gaussian(d=1)
+    >>> X = model.sample(300, [0.5, 2.0], np.random.default_rng(0))
+    >>> f = est.fit(model, X, discrepancy="sm", optimizer="lbfgs")
+    >>> np.round(f.theta, 4), np.round(f.stderr, 4), f.optimizer
+    (array([0.4284, 2.0356]), array([0.1175, 0.0838]), 'lbfgs')
     """
 
     theta: np.ndarray
@@ -184,8 +199,8 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     reg : float
         Relative eigenvalue floor of the information tensor before inversion.
     n_threads : int, optional
-        Team size of the C++ DKSD pass (NumPy input); default the usable cores
-        (:func:`stein_coreset._threads.effective_n_threads`). The result does not depend on it.
+        Threads of the compiled DKSD pass (default: the usable cores). The result does not
+        depend on it.
     callback : callable, optional
         ``callback(iteration, theta, loss)`` after each iteration (the minibatch loss for the
         SGD methods); an exception it raises propagates.
@@ -204,6 +219,12 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         parameter runs away, a gradient that misses a change of the loss (a kink), and a
         stochastic run whose averaged iterate is not yet stable to a fifth of its standard
         error. Data errors (NaN in X, wrong shapes) raise ValueError.
+
+    See Also
+    --------
+    loss : the objective.
+    select_lengthscale : picks the kernel's lengthscale by held-out loss.
+    SteinEstimator : a scikit-learn estimator around it.
 
     Examples
     --------

@@ -1,9 +1,9 @@
 """Minimum Stein discrepancy losses: the public ``loss``, ``loss_and_grad`` and ``information``.
 
 DKSD / KSD (U-statistics, Barp et al., 2019, Eq. 7) are evaluated by
-:mod:`stein_coreset.estimators.dksd` (one pair pass per backend: C++ for NumPy, the array API
-otherwise) and, for ``"ksd"`` values, by :class:`~stein_coreset.engine.KernelMatrix` itself; SM,
-DSM and NNSM by :mod:`stein_coreset.estimators.score_matching`. The matrix kernels live in
+:mod:`stein_coreset.estimators.dksd` (one pair pass per engine backend, docs/engine.md) and, for
+``"ksd"`` values, by :class:`~stein_coreset.engine.KernelMatrix` itself; SM, DSM and NNSM by
+:mod:`stein_coreset.estimators.score_matching`. The matrix kernels live in
 :mod:`~stein_coreset.estimators.matrix_kernels`, the diffusion matrices in
 :mod:`~stein_coreset.estimators.diffusion`.
 
@@ -192,20 +192,34 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
     block_size : int, optional
         Rows per slab of the blocked (array-API) pair pass.
     backend : {"auto", "cpu", "cuda", "xp"}
-        ksd / dksd pair pass, in the engine's vocabulary (:mod:`stein_coreset.engine`; "cpp"
-        and "array_api" are accepted for "cpu" and "xp"): "auto" runs NumPy input in C++
-        (src_cpp/dksd.hpp) and every other namespace, or a base kernel the compiled code does
-        not know, through the blocked array-API code; "xp" forces the latter; "cpu" (or "cuda")
-        refuses a kernel it does not know. (``"ksd"`` values go through
-        :class:`~stein_coreset.engine.KernelMatrix` under "auto".)
+        The engine backend of the ksd / dksd pair pass ("auto": by X's namespace and the
+        kernel; "xp": the array-API reference; docs/engine.md).
     n_threads : int, optional
-        Team size of the C++ pass (NumPy input); default the usable cores
-        (:func:`stein_coreset._threads.effective_n_threads`). The result does not depend on it.
+        Threads of the compiled pass (default: the usable cores). The result does not depend
+        on it.
 
     Returns
     -------
-    float. Cost: O(n^2 d) (ksd, dksd with scalar/diagonal m), O(n^2 d^2) (full m); O(n d^2)
-    for sm / dsm / nnsm.
+    float
+
+    Notes
+    -----
+    O(n^2 d) (ksd, dksd with scalar or diagonal m), O(n^2 d^2) (full m); O(n d^2) for sm / dsm
+    / nnsm. The U-statistics are unbiased, so the value can be negative near the minimiser.
+
+    See Also
+    --------
+    loss_and_grad : with its theta-gradient.
+    fit : minimises it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset import estimators as est
+    >>> model = est.Gaussian(d=1)
+    >>> X = model.sample(300, [0.5, 2.0], np.random.default_rng(0))     # theta = (mu, sigma)
+    >>> round(est.loss(model, [0.5, 2.0], X), 4), round(est.loss(model, [3.0, 2.0], X), 4)
+    (-0.0005, 0.2901)
     """
     X, theta, diff = validate(model, theta, X, discrepancy, kernel, diffusion)
     backend = check_backend(backend)
@@ -224,6 +238,21 @@ def loss_and_grad(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=
     with the model's ``score_dtheta`` (central differences of the score, O(n p), if missing).
     ``gradient="fd"``, and always for sm / dsm / nnsm: central differences of the loss
     (2 p evaluations). Same arguments as :func:`loss`.
+
+    See Also
+    --------
+    loss : the value alone.
+    information : the information tensor, the metric of Riemannian SGD.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset import estimators as est
+    >>> model = est.Gaussian(d=1)
+    >>> X = model.sample(300, [0.5, 2.0], np.random.default_rng(0))     # theta = (mu, sigma)
+    >>> value, grad = est.loss_and_grad(model, [0.5, 2.0], X)
+    >>> round(value, 4), np.round(grad, 4)
+    (-0.0005, array([ 0.0079, -0.0023]))
     """
     X, theta, diff = validate(model, theta, X, discrepancy, kernel, diffusion)
     if gradient not in ("analytic", "fd"):
@@ -243,6 +272,21 @@ def information(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=No
     J = d/dtheta grad_x log p (the V-statistic, so that it is positive semi-definite);
     DSM / SM / NNSM (Eq. 15): (1/n) sum_a (m_a^T J_a)^T (m_a^T J_a) (m = I for SM). The sample
     stands in for P_theta (at the minimiser they agree). Cost O(n^2 d p) resp. O(n d p^2).
+
+    See Also
+    --------
+    fit : uses it as the metric of ``optimizer="riemannian_sgd"`` (Eq. 16).
+    loss : the discrepancy whose information this is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset import estimators as est
+    >>> model = est.Gaussian(d=1)
+    >>> X = model.sample(300, [0.5, 2.0], np.random.default_rng(0))     # theta = (mu, sigma)
+    >>> np.round(est.information(model, [0.5, 2.0], X), 4)
+    array([[ 0.0434, -0.004 ],
+           [-0.004 ,  0.0344]])
     """
     X, theta, diff = validate(model, theta, X, discrepancy, kernel, diffusion)
     block_size = _check_block_size(block_size)

@@ -40,6 +40,20 @@ class LengthscaleSelection:
     criterion : str. n_splits : int.
     reference_lengthscale : float or None, the yardstick kernel's bandwidth ("reference").
     message : str, how the choice was made.
+
+    See Also
+    --------
+    select_lengthscale : returns it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset import estimators as est
+    >>> model = est.Gaussian(d=1)
+    >>> X = model.sample(150, [0.0, 1.0], np.random.default_rng(0))
+    >>> sel = est.select_lengthscale(model, X, [0.01, 1.0, 100.0], n_splits=3)
+    >>> sel.lengthscales.tolist(), sel.fold_scores.shape
+    ([0.01, 1.0, 100.0], (3, 3))
     """
 
     lengthscale: float
@@ -138,6 +152,11 @@ def select_lengthscale(model, X, lengthscales=None, *, discrepancy: str = "ksd",
         (``scores``, ``score_se``, ``paired_se``, ``n_converged``; ``print(result)`` shows
         it). The rule is the plain minimum: when the others are within a couple of
         ``paired_se`` of it, the data do not prefer one lengthscale.
+
+    See Also
+    --------
+    fit : the fit run on each fold.
+    LengthscaleSelection : the result.
 
     Examples
     --------

@@ -27,17 +27,48 @@ __all__ = [
 class Layout:
     """Where each variable lives in the columns of a flattened posterior.
 
+    :func:`flatten` returns one beside the ``(n, d)`` array; :func:`unflatten` reads it to give
+    rows (the whole posterior or a coreset's points) their names, shapes, dims and coords
+    back. Frozen: a layout describes one flattening and is not edited.
+
     Attributes
     ----------
-    names : variable names, in column order.
-    shapes : per variable, its shape without (chain, draw).
-    dims : per variable, its dim names without (chain, draw).
-    slices : per variable, its columns in X.
-    coords : coordinates of the non-(chain, draw) dims, to rebuild the variables.
-    n_chains, n_draws : the source grid; row ``i`` of X is chain ``i // n_draws``, draw
-        ``i % n_draws``.
-    chain_coords, draw_coords : the source's chain and draw labels.
-    dtypes : per variable, its dtype.
+    names : tuple of str
+        Variable names, in column order.
+    shapes : tuple of tuple of int
+        Per variable, its shape without (chain, draw); ``()`` for a scalar.
+    dims : tuple of tuple of str
+        Per variable, its dim names without (chain, draw).
+    slices : tuple of slice
+        Per variable, its columns in X.
+    coords : dict
+        Coordinates of the non-(chain, draw) dims, to rebuild the variables.
+    n_chains, n_draws : int
+        The source grid; row ``i`` of X is chain ``i // n_draws``, draw ``i % n_draws``
+        (:meth:`source`).
+    chain_coords, draw_coords : array or None
+        The source's chain and draw labels.
+    dtypes : tuple of numpy.dtype
+        Per variable, its dtype (integers are rounded back by :func:`unflatten`).
+
+    See Also
+    --------
+    flatten : builds the layout.
+    unflatten : uses it to map rows back to variables.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from stein_coreset.integrations.arviz import flatten
+    >>> post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((2, 3))),
+    ...                    "theta": (("chain", "draw", "school"), np.ones((2, 3, 2)))})
+    >>> X, layout = flatten(post)
+    >>> layout.names, layout.shapes, layout.dims, layout.d
+    (('mu', 'theta'), ((), (2,)), ((), ('school',)), 3)
+    >>> layout.slices[1]                       # theta's columns of X
+    slice(1, 3, None)
+    >>> layout.source([0, 4])                  # rows 0 and 4: (chains, draws)
+    (array([0, 1]), array([0, 1]))
     """
 
     names: tuple
@@ -63,7 +94,34 @@ class Layout:
 
 
 def has_group(idata, group: str) -> bool:
-    """Whether ``idata`` (InferenceData, DataTree or Dataset) has the group."""
+    """Whether ``idata`` has the group ``group``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData, xarray.DataTree or xarray.Dataset
+        The container; a bare ``Dataset`` is taken as a posterior and has only that group.
+    group : str
+        The group's name (``"posterior"``, ``"warmup_posterior"``, ``"coreset"``, ...).
+
+    Returns
+    -------
+    bool
+
+    See Also
+    --------
+    get_group : the group's ``Dataset``, or an error naming what is missing.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from stein_coreset.integrations.arviz import has_group
+    >>> post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((2, 3)))})
+    >>> tree = xr.DataTree.from_dict({"posterior": post})
+    >>> has_group(tree, "posterior"), has_group(tree, "warmup_posterior")
+    (True, False)
+    >>> has_group(post, "posterior")           # a Dataset is a posterior
+    True
+    """
     if _is_dataset(idata):
         return group == "posterior"
     groups = getattr(idata, "groups", None)
@@ -76,7 +134,44 @@ def has_group(idata, group: str) -> bool:
 
 
 def get_group(idata, group: str):
-    """The ``xarray.Dataset`` of a group; a clear ``ValueError`` when it is absent."""
+    """The ``xarray.Dataset`` of a group of ``idata``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData, xarray.DataTree or xarray.Dataset
+        The container; a bare ``Dataset`` is returned as the ``"posterior"`` group.
+    group : str
+        The group's name.
+
+    Returns
+    -------
+    xarray.Dataset
+        The group (a DataTree node is converted with ``to_dataset()``).
+
+    Raises
+    ------
+    ValueError
+        When the group is absent, naming it (and for a missing posterior asking whether
+        ``idata`` is a ``pm.sample`` result).
+
+    See Also
+    --------
+    has_group : the same test without the error.
+    flatten : the group as an ``(n, d)`` array.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from stein_coreset.integrations.arviz import get_group
+    >>> post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((2, 3)))})
+    >>> tree = xr.DataTree.from_dict({"posterior": post})
+    >>> dict(get_group(tree, "posterior").sizes)
+    {'chain': 2, 'draw': 3}
+    >>> get_group(tree, "coreset")
+    Traceback (most recent call last):
+    ...
+    ValueError: idata has no 'coreset' group
+    """
     if _is_dataset(idata):
         if group != "posterior":
             raise ValueError(f"group: a Dataset is taken as the posterior; got group={group!r}")
@@ -95,8 +190,26 @@ def get_group(idata, group: str):
 
 
 def arviz_major() -> int | None:
-    """The installed ArviZ's major version (0: InferenceData; >= 1: DataTree), None without
-    ArviZ. (ArviZ 1.x still answers ``hasattr(az, "InferenceData")`` with a stub.)"""
+    """The installed ArviZ's major version, or None without ArviZ.
+
+    0 means results are ``arviz.InferenceData``; 1 and later, ``xarray.DataTree`` (ArviZ 1.x
+    has no working InferenceData, though it still answers ``hasattr(az, "InferenceData")``
+    with a stub, so the version is the test to use).
+
+    Returns
+    -------
+    int or None
+
+    See Also
+    --------
+    to_idata : builds the container this version reads.
+
+    Examples
+    --------
+    >>> from stein_coreset.integrations.arviz import arviz_major
+    >>> arviz_major() in (None, 0, 1)   # None: no ArviZ; 0: InferenceData; 1: DataTree
+    True
+    """
     try:
         import arviz as az
     except ImportError:
@@ -105,10 +218,40 @@ def arviz_major() -> int | None:
 
 
 def to_idata(groups: dict, like=None):
-    """An ``arviz.InferenceData`` of the ``{name: Dataset}`` groups with ArviZ 0.x, unless
-    ``like`` is a DataTree; an ``xarray.DataTree`` with ArviZ >= 1 (which has no
-    InferenceData). Groups outside ArviZ 0.x's schema (``coreset``) are kept without its
-    warning."""
+    """The container ArviZ reads for the given groups.
+
+    An ``arviz.InferenceData`` with ArviZ 0.x, unless ``like`` is a DataTree; an
+    ``xarray.DataTree`` with ArviZ >= 1 (which has no InferenceData) or without ArviZ. Groups
+    outside ArviZ 0.x's schema (``coreset``) are kept without its warning.
+
+    Parameters
+    ----------
+    groups : dict of str to xarray.Dataset
+        The groups, by name.
+    like : optional
+        The input the result answers (e.g. the trace): a DataTree there gives a DataTree
+        back, whatever the ArviZ version.
+
+    Returns
+    -------
+    arviz.InferenceData or xarray.DataTree
+
+    See Also
+    --------
+    arviz_major : the version that decides the container.
+    get_group, has_group : read a group back from either container.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from stein_coreset.integrations.arviz import get_group, has_group, to_idata
+    >>> cs = xr.Dataset({"weight": ("point", [0.5, 0.5]), "mu": ("point", [0.0, 2.0])})
+    >>> idata = to_idata({"coreset": cs})
+    >>> has_group(idata, "coreset"), float(get_group(idata, "coreset")["mu"].sum())
+    (True, 2.0)
+    >>> type(to_idata({"coreset": cs}, like=xr.DataTree())).__name__
+    'DataTree'
+    """
     import warnings
 
     import xarray as xr
@@ -146,6 +289,12 @@ def coreset_support(idata, var_names=None, group: str = "posterior"):
     Notes
     -----
     O(m d): no copy beyond the selection.
+
+    See Also
+    --------
+    weighted_mean : the weighted means of these points.
+    summary : weighted mean, sd and interval per entry.
+    stein_coreset.integrations.pymc.compress_trace : the results this reads.
 
     Examples
     --------
@@ -186,14 +335,38 @@ def coreset_support(idata, var_names=None, group: str = "posterior"):
 
 
 def weighted_mean(idata, var_names=None, group: str = "posterior"):
-    """The coreset's weighted mean of each variable of a :func:`compress_trace` result: the sum
-    over the support of ``coreset.weight * coreset[v]`` (an ``xarray.Dataset``).
+    """The coreset's weighted mean of each variable of a
+    :func:`~stein_coreset.integrations.pymc.compress_trace` result: the sum over the support of
+    ``coreset.weight * coreset[v]``.
 
     This is the estimate to use for every kind of weights: for equal-weighted results it is
     the plain mean of the posterior draws, for simplex results (``sr``, ``lsr``, ``rt``) it is
     exact where the posterior's resampled draws are within resampling error of it, and for
     signed results (``sc``, ``lsc``, ``ct``), which have no posterior draws, it is the only
-    mean there is. O(m d).
+    mean there is.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData or xarray.DataTree
+        A ``compress_trace`` result.
+    var_names : str or list of str, optional
+        Variables to average (default: every variable stored with the support).
+    group : str
+        As in :func:`coreset_support` (results written before the ``point`` dimension only).
+
+    Returns
+    -------
+    xarray.Dataset
+        One variable per name, without the ``point`` dimension.
+
+    Notes
+    -----
+    O(m d).
+
+    See Also
+    --------
+    coreset_support : the weighted points themselves.
+    summary : adds sd and an interval.
 
     Examples
     --------
@@ -239,6 +412,12 @@ def summary(idata, var_names=None, *, prob: float = 0.94):
     Notes
     -----
     O(m log m) per entry (a sort for the quantiles).
+
+    See Also
+    --------
+    weighted_mean : the means as an ``xarray.Dataset``.
+    coreset_support : the weighted points the figures come from.
+    stein_coreset.integrations.pymc.compress_trace : the results this reads.
 
     Examples
     --------
@@ -325,12 +504,37 @@ def flatten(idata, var_names=None, group: str = "posterior"):
 
     Returns
     -------
-    X : (chain * draw, d) float64 array, chain-major.
-    layout : :class:`Layout` for :func:`unflatten`.
+    X : (chain * draw, d) float64 array
+        Chain-major: all draws of chain 0, then chain 1, ...; a variable of shape ``(2, 3)``
+        fills 6 columns in C order.
+    layout : Layout
+        Where each variable's columns are, for :func:`unflatten`.
 
     Notes
     -----
     O(n d) copy; no dependence on the installed ArviZ beyond its xarray groups.
+
+    See Also
+    --------
+    unflatten : the inverse map.
+    stein_coreset.compress : what takes X (with its scores).
+    stein_coreset.integrations.pymc.compress_trace : does all of this for a PyMC trace.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from stein_coreset.integrations.arviz import flatten
+    >>> rng = np.random.default_rng(0)
+    >>> post = xr.Dataset({"mu": (("chain", "draw"), rng.standard_normal((2, 3))),
+    ...                    "theta": (("chain", "draw", "school"), rng.standard_normal((2, 3, 2)))})
+    >>> X, layout = flatten(post)
+    >>> X.shape, X.dtype
+    ((6, 3), dtype('float64'))
+    >>> X[:2].round(3)                         # chain 0, draws 0 and 1: mu, theta[0], theta[1]
+    array([[ 0.126,  1.304,  0.947],
+           [-0.132, -0.704, -1.265]])
+    >>> flatten(post, var_names="theta")[0].shape
+    (6, 2)
     """
     ds = get_group(idata, group)
     if var_names is None:
@@ -395,8 +599,36 @@ def unflatten(X, layout: Layout, *, as_dataset: bool = True):
 
     Returns
     -------
-    When ``n == n_chains * n_draws`` the source grid (chain and draw coords included);
-    otherwise one chain of ``n`` draws. Variables keep their dtypes (rounded for integers).
+    xarray.Dataset or dict
+        When ``n == n_chains * n_draws`` the source grid (chain and draw coords included);
+        otherwise one chain of ``n`` draws. Variables keep their dtypes (rounded for
+        integers).
+
+    Notes
+    -----
+    O(n d).
+
+    See Also
+    --------
+    flatten : the forward map, which gives the layout.
+    coreset_support : a ``compress_trace`` result's points, already named.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from stein_coreset.integrations.arviz import flatten, unflatten
+    >>> rng = np.random.default_rng(0)
+    >>> post = xr.Dataset({"mu": (("chain", "draw"), rng.standard_normal((2, 3))),
+    ...                    "theta": (("chain", "draw", "school"), rng.standard_normal((2, 3, 2)))},
+    ...                   coords={"school": ["A", "B"]})
+    >>> X, layout = flatten(post)
+    >>> np.array_equal(unflatten(X, layout)["theta"], post["theta"])   # the whole grid back
+    True
+    >>> points = unflatten(X[[4, 1]], layout)    # two rows: one chain of 2 draws
+    >>> dict(points.sizes), points["theta"].dims
+    ({'chain': 1, 'draw': 2, 'school': 2}, ('chain', 'draw', 'school'))
+    >>> {k: v.shape for k, v in unflatten(X[[4, 1]], layout, as_dataset=False).items()}
+    {'mu': (2,), 'theta': (2, 2)}
     """
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[1] != layout.d:

@@ -39,6 +39,53 @@ class ModelFunctions:
     vectorised over a leading batch dimension with ``pytensor.graph.replace.vectorize_graph``;
     when a graph cannot be vectorised (or the vectorised result disagrees with the per-draw one
     on the first draw) the per-draw function is looped over instead and ``vectorized`` is False.
+    Use :func:`model_functions` to get one: it caches the instance per model.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model whose free variables are all continuous (the scores need a gradient);
+        otherwise a ``ValueError`` names the discrete ones.
+
+    Attributes
+    ----------
+    names : list of str
+        The free variables, in column order.
+    value_names : list of str
+        Their value variables (``sigma_log__`` for a positive ``sigma``): the unconstrained
+        coordinates.
+    d : int
+        Number of unconstrained columns.
+    vectorized : dict of str to bool
+        Per compiled map, whether it runs batched (True) or draw by draw.
+
+    Notes
+    -----
+    Construction builds the PyTensor graphs (no compilation); each map compiles on its first
+    use, once per model (about a second with a warm PyTensor cache, tens of seconds on a cold
+    one). Evaluation is one compiled call per batch of draws.
+
+    See Also
+    --------
+    model_functions : the cached instance of a model.
+    trace_scores : applies these maps to a whole trace.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from stein_coreset.integrations.pymc import ModelFunctions
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    ...     sigma = pm.HalfNormal("sigma", 1.0)
+    >>> fns = ModelFunctions(model)
+    >>> fns.names, fns.value_names, fns.d
+    (['mu', 'sigma'], ['mu', 'sigma_log__'], 2)
+    >>> X = np.array([[0.5, 0.0], [-1.0, np.log(2.0)]])   # rows (mu, log sigma)
+    >>> fns.scores(X).round(3)                             # (-mu, 1 - sigma^2)
+    array([[-0.5,  0. ],
+           [ 1. , -3. ]])
+    >>> [v.round(3) for v in fns.to_constrained(X)]        # mu, sigma
+    [array([ 0.5, -1. ]), array([1., 2.])]
     """
 
     def __init__(self, model):
@@ -191,15 +238,18 @@ class ModelFunctions:
         return out
 
     def join(self, parts) -> np.ndarray:
+        """List of (n, *value_shape) arrays -> (n, d) float64 rows (the inverse of ``split``)."""
         n = parts[0].shape[0]
         return np.concatenate(
             [np.asarray(p, dtype=np.float64).reshape(n, -1) for p in parts], axis=1
         )
 
     def to_unconstrained(self, constrained: list, batch_size: int = 1024) -> np.ndarray:
+        """(n, *shape) constrained values per free variable -> (n, d) unconstrained rows."""
         return self.join(self("forward", constrained, batch_size))
 
     def to_constrained(self, X, batch_size: int = 1024) -> list:
+        """(n, d) unconstrained rows -> list of (n, *shape) constrained values per variable."""
         return self("backward", self.split(X), batch_size)
 
     def scores(self, X, batch_size: int = 1024, progress: str | None = None) -> np.ndarray:
@@ -207,6 +257,7 @@ class ModelFunctions:
         return self.join(self("dlogp", self.split(X), batch_size, progress))
 
     def logp(self, X, batch_size: int = 1024) -> np.ndarray:
+        """(n,) joint log density (Jacobian terms included) at the unconstrained rows of X."""
         return np.asarray(self("logp", self.split(X), batch_size)[0]).reshape(-1)
 
 
@@ -214,8 +265,39 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def model_functions(model) -> ModelFunctions:
-    """The model's :class:`ModelFunctions`, cached per model (and its current set of variables),
-    so compressing one trace with several methods compiles the gradient once."""
+    """The model's :class:`ModelFunctions`, cached per model.
+
+    The cache is keyed on the model and its current set of variables (a variable added
+    later gives a fresh instance), so compressing one trace with several methods compiles the
+    gradient once. It holds the model weakly: a model that is dropped frees its functions.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The model; one that cannot be weakly referenced is not cached.
+
+    Returns
+    -------
+    ModelFunctions
+
+    See Also
+    --------
+    ModelFunctions : the compiled maps.
+    trace_scores : the one user of this cache most callers need.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from stein_coreset.integrations.pymc import model_functions
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    >>> model_functions(model) is model_functions(model)
+    True
+    >>> with model:
+    ...     tau = pm.HalfNormal("tau", 1.0)
+    >>> model_functions(model).names       # a new variable: a new instance
+    ['mu', 'tau']
+    """
     key = (
         tuple(id(v) for v in model.free_RVs),
         tuple(id(v) for v in model.value_vars),
@@ -291,6 +373,41 @@ class TraceScores:
     Row ``i`` of ``X`` / ``S`` comes from ``source_group[i]`` ("warmup_posterior" or "posterior"),
     chain ``source_chain[i]``, draw ``source_draw[i]`` (its position in that group); the rows are
     each chain's warm-up then its posterior draws, chain after chain (the sampler's order).
+
+    Attributes
+    ----------
+    X, S : (n, d) float64 arrays
+        The unconstrained draws and the gradients of the joint log density there: the input
+        :func:`stein_coreset.compress` takes.
+    source_group : (n,) array of str
+        ``"warmup_posterior"`` or ``"posterior"``, per row.
+    source_chain, source_draw : (n,) int64 arrays
+        The chain of each row, and its draw within that chain's group.
+    functions : ModelFunctions
+        The compiled maps used (``functions.to_constrained`` maps rows back).
+    time_scores_s, time_transform_s, time_compile_s : float
+        Seconds spent evaluating the gradient, the forward transform, and building and
+        compiling the model's functions (0 after the first call on a model, but for the
+        cache lookup).
+
+    See Also
+    --------
+    trace_scores : builds it.
+    compress_trace : compresses the rows and maps them back to the trace's variables.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, xarray as xr
+    >>> from stein_coreset.integrations.pymc import trace_scores
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    >>> draws = xr.Dataset({"mu": (("chain", "draw"), np.arange(6.0).reshape(2, 3))})
+    >>> trace = xr.DataTree.from_dict({"warmup_posterior": draws, "posterior": draws + 10})
+    >>> ts = trace_scores(trace, model)
+    >>> ts.X[:, 0]                                  # chain 0: warm-up, posterior; then chain 1
+    array([ 0.,  1.,  2., 10., 11., 12.,  3.,  4.,  5., 13., 14., 15.])
+    >>> ts.source_group[[0, 3]], ts.source_chain[[3, 6]], ts.source_draw[[3, 6]]
+    (array(['warmup_posterior', 'posterior'], dtype='<U16'), array([0, 1]), array([0, 0]))
     """
 
     X: np.ndarray
@@ -350,6 +467,17 @@ def trace_scores(
         cache, tens of seconds on a cold one) and show a bar over the scoring batches, for
         stages longer than half a second. Default: on when stderr is a terminal.
 
+    Returns
+    -------
+    TraceScores
+        The rows X, their scores S and where each row came from.
+
+    Raises
+    ------
+    ValueError
+        When the trace and the model disagree (a variable missing from either, a per-draw
+        shape that differs), naming the variable.
+
     Notes
     -----
     Cost: building and compiling the model's forward-transform, gradient and backward-transform
@@ -357,6 +485,33 @@ def trace_scores(
     one compiled forward-transform call and one compiled gradient call per batch of
     ``batch_size`` draws (a loop over draws when the model's graph cannot be vectorised):
     ``time_transform_s`` and ``time_scores_s``.
+
+    See Also
+    --------
+    compress_trace : scores, compression and the way back in one call.
+    stein_coreset.integrations.jax.scores_from_logdensity : the same for a JAX log density.
+
+    Examples
+    --------
+    The usual input is a ``pm.sample`` result; hand-made draws stand in for one here:
+
+    >>> import numpy as np, pymc as pm, xarray as xr
+    >>> from stein_coreset.integrations.pymc import trace_scores
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    ...     sigma = pm.HalfNormal("sigma", 1.0)
+    >>> rng = np.random.default_rng(0)
+    >>> trace = xr.DataTree.from_dict({"posterior": xr.Dataset({
+    ...     "mu": (("chain", "draw"), rng.standard_normal((2, 50))),
+    ...     "sigma": (("chain", "draw"), rng.lognormal(0.0, 0.5, (2, 50)))})})
+    >>> ts = trace_scores(trace, model)
+    >>> ts.X.shape                                  # columns: mu, log sigma
+    (100, 2)
+    >>> sigma = trace["posterior"]["sigma"].values.ravel()
+    >>> bool(np.allclose(ts.X[:, 1], np.log(sigma)))
+    True
+    >>> bool(np.allclose(ts.S, np.c_[-ts.X[:, 0], 1 - sigma ** 2]))   # grad of log p, Jacobian in
+    True
     """
 
     model = _check_model(model)
@@ -546,6 +701,48 @@ def compress_trace(
     of every kind of result, with no MCMC diagnostics; ``az.summary(result, kind="stats")`` is
     the plain summary of the posterior draws (exact for equal-weight methods, within
     resampling error for simplex ones).
+
+    See Also
+    --------
+    stein_coreset.compress : the compression itself, on (n, d) arrays.
+    stein_coreset.integrations.arviz.summary : weighted figures of the result.
+    stein_coreset.integrations.arviz.weighted_mean : the weighted means alone.
+
+    Examples
+    --------
+    Two chains whose first 20 draws (the warm-up, kept by
+    ``pm.sample(discard_tuned_samples=False)``) sit far from the posterior's mass, stood in
+    for by hand-made draws; the target is mu ~ N(0, 1):
+
+    >>> import numpy as np, pymc as pm, xarray as xr
+    >>> from stein_coreset.integrations.arviz import get_group, has_group, weighted_mean
+    >>> from stein_coreset.integrations.pymc import compress_trace
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    ...     sigma = pm.HalfNormal("sigma", 1.0)
+    >>> rng = np.random.default_rng(0)
+    >>> def draws(shift, n):
+    ...     return xr.Dataset({
+    ...         "mu": (("chain", "draw"), shift + rng.standard_normal((2, n))),
+    ...         "sigma": (("chain", "draw"), rng.lognormal(shift / 2, 0.5, (2, n)))})
+    >>> trace = xr.DataTree.from_dict({"warmup_posterior": draws(3.0, 20),
+    ...                                "posterior": draws(0.0, 60)})
+    >>> res = compress_trace(trace, model, size=10, method="skt", random_seed=0)
+    >>> cs = get_group(res, "coreset")
+    >>> cs.attrs["coreset_kind"], cs.attrs["n_input"], cs.attrs["n_warmup_input"]
+    ('equal', 160, 40)
+    >>> dict(get_group(res, "posterior").sizes)     # 10 draws, each its own chain
+    {'chain': 10, 'draw': 1}
+    >>> round(float(weighted_mean(res)["mu"]), 2)   # the warm-up's pull is corrected
+    0.04
+    >>> std = compress_trace(trace, model, size=10, method="standard", random_seed=0)
+    >>> round(float(weighted_mean(std)["mu"]), 2)   # thinning alone keeps it
+    0.66
+    >>> has_group(compress_trace(trace, model, size=10, method="sc"), "posterior")
+    False
+
+    Signed weights (``"sc"``) are not draws, hence no ``posterior`` group: read them with
+    :func:`~stein_coreset.integrations.arviz.summary`.
     """
     import xarray as xr
 

@@ -22,11 +22,10 @@ struct ArgMin {
 // so a member's share of a step is a few contiguous chunks that stay in its caches.
 constexpr int64_t kChunk = 4 * kSoABlock;
 
-// Stein thinning picks the same points again and again (on a biased chain at d = 50, some 130
+// Stein thinning picks the same points again and again (on a biased chain at d = 50, some 190
 // distinct points in 8192 steps): the column of a point picked before is read back from a cache
 // of the columns already evaluated, the same values bit for bit, instead of being evaluated
-// again. The cache holds at most this many bytes of columns; picks beyond it are evaluated.
-constexpr double kColumnCacheBytes = 256.0 * 1024.0 * 1024.0;
+// again. The cache holds at most kColumnCacheBytes of columns; picks beyond it are evaluated.
 
 // The column step t adds: `cached` (a column evaluated before) or, when `fill` is set, one to
 // evaluate and keep there for the later picks of the same point.
@@ -83,7 +82,8 @@ struct Slot {
 
 }  // namespace
 
-void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score, int n_threads) {
+void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score, int n_threads,
+                    double cache_bytes) {
     const int64_t n = K.n;
     if (m <= 0) {
         if (score != nullptr) diag(K, score, n_threads);
@@ -105,7 +105,8 @@ void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score,
     std::vector<Padded<Slot>> slot(static_cast<size_t>(M));
     // the column cache: point -> its column, filled by the step that first adds it
     const int64_t max_columns =
-        static_cast<int64_t>(kColumnCacheBytes / (8.0 * static_cast<double>(n)));
+        static_cast<int64_t>((cache_bytes < 0.0 ? kColumnCacheBytes : cache_bytes) /
+                             (8.0 * static_cast<double>(n)));
     std::vector<int32_t> cached_as(static_cast<size_t>(max_columns > 0 ? n : 0), -1);
     std::vector<std::unique_ptr<double[]>> columns;
     Column next;  // the column of the coming step, set by the previous step's last arriver

@@ -17,6 +17,12 @@ namespace sc {
 // One team region for the whole call, sized by a step's work (n kernel entries): each step is one
 // parallel pass over fixed chunks and one barrier, whose last arriver takes the first argmin of
 // the members' partial argmins (the result does not depend on n_threads).
-void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score, int n_threads);
+// Repeated picks read their column from a cache of the columns already evaluated (the same
+// values, so the same picks), at most `cache_bytes` of them (negative: kColumnCacheBytes).
+void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score, int n_threads,
+                    double cache_bytes = -1.0);
+
+// The default bound on Stein thinning's column cache.
+constexpr double kColumnCacheBytes = 256.0 * 1024.0 * 1024.0;
 
 }  // namespace sc

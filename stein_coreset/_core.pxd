@@ -92,7 +92,8 @@ cdef extern from "kt_swap_ls.hpp" nogil:
 
 cdef extern from "stein_thinning.hpp" nogil:
     void sc_stein_thinning "sc::stein_thinning"(const KernelSpec& K, int64_t m, int64_t* out,
-                                               double* score, int n_threads) except +
+                                               double* score, int n_threads,
+                                               double cache_bytes) except +
 
 
 cdef extern from "kt_split.hpp" nogil:

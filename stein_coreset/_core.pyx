@@ -354,15 +354,16 @@ def kernel_column(Kernel K, int64_t j, int n_threads=1):
     return out
 
 
-def stein_thinning(Kernel K, int64_t m, int n_threads=1):
-    """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order."""
+def stein_thinning(Kernel K, int64_t m, int n_threads=1, double cache_bytes=-1.0):
+    """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order. Repeated picks
+    read their column from a cache of at most ``cache_bytes`` (negative: 256 MiB)."""
     if m < 1:
         raise ValueError("m must be >= 1")
     out = np.empty(m, dtype=np.int64)
     cdef int64_t[::1] ov = out
     with _Interruptible():
         with nogil:
-            sc_stein_thinning(K.spec, m, &ov[0], NULL, n_threads)
+            sc_stein_thinning(K.spec, m, &ov[0], NULL, n_threads, cache_bytes)
     return out
 
 

@@ -116,3 +116,22 @@ def test_vectorised_kernel_columns_equal_the_entrywise_evaluator(d):
             np.testing.assert_allclose(
                 _core.kernel_column(native.handle(K), 17), dense[:, 17], rtol=1e-12, atol=1e-13
             )
+
+
+@pytest.mark.parametrize("d", [3, 40])
+def test_column_cache_gives_the_picks_of_the_uncached_loop(d):
+    """Repeated picks read their column from the cache: with no cache, a cache of three columns
+    (full after three distinct picks) and the default one, the same picks and the reference's."""
+    from stein_coreset import _core
+
+    rng = np.random.default_rng(d)
+    X = 0.7 + 1.5 * rng.standard_normal((700, d))
+    K = sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(2 * d)))).bind(X, -X)
+    m = 900
+    h = native.handle(K)
+    runs = [_core.stein_thinning(h, m, 2, cache_bytes=c) for c in (0.0, 3 * 8.0 * 700, -1.0)]
+    assert len(np.unique(runs[0])) < m // 3  # repeats: the cache is used
+    for got in runs[1:]:
+        np.testing.assert_array_equal(got, runs[0])
+    np.testing.assert_array_equal(runs[0], K.with_backend("xp").backend.stein_thinning(
+        K.with_backend("xp"), m))

@@ -373,16 +373,25 @@ def compress(
 ):
     """Debiased compression of a row-chunked (X, S) on Dask: map over blocks, tree reduce.
 
+    Map: each row block is compressed by ``method`` to ``block_size`` points targeting P.
+    Reduce: block coresets are merged ``fan_in`` at a time and compressed again by the same
+    method, as a tree, until one coreset of ``size`` points is left; the method's debiasing
+    stage re-weights each union towards P, so a block of pure burn-in gets little weight
+    (docs/distributed.md). The result does not depend on the number of workers or their order.
+
     Parameters
     ----------
-    X, S : dask.array (n, d), chunked along rows alike; or lists of per-chain arrays / ``.npy`` /
-        ``.npz`` paths (one block per chain, loaded lazily on the workers).
+    X, S : dask.array or list
+        The points and their scores: ``(n, d)`` dask arrays chunked alike along rows (one block
+        per row chunk), or lists of per-chain arrays / ``.npy`` / ``.npz`` paths (one block
+        per chain, loaded lazily on the workers).
     size : int
         Final coreset size.
     method : str
         A debiased method of :func:`stein_coreset.compress`: st, skt, lskt, sr, sc, lsr, lsc.
     seed : int, optional
-        Root of ``SeedSequence(seed)``; block b uses child b, reduce node j child n_blocks + j.
+        Root of ``SeedSequence(seed)``; block b uses child b, reduce node j child n_blocks + j,
+        so the same seed gives the same coreset on any scheduler.
     kernel : SteinKernel, optional
         Default: ``SteinKernel(IMQ(sigma=median_bandwidth(sample)))`` with the sample of at most
         1000 rows spread over the blocks, fixed once and used in every task; a ``SteinKernel``
@@ -394,7 +403,8 @@ def compress(
     nan_policy : {"raise", "omit"}
         "omit" drops non-finite rows inside each block; indices stay global.
     n_threads : int
-        Threads of the C++ loops inside each task (default 1: one core per Dask thread).
+        Size of the engine's thread team inside each task (default 1: one core per Dask
+        thread); the result does not depend on it.
     scheduler : optional
         Passed to ``dask.compute`` (default: the active scheduler, a ``distributed.Client`` if
         one exists).
@@ -407,9 +417,38 @@ def compress(
 
     Returns
     -------
-    Coreset with ``indices`` into the global row order and ``info["blocks"]``,
-    ``info["reduce"]`` (per-stage details). Cost: one block's compression per map task (e.g. SKT
-    on n_b rows), one compression of at most ``fan_in * block_size`` rows per reduce node.
+    Coreset
+        As :func:`stein_coreset.compress` gives it, with ``indices`` into the global row order
+        and ``info["blocks"]``, ``info["reduce"]`` (per-stage details), ``info["n_blocks"]``.
+
+    Notes
+    -----
+    Cost: one block's compression per map task (e.g. SKT on n_b rows), one compression of at
+    most ``fan_in * block_size`` rows per reduce node; only block coresets travel to the
+    driver.
+
+    See Also
+    --------
+    stein_coreset.compress : the same methods in one process.
+    run_cli : the command line's entry, reading chain files.
+
+    Examples
+    --------
+    On Dask's synchronous scheduler (with a ``distributed.Client`` open, leave out
+    ``scheduler`` and the call runs on its cluster; the result is the same):
+
+    >>> import numpy as np, dask.array as da
+    >>> from stein_coreset import distributed as scd
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((1024, 2))   # biased for N(0, I)
+    >>> Xd, Sd = da.from_array(X, chunks=(256, 2)), da.from_array(-X, chunks=(256, 2))
+    >>> res = scd.compress(Xd, Sd, size=16, method="skt", seed=0, scheduler="sync")
+    >>> res.info["n_blocks"], res.kind, res.draw_indices.size
+    (4, 'equal', 16)
+    >>> res.indices[:5]                     # rows of the whole X, from every block
+    array([  6, 322, 464, 496, 564])
+    >>> again = scd.compress(Xd, Sd, size=16, method="skt", seed=0, scheduler="threads")
+    >>> bool(np.array_equal(again.indices, res.indices))
+    True
     """
     dask, da = _import_dask()
     if not isinstance(method, str) or method not in DEBIASED:
@@ -583,6 +622,9 @@ def run_cli(
 ) -> _Coreset:
     """What ``stein-coreset compress FILE... [--workers N | --scheduler ADDRESS]`` does.
 
+    Reads one block per chain file, runs :func:`compress` on a local cluster, a running
+    scheduler or Dask's threaded scheduler, and optionally writes the coreset to a file.
+
     Parameters
     ----------
     paths : str or list of str
@@ -611,6 +653,38 @@ def run_cli(
     Coreset
         As :func:`compress`; ``info["workers"]`` is the number of workers used (None for the
         threaded scheduler).
+
+    Notes
+    -----
+    Cost as in :func:`compress`, plus starting the cluster when ``workers`` is given (a few
+    seconds for the worker processes).
+
+    See Also
+    --------
+    compress : the same on dask arrays or arrays in memory.
+    stein_coreset.compress : one process, one array.
+
+    Examples
+    --------
+    Three chain files of points and scores, on the threaded scheduler:
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from stein_coreset.distributed import run_cli
+    >>> rng = np.random.default_rng(1)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     paths = []
+    ...     for c in range(3):
+    ...         Xc = 0.5 + rng.standard_normal((300, 2))
+    ...         paths.append(os.path.join(tmp, f"chain{c}.npz"))
+    ...         np.savez(paths[-1], X=Xc, S=-Xc)
+    ...     res = run_cli(paths, size=16, method="st", seed=0,
+    ...                   out=os.path.join(tmp, "coreset.npz"))
+    ...     saved = sorted(np.load(os.path.join(tmp, "coreset.npz")).files)
+    >>> res.info["n_blocks"], res.info["workers"], round(float(res.weights.sum()), 4)
+    (3, None, 1.0)
+    >>> saved
+    ['draw_indices', 'draws', 'indices', 'info', 'kind', 'ksd', 'method', 'points', 'weights']
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -37,11 +37,40 @@ class Goodwin:
 
     Parameters
     ----------
-    theta : 4 floats, data-generating (a1, a2, k, alpha).
-    sigma : observation noise.
-    times : observation times (default 41, ..., 80).
-    seed : seed of the observation noise.
-    rtol, atol : tolerances of the ODE solver.
+    theta : 4 positive floats
+        The data-generating (a1, a2, k, alpha).
+    sigma : float
+        Observation noise sd, positive.
+    times : array, optional
+        Observation times (default 41, ..., 80).
+    seed : int
+        Seed of the observation noise.
+    rtol, atol : float
+        Tolerances of the ODE solver.
+
+    Attributes
+    ----------
+    d : int
+        4, the dimension of q.
+    names : tuple of str
+        The coordinates' names, ``("log a1", "log a2", "log k", "log alpha")``.
+    y : (T, 2) array
+        The synthetic observations.
+
+    See Also
+    --------
+    goodwin_chain : a biased P-MALA chain on this posterior.
+    mala : samples any target with a ``log_density_and_score``.
+
+    Examples
+    --------
+    >>> from stein_coreset.datasets import Goodwin
+    >>> target = Goodwin()                              # one ODE solve for the data
+    >>> lp, score = target.log_density_and_score(target.q_true)
+    >>> round(lp, 1), score.round(1)
+    (-42.0, array([ 9.6, -8.4,  1.5, -8.5]))
+    >>> target.laplace_covariance().shape              # a P-MALA preconditioner
+    (4, 4)
     """
 
     d = 4
@@ -170,6 +199,36 @@ class GaussianMixture:
     """Gaussian mixture sum_k w_k N(mu_k, Sigma_k) with analytic log density, score and draws.
 
     Default: three well-overlapping 2-D components (a chain started far away reaches all of them).
+
+    Parameters
+    ----------
+    means : (K, d) array, optional
+        Component means (all three of ``means``, ``covs``, ``weights`` default together).
+    covs : (K, d, d) array, optional
+        Component covariances, symmetric positive definite.
+    weights : (K,) array, optional
+        Component weights, normalised to sum 1 (default: equal).
+
+    Notes
+    -----
+    ``log_density`` and ``score`` cost O(n K d^2) for n points.
+
+    See Also
+    --------
+    gmm_chain : a biased MALA chain on the default mixture.
+    Gaussian : a single correlated Gaussian.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from stein_coreset.datasets import GaussianMixture
+    >>> P = GaussianMixture()
+    >>> P.d, P.weights
+    (2, array([0.4 , 0.35, 0.25]))
+    >>> P.log_density([[0.0, 0.0]]).round(3), P.score([[0.0, 0.0]]).round(3)
+    (array([-3.712]), array([[-0.462,  1.152]]))
+    >>> P.sample(100_000, rng=0).mean(axis=0).round(2)   # the mixture's mean: (-0.08, 0.45)
+    array([-0.07,  0.45])
     """
 
     def __init__(self, means=None, covs=None, weights=None):
@@ -217,11 +276,12 @@ class GaussianMixture:
         return -np.einsum("nk,nki->ni", r, pd)
 
     def log_density_and_score(self, x):
+        """(log p(x), grad log p(x)) at one point x (d,): the form :func:`mala` takes."""
         x = np.asarray(x, dtype=np.float64)[None]
         return float(self.log_density(x)[0]), self.score(x)[0]
 
     def sample(self, n: int, rng=None):
-        """n exact draws."""
+        """n exact draws, (n, d); ``rng``: a seed or numpy Generator."""
         rng = np.random.default_rng(rng)
         k = rng.choice(len(self.weights), size=n, p=self.weights)
         z = rng.standard_normal((n, self.d))
@@ -231,7 +291,37 @@ class GaussianMixture:
 class Gaussian:
     """N(mean, cov) with analytic log density, score and exact draws.
 
-    ``temper(T)`` returns the tempered target p^{1/T} = N(mean, T cov).
+    ``temper(T)`` returns the tempered target p^{1/T} = N(mean, T cov): the tempering test bed
+    (a chain of the tempered target is a biased sample of this one).
+
+    Parameters
+    ----------
+    mean : (d,) array
+        The mean.
+    cov : (d, d) array
+        The covariance, symmetric positive definite.
+
+    Notes
+    -----
+    ``log_density`` and ``score`` cost O(n d^2) for n points.
+
+    See Also
+    --------
+    GaussianMixture : a multimodal target.
+    mala : samples it through ``log_density_and_score``.
+
+    Examples
+    --------
+    >>> from stein_coreset.datasets import Gaussian
+    >>> P = Gaussian.correlated(d=2, rho=0.5)
+    >>> P.cov
+    array([[1. , 0.5],
+           [0.5, 1. ]])
+    >>> P.score([[1.0, 0.0]]).round(3)                 # -cov^{-1} (x - mean)
+    array([[-1.333,  0.667]])
+    >>> P.temper(2.0).cov                               # p^(1/2)
+    array([[2., 1.],
+           [1., 2.]])
     """
 
     def __init__(self, mean, cov):
@@ -251,20 +341,25 @@ class Gaussian:
         return cls(np.zeros(d), C * np.outer(s, s))
 
     def temper(self, T: float) -> Gaussian:
+        """The tempered target p^{1/T} = N(mean, T cov)."""
         return Gaussian(self.mean, T * self.cov)
 
     def log_density(self, X):
+        """Unnormalised log density at each row of X (n, d)."""
         D = np.atleast_2d(X) - self.mean
         return -0.5 * np.einsum("ni,ij,nj->n", D, self.prec, D)
 
     def score(self, X):
+        """grad log p at each row of X (n, d): -cov^{-1} (x - mean)."""
         return -(np.atleast_2d(X) - self.mean) @ self.prec
 
     def log_density_and_score(self, x):
+        """(log p(x), grad log p(x)) at one point x (d,): the form :func:`mala` takes."""
         x = np.asarray(x, dtype=np.float64)[None]
         return float(self.log_density(x)[0]), self.score(x)[0]
 
     def sample(self, n: int, rng=None):
+        """n exact draws, (n, d); ``rng``: a seed or numpy Generator."""
         rng = np.random.default_rng(rng)
         return self.mean + rng.standard_normal((n, self.d)) @ self.chol.T
 
@@ -276,6 +371,46 @@ class LogisticRegression:
     for a fixed beta* drawn from N(0, I); prior beta ~ N(0, prior_var I). The parameter dimension is
     d = p + 1. ``score(B)`` is the full-data score at each row of B; ``minibatch_score`` the
     unbiased stochastic estimate an SGLD chain uses.
+
+    Parameters
+    ----------
+    n_data : int
+        Number of generated observations.
+    p : int
+        Number of features besides the intercept.
+    prior_var : float
+        Variance of the Gaussian prior on each coefficient.
+    seed : int
+        Seed of the features, beta* and the labels.
+
+    Attributes
+    ----------
+    d : int
+        p + 1, the dimension of beta.
+    beta_true : (d,) array
+        The coefficients the labels were generated from.
+    F, y : arrays
+        The (n_data, d) design (intercept column first) and the (n_data,) labels.
+
+    Notes
+    -----
+    ``log_density`` and ``score`` cost O(m n_data d) for m points; ``minibatch_score``
+    O(batch d).
+
+    See Also
+    --------
+    sgld : the stochastic-gradient chain on this target.
+    mala : an exact chain, through ``log_density_and_score``.
+
+    Examples
+    --------
+    >>> from stein_coreset.datasets import LogisticRegression
+    >>> target = LogisticRegression(n_data=200, p=2, seed=0)
+    >>> mode, hessian = target.mode()
+    >>> target.d, mode.round(2), target.beta_true.round(2)
+    (3, array([-0.49,  0.7 , -1.42]), array([-0.36,  0.58, -1.44]))
+    >>> bool(abs(target.score(mode)).max() < 1e-8)      # the score vanishes at the mode
+    True
     """
 
     def __init__(self, n_data: int = 2000, p: int = 4, prior_var: float = 10.0, seed: int = 0):
@@ -296,18 +431,22 @@ class LogisticRegression:
         return ll, g
 
     def log_density(self, B):
+        """Unnormalised log posterior at each row of B (m, d)."""
         ll, _ = self._loglik_grad(B, self.F, self.y)
         return ll - 0.5 * np.sum(np.atleast_2d(B) ** 2, axis=1) / self.prior_var
 
     def score(self, B):
+        """Full-data grad log posterior at each row of B (m, d)."""
         _, g = self._loglik_grad(B, self.F, self.y)
         return g - np.atleast_2d(B) / self.prior_var
 
     def minibatch_score(self, beta, idx):
+        """Unbiased estimate of the score at one beta (d,) from the data rows ``idx``."""
         _, g = self._loglik_grad(beta, self.F[idx], self.y[idx])
         return (self.n_data / len(idx)) * g[0] - beta / self.prior_var
 
     def log_density_and_score(self, b):
+        """(log p(b), grad log p(b)) at one point b (d,): the form :func:`mala` takes."""
         b = np.asarray(b, dtype=np.float64)[None]
         return float(self.log_density(b)[0]), self.score(b)[0]
 

@@ -52,10 +52,34 @@ __all__ = [
 
 
 class DiagnosticWarning(UserWarning):
-    """The input looks like a misuse (e.g. scores that are not grad log p at the points); the
-    result was computed, but is probably not what was meant. ``res.info["diagnostics"]`` has
-    the figures. Silence it with ``warnings.filterwarnings("ignore",
-    category=stein_coreset.DiagnosticWarning)``."""
+    """The input looks like a misuse (e.g. scores that are not grad log p at the points).
+
+    The result was computed, but is probably not what was meant; the message names the likely
+    cause (sign-flipped, misaligned, swapped scores or the wrong target) and
+    ``res.info["diagnostics"]`` has the figures. Silence it with
+    ``warnings.filterwarnings("ignore", category=stein_coreset.DiagnosticWarning)``.
+
+    See Also
+    --------
+    stein_coreset.diagnostics.check_scores : the checks that raise it.
+    stein_coreset.diagnostics.stein_residuals : the figures they judge.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((500, 2))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = sc.compress(X, X, size=16, method="st", seed=0)   # +x: not grad log p
+    >>> [w.category.__name__ for w in caught], res.info["diagnostics"]["suspect"]
+    (['DiagnosticWarning'], 'sign-flipped')
+    >>> with warnings.catch_warnings():
+    ...     warnings.filterwarnings("error")
+    ...     warnings.filterwarnings("ignore", category=sc.DiagnosticWarning)
+    ...     res = sc.compress(X, X, size=16, method="st", seed=0)   # silent
+    """
 
 
 #: ``stein_corr`` above its noise level and above this, or ``stein_trace`` above
@@ -77,13 +101,14 @@ SWAP_RATIO = 2.0
 
 
 def stein_residuals(X, S, weights=None) -> dict:
-    """Stein's identity on the (weighted) sample: ``{"stein_corr", "stein_trace",
-    "mean_score", "mean_score_swapped", "linear_r2", "n_eff"}`` (module docstring).
-    O(n d^2); d x d moments leave the device.
+    """How well the (weighted) sample satisfies Stein's identity E[s] = 0, E[s (x - mu)^T] = -I.
 
-    ``linear_r2`` is the share of the variance of S that a linear function of X explains
-    (1 for a Gaussian target, about d / n for unrelated rows); ``mean_score_swapped`` is
-    ``mean_score`` with the roles of X and S exchanged.
+    ``stein_corr`` (mean corr(s_j, x_j): negative for correct scores, -1 for a Gaussian
+    target), ``stein_trace`` (mean_j E[s_j (x_j - xbar_j)], -1 under P) and ``mean_score``
+    (0 under P) are described in the module docstring; ``linear_r2`` is the share of the
+    variance of S that a linear function of X explains (1 for a Gaussian target, about d / n
+    for unrelated rows); ``mean_score_swapped`` is ``mean_score`` with the roles of X and S
+    exchanged; ``n_eff`` is the effective sample size of the weights.
 
     Parameters
     ----------
@@ -91,6 +116,35 @@ def stein_residuals(X, S, weights=None) -> dict:
         Points and their scores.
     weights : (n,) array, optional
         Weights summing to 1 (signed weights allowed); default uniform.
+
+    Returns
+    -------
+    dict
+        ``{"stein_corr", "stein_trace", "mean_score", "mean_score_swapped", "linear_r2",
+        "n_eff"}``, Python floats.
+
+    Notes
+    -----
+    O(n d^2); only the (2d, 2d) moments leave the device.
+
+    See Also
+    --------
+    check_scores : judges these figures on the input and on a result.
+    stein_coreset.ksd : the kernel Stein discrepancy, a finer measure of the same fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.diagnostics import stein_residuals
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((500, 2))   # biased for N(0, I)
+    >>> r = stein_residuals(X, -X)
+    >>> {k: round(v, 3) for k, v in r.items()}
+    {'stein_corr': -1.0, 'stein_trace': -0.952, 'linear_r2': 1.0, 'mean_score': 0.442,
+     'mean_score_swapped': 0.442, 'n_eff': 500.0}
+    >>> res = sc.compress(X, -X, size=16, method="skt", seed=0)   # the debiased coreset
+    >>> round(stein_residuals(X[res.indices], -X[res.indices], res.weights)["mean_score"], 3)
+    0.012
     """
     xp, dev = aa.namespace(X=X, S=S)
     n, d = X.shape
@@ -135,7 +189,34 @@ def _residuals(moments: np.ndarray, xbar: np.ndarray, sbar: np.ndarray, n_eff: f
 
 def check_orientation(n: int, d: int, name: str = "X") -> None:
     """Refuse n <= d: too few points to say anything of a d-dimensional target, and the usual
-    sign of a transposed array."""
+    sign of a transposed array.
+
+    Parameters
+    ----------
+    n, d : int
+        Rows and columns of the array.
+    name : str
+        The array's argument name, for the message.
+
+    Raises
+    ------
+    ValueError
+        When n <= d, suggesting the transpose.
+
+    See Also
+    --------
+    check_scores : the checks of the scores themselves.
+    stein_coreset.compress : which runs this check on X.
+
+    Examples
+    --------
+    >>> from stein_coreset.diagnostics import check_orientation
+    >>> check_orientation(500, 2)             # fine: returns None
+    >>> check_orientation(2, 500)
+    Traceback (most recent call last):
+    ...
+    ValueError: X has n = 2 rows (points) and d = 500 columns (dimensions); ...
+    """
     if n <= d:
         raise ValueError(
             f"{name} has n = {n} rows (points) and d = {d} columns (dimensions); n <= d leaves "
@@ -179,6 +260,29 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
        swapped, or the scores of another density);
     4. input ``mean_score`` > :data:`SWAP_MEAN_SCORE` and > :data:`SWAP_RATIO` times
        ``mean_score_swapped``: "swapped".
+
+    :func:`stein_coreset.compress` runs it on every call (on the result too for the debiased
+    methods). Cost: at most two :func:`stein_residuals` calls, O(n d^2).
+
+    See Also
+    --------
+    stein_residuals : the figures judged.
+    DiagnosticWarning : the warning.
+    check_orientation : the shape check before these.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import stein_coreset as sc
+    >>> from stein_coreset.diagnostics import check_scores
+    >>> X = 0.5 + np.random.default_rng(0).standard_normal((500, 2))   # biased for N(0, I)
+    >>> res = sc.compress(X, -X, size=16, method="skt", seed=0)
+    >>> out = check_scores(X, -X, res.weights, res.indices)
+    >>> out["suspect"], round(out["input"]["mean_score"], 3), round(out["coreset"]["mean_score"], 3)
+    (None, 0.442, 0.012)
+    >>> shuffled = -X[np.random.default_rng(1).permutation(500)]   # rows of S not those of X
+    >>> check_scores(X, shuffled, warn=False)["suspect"]
+    'misaligned'
     """
     out = {"input": stein_residuals(X, S), "coreset": None, "suspect": None}
     inp = out["input"]

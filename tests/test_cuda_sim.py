@@ -192,16 +192,6 @@ def test_simulated_argmin_loops_on_fewer_blocks_pick_the_same(sim, blocks, monke
     does, each block now sweeping more of the points per step."""
     monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", "persistent")
     monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP_BLOCKS", blocks)
-    from support import cudasim
-
-    grids = {}
-    run = cudasim.SimFunction.run
-
-    def recorded(self, grid, block, args):
-        grids.setdefault(self.name, set()).add(int(grid[0]))
-        return run(self, grid, block, args)
-
-    monkeypatch.setattr(cudasim.SimFunction, "run", recorded)
     Kc, Kg = _pair(sim)
     np.testing.assert_array_equal(CUDA.stein_thinning(_OnDevice(Kg), 40),
                                   Kc.backend.stein_thinning(Kc, 40))
@@ -217,6 +207,9 @@ def test_simulated_argmin_loops_on_fewer_blocks_pick_the_same(sim, blocks, monke
     Db = CUDA.kt_swap_ls(_OnDevice(Kg), b, order, 0)
     np.testing.assert_array_equal(np.flatnonzero(a), np.flatnonzero(b))
     assert Db == pytest.approx(Da, rel=1e-12)
+    grids = {}
+    for name, nb, _ in sim.launch_log:
+        grids.setdefault(name, set()).add(nb)
     for name in ("st_persistent", "kts_persistent", "ksls_persistent"):
         assert grids[name] == {int(blocks)}
 
@@ -357,17 +350,13 @@ def test_simulated_fused_amd_with_larger_blocks_matches_the_cpp_steps(monkeypatc
 
     sim = cudasim.install(monkeypatch, max_threads=64)
     assert _cuda.amd_grid(n, 3, 64) == grid
-    launches = []
-    run = cudasim.SimFunction.run
-    monkeypatch.setattr(cudasim.SimFunction, "run",
-                        lambda self, g, b, a: launches.append(tuple(b)) or run(self, g, b, a))
     F, res, w0 = _amd_problem(n, r, seed=2)
     eta, steps = 0.05, 7
     wc, vc = w0.copy(), w0.copy()
     _core.amd_lowrank(F, res, wc, vc, 2, steps, eta, 1)
     wd, vd = sim.asarray(w0), sim.asarray(w0)
     _cuda.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, 2, steps, eta)
-    assert set(launches) == {(grid[1],)}
+    assert {(nb, t) for name, nb, t in sim.launch_log if name.startswith("amd")} == {grid}
     np.testing.assert_allclose(np.asarray(wd), wc, rtol=1e-12, atol=0)
     np.testing.assert_allclose(np.asarray(vd), vc, rtol=1e-12, atol=0)
     assert not np.allclose(wc, w0)
@@ -378,7 +367,7 @@ def test_fused_amd_grid_grows_blocks_while_warps_have_rows():
     up to the kernel's limit while each warp keeps about a batch of WARP rows."""
     from stein_coreset import _cuda
 
-    W, B = _cuda.WARP, _cuda.BLOCK
+    W, B = _cuda.CONFIG.warp, _cuda.CONFIG.block
     assert _cuda.amd_grid(1 << 20, 132, 512) == (132, 512)
     assert _cuda.amd_grid(1 << 20, 132, 1024) == (132, 1024)
     assert _cuda.amd_grid(1 << 16, 132, 1024) == (132, 16 * W)  # 31 rows a warp
@@ -398,7 +387,7 @@ def test_fused_amd_refuses_a_rank_it_does_not_hold(sim):
     from stein_coreset import _cuda
 
     F, res, w0 = _amd_problem(10, 3)
-    big = sim.zeros((10, _cuda.WARP * _cuda.AMD_KPL[-1] + 1), dtype=np.float32)
+    big = sim.zeros((10, _cuda.CONFIG.warp * _cuda.AMD_KPL[-1] + 1), dtype=np.float32)
     with pytest.raises(ValueError, match="rank"):
         _cuda.amd_lowrank(big, sim.asarray(res), sim.asarray(w0), sim.asarray(w0), 0, 2, 0.1)
     with pytest.raises(ValueError, match="contiguous"):
@@ -485,12 +474,9 @@ def test_simulator_catches_a_wrong_kernel(monkeypatch):
 
     from stein_coreset import _cuda
 
-    cp = cudasim.install(monkeypatch)
-    src = _cuda.cuda_source()
-    assert src.count("s += 2.0 * kp_entry(K, j, i);") == 2
-    bad = src.replace("s += 2.0 * kp_entry(K, j, i);", "s += kp_entry(K, j, i);")
-    module = cp.RawModule(code=bad)
-    monkeypatch.setattr(_cuda, "_module", lambda device_id: module)
+    assert _cuda.cuda_source().count("s += 2.0 * kp_entry(K, j, i);") == 2
+    cp = cudasim.install(monkeypatch, edit=lambda src: src.replace(
+        "s += 2.0 * kp_entry(K, j, i);", "s += kp_entry(K, j, i);"))
     Kc, Kg = _pair(cp)
     assert not np.array_equal(Kg.stein_thinning(40), Kc.backend.stein_thinning(Kc, 40))
 
@@ -502,11 +488,8 @@ def test_simulator_catches_a_missing_warp_reduction(monkeypatch):
 
     from stein_coreset import _core, _cuda
 
-    cp = cudasim.install(monkeypatch)
-    src = _cuda.cuda_source()
-    assert src.count("g = warp_sum(g);") == 1
-    module = cp.RawModule(code=src.replace("g = warp_sum(g);", ""))
-    monkeypatch.setattr(_cuda, "_module", lambda device_id: module)
+    assert _cuda.cuda_source().count("g = warp_sum(g);") == 1
+    cp = cudasim.install(monkeypatch, edit=lambda src: src.replace("g = warp_sum(g);", ""))
     F, res, w0 = _amd_problem(60, 20)
     wc, vc = w0.copy(), w0.copy()
     _core.amd_lowrank(F, res, wc, vc, 0, 5, 0.05, 1)
@@ -537,3 +520,171 @@ def test_buffers_for_device_arrays_are_checked_against_the_device_memory(sim, mo
                                          r"memory; 8 GiB of 16 GiB are free on CUDA device 0"):
         val.check_buffer(9 * 2**30, "rank", "a test buffer", like=a)
     val.check_buffer(9 * 2**30, "rank", "a test buffer", like=np.zeros(3))  # host: 9 GiB fits
+
+
+# ---- the persistent kernels' safety: co-residency guaranteed, never assumed ------------------
+
+def _st_persistent_args(cp, Kg, nb, m=20):
+    """The arguments of one st_persistent launch of m steps on nb blocks, and its barrier."""
+    bar = cp.zeros(2, dtype=np.uint32)
+    args = Kg._params + (Kg.diag(), cp.empty(2 * nb), cp.empty(2 * nb, dtype=np.int64),
+                         cp.asarray(np.array([0, -1], dtype=np.int64)), bar,
+                         cp.zeros(m, dtype=np.int64), np.int64(m))
+    return args, bar
+
+
+def test_a_persistent_grid_larger_than_the_device_holds_is_refused_at_launch(monkeypatch):
+    """3 multiprocessors x 2 blocks: a grid of 7 is refused before anything runs, naming the
+    kernel (and the driver's cooperative launch refuses it too); a grid of 6 runs. A kernel
+    whose block no longer fits a multiprocessor is refused when its grid is sized."""
+    from support import cudasim
+
+    from stein_coreset import _cuda
+
+    cp = cudasim.install(monkeypatch, blocks_per_sm=2)
+    Kc, Kg = _pair(cp)
+    fn = Kg._fn("st_persistent")
+    stream = cp.cuda.Stream()
+    args, bar = _st_persistent_args(cp, Kg, 7)
+    with pytest.raises(_cuda.PersistentLaunchError,
+                       match=r"st_persistent: a grid of 7 blocks of 16 threads exceeds the 6"):
+        _cuda.launch_persistent(fn, "st_persistent", 7, 16, args, stream, bar, 0)
+    params, keep = _cuda._kernel_params(args)
+    with pytest.raises(cudasim.CUDADriverError, match="COOPERATIVE_LAUNCH_TOO_LARGE"):
+        cp.cuda.driver.launchCooperativeKernel(fn.kernel.ptr, 7, 1, 1, 16, 1, 1, 0, 0,
+                                               cudasim.ctypes.addressof(params))
+    args, bar = _st_persistent_args(cp, Kg, 6)
+    _cuda.launch_persistent(fn, "st_persistent", 6, 16, args, stream, bar, 0)
+    np.testing.assert_array_equal(np.asarray(args[-2]), Kc.backend.stein_thinning(Kc, 20))
+
+    monkeypatch.setattr(cp.cuda.driver, "occupancyMaxActiveBlocksPerMultiprocessor",
+                        lambda ptr, threads, smem: 0)
+    with pytest.raises(_cuda.PersistentLaunchError,
+                       match="st_persistent: a block of 16 threads does not fit"):
+        Kg.stein_thinning(5)
+
+
+def test_two_threads_launching_persistent_loops_at_once_both_finish(monkeypatch):
+    """Two Python threads (or Dask's threaded scheduler) each run a persistent Stein thinning;
+    the launches are made to meet (a gate before the driver's launch that waits up to 2 s
+    for the other thread). The process-wide lock serialises them, so both finish with the
+    C++ picks instead of sharing the multiprocessors and waiting for each other."""
+    import threading
+
+    from support import cudasim
+
+    cp = cudasim.install(monkeypatch)
+    Kc1, Kg1 = _pair(cp)
+    Kc2, Kg2 = _pair(cp, BASES[2])
+    real = cp.cuda.driver.launchCooperativeKernel
+    gate = threading.Barrier(2)
+
+    def meet_then_launch(*a):
+        try:
+            gate.wait(timeout=2.0)
+        except threading.BrokenBarrierError:  # the other thread is not launching now
+            pass
+        real(*a)
+
+    monkeypatch.setattr(cp.cuda.driver, "launchCooperativeKernel", meet_then_launch)
+    got, errors = {}, []
+
+    def run(key, Kg):
+        try:
+            got[key] = Kg.stein_thinning(60)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    workers = [threading.Thread(target=run, args=(1, Kg1)),
+               threading.Thread(target=run, args=(2, Kg2))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=120)
+    assert not errors, errors
+    np.testing.assert_array_equal(got[1], Kc1.backend.stein_thinning(Kc1, 60))
+    np.testing.assert_array_equal(got[2], Kc2.backend.stein_thinning(Kc2, 60))
+
+
+def test_a_grid_barrier_that_never_completes_raises_naming_the_kernel(monkeypatch):
+    """Every persistent kernel told its grid has one block more than it launches: the barrier
+    never completes, a block gives up after the budget (1 s here), every block leaves, and the
+    host raises naming the kernel, instead of hanging."""
+    from support import cudasim
+
+    from stein_coreset import _cuda
+
+    call = "if (!grid_barrier(bar, nb)) return;"
+    assert _cuda.cuda_source().count(call) == 8
+    cp = cudasim.install(monkeypatch, barrier_s=1.0, edit=lambda src: src.replace(
+        call, "if (!grid_barrier(bar, nb + 1)) return;"))
+    Kc, Kg = _pair(cp)
+    with pytest.raises(_cuda.PersistentLaunchError,
+                       match="st_persistent: its grid barrier waited past its budget"):
+        Kg.stein_thinning(10)
+
+
+# ---- NaN never wins the argmin, and never reaches it -----------------------------------------
+
+_ARGMIN_TEST_KERNEL = r"""
+// the argmin the loops use, over v[0..n) on one launch of any grid: each block's
+// block_argmin, then block 0 combines the partials as the persistent kernels do
+extern "C" __global__ void test_argmin(const double* v, long long n, double* pval,
+                                       long long* pidx, unsigned int* counter,
+                                       long long* out) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const ArgMin mine = block_argmin(i < n ? v[i] : 1.0 / 0.0,
+                                     i < n ? i : 0x7fffffffffffffffLL);
+    if (!publish_and_check_last(mine, pval, pidx, counter, gridDim.x)) return;
+    const ArgMin best = combine_partials(pval, pidx, gridDim.x);
+    if (threadIdx.x == 0) out[0] = best.i;
+}
+"""
+
+
+def _device_argmin(cp, v):
+    from stein_coreset import _cuda
+
+    fn = _cuda._module(0).get_function("test_argmin")
+    nb = -(-v.size // _cuda.CONFIG.block)
+    out = cp.zeros(1, dtype=np.int64)
+    fn((nb,), (_cuda.CONFIG.block,), (cp.asarray(v), np.int64(v.size), cp.empty(nb),
+                                      cp.empty(nb, dtype=np.int64), cp.zeros(1, dtype=np.uint32),
+                                      out))
+    return int(out[0])
+
+
+def test_a_nan_never_wins_the_device_argmin(monkeypatch):
+    """NaN in lane 0 of a warp, in the first entry of a block, everywhere but one entry, or
+    beside a tie: the pick is the first minimum of the numbers (warp shuffles, the block's
+    warps and the blocks' partials all order NaN after every number)."""
+    from support import cudasim
+
+    cp = cudasim.install(monkeypatch, edit=lambda src: src + _ARGMIN_TEST_KERNEL)
+    rng = np.random.default_rng(3)
+    n = 50  # 4 blocks of 16 threads, warps of 8
+    for nan_at in ([0], [0, 8, 16, 32], [16], list(range(0, n, 2)), [i for i in range(n)
+                                                                    if i != 37]):
+        v = rng.random(n) + 1.0
+        v[5] = v[41] = 0.5  # a tie: the smaller index wins
+        v[nan_at] = np.nan
+        finite = np.where(np.isnan(v), np.inf, v)
+        assert _device_argmin(cp, v) == int(np.argmin(finite)), nan_at
+
+
+@pytest.mark.parametrize("where", ["X", "S"])
+def test_device_argmin_loops_refuse_a_nan_before_the_loop(sim, where):
+    """A NaN (or inf) in the points or scores on the device is a ValueError before Stein
+    thinning, KT-Swap or KT-Swap-LS runs, not a loop over NaNs."""
+    from stein_coreset._cuda import CudaKernel
+
+    Kc, Kg = _pair(sim)
+    U, T = np.array(Kc.U), np.array(Kc.T)
+    (U if where == "X" else T)[7, 1] = np.nan if where == "X" else np.inf
+    bad = CudaKernel(int(Kc.base.code), float(Kc.base.sigma), float(Kc.base.beta),
+                     sim.asarray(U), sim.asarray(T))
+    for run in (lambda: bad.stein_thinning(5),
+                lambda: bad.kt_swap_refine(np.arange(10, dtype=np.int64), 1),
+                lambda: bad.kt_swap_ls(np.full(Kc.n, 1.0 / Kc.n), np.arange(Kc.n), True)):
+        with pytest.raises(ValueError, match="X, S: .* NaN or an infinity"):
+            run()

@@ -13,18 +13,23 @@ backend is ``"cuda"``), and only the engine's loop module calls the loops.
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
 import functools
 import math
 import os
 import re
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["CudaKernel", "cuda_source", "nvrtc_prelude", "KNOWN_BASES", "NVRTC_OPTIONS",
-           "cuda_available", "loop_mode", "loop_blocks", "amd_mode", "amd_grid", "amd_launch",
-           "amd_lowrank", "amd_lowrank_fits", "dksd_pass", "DKSD_ROWS", "DKSD_REGISTER_D",
-           "SOURCES", "SHARED"]
+           "Config", "CONFIG", "PersistentLaunchError", "launch_persistent", "persistent_grid",
+           "loop_mode", "loop_blocks", "amd_mode", "amd_grid", "amd_launch",
+           "amd_lowrank", "amd_lowrank_fits", "amd_rounding_tolerance", "dksd_pass", "DKSD_ROWS",
+           "DKSD_REGISTER_D", "SOURCES", "SHARED"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -43,7 +48,8 @@ typedef long long int64_t;
 #define SC_I64_TO_BITS(i, out) ((out) = __longlong_as_double(i))
 """
 
-#: Threads per block of every kernel (SC_BLOCK in kernels.cu).
+#: Threads per block of every kernel in the NVRTC build (SC_BLOCK in kernels.cu); the host
+#: code reads it from :data:`CONFIG`.
 BLOCK = 256
 #: Dependent steps captured in one CUDA graph and replayed.
 GRAPH_STEPS = 256
@@ -53,7 +59,8 @@ SYNC_EVERY = 8
 MAX_GRID_Y = 65535
 #: Steps of one persistent launch (the host waits between launches: Ctrl-C, progress).
 PERSISTENT_STEPS = 4096
-#: Lanes of a warp (SC_WARP in kernels.cu).
+#: Lanes of a warp in the NVRTC build (SC_WARP in kernels.cu); the host code reads it from
+#: :data:`CONFIG`.
 WARP = 32
 #: Columns of F each lane of the fused AMD kernel holds (its variants amd_lowrank_k<KPL>).
 AMD_KPL = (1, 2, 4, 8, 16, 32)
@@ -73,6 +80,31 @@ DKSD_ROWS = 16
 #: dksd_rows_full_d<d> in kernels.cu), for a diagonal and a full diffusion; larger d add into
 #: device memory (dksd_rows).
 DKSD_REGISTER_D = {False: 8, True: 4}
+
+
+@dataclasses.dataclass
+class Config:
+    """What the host code assumes of the device build: ``block`` threads per block and
+    ``warp`` lanes (SC_BLOCK, SC_WARP of the CUDA source), and ``compiler``, which turns a
+    module's source into an object with ``get_function(name)`` (``compiler(source, options,
+    device_id)``; None: ``cupy.RawModule`` with :data:`NVRTC_OPTIONS`). :data:`CONFIG` is the
+    one instance; the tests' CPU simulator sets its fields (smaller blocks and warps, its own
+    compiler), and each module is compiled once per configuration."""
+
+    block: int = BLOCK
+    warp: int = WARP
+    compiler: Callable | None = None
+
+
+#: The configuration the host code reads (:class:`Config`).
+CONFIG = Config()
+
+
+class PersistentLaunchError(RuntimeError):
+    """A persistent kernel (one whose blocks meet at a grid barrier) could not run safely: its
+    grid does not fit the device at once (refused before launch), or its grid barrier waited
+    past its budget (the kernel stopped every block and set its error flag). Names the
+    kernel."""
 
 
 def loop_mode() -> str:
@@ -104,8 +136,9 @@ def amd_mode() -> str:
     factor once a step) or "xp" (the array-API loop: some twenty CuPy kernels a step and two
     passes over the float64 rounded factor, four times the bytes, plus that second (n, r)
     copy). ``STEIN_CORESET_CUDA_AMD`` chooses. The fused kernel gives the C++ loop's steps on
-    the CPU simulator (tests/cudasim.py); tests/test_cuda_backend.py checks it on a GPU and
-    ``tools/gpu_large.py --amd`` times the two there."""
+    the CPU simulator (tests/support/cudasim); it has not yet run on a GPU, where
+    tests/test_cuda_backend.py checks it (``tools/device/device_run.sh check``) and
+    ``tools/device/gpu_large.py --amd`` times the two."""
     mode = os.environ.get("STEIN_CORESET_CUDA_AMD", "fused")
     if mode not in ("xp", "fused"):
         raise ValueError(f"STEIN_CORESET_CUDA_AMD must be 'xp' or 'fused', got {mode!r}")
@@ -164,26 +197,123 @@ def cuda_source(part: str = "kernels.cu") -> str:
     return nvrtc_prelude() + shared + (_HERE / part).read_text()
 
 
-def cuda_available() -> bool:
-    """Whether CuPy imports and sees at least one CUDA device."""
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no CuPy, no driver, no device
-        return False
+_MODULES: dict = {}
 
 
-@functools.cache
 def _module(device_id: int, part: str = "kernels.cu"):
-    import cupy
+    """The compiled module ``part`` on the device, once per :data:`CONFIG`."""
+    key = (device_id, part, CONFIG.block, CONFIG.warp, CONFIG.compiler)
+    if key not in _MODULES:
+        if CONFIG.compiler is not None:
+            _MODULES[key] = CONFIG.compiler(cuda_source(part), NVRTC_OPTIONS, device_id)
+        else:
+            import cupy
 
-    with cupy.cuda.Device(device_id):
-        return cupy.RawModule(code=cuda_source(part), options=NVRTC_OPTIONS)
+            with cupy.cuda.Device(device_id):
+                _MODULES[key] = cupy.RawModule(code=cuda_source(part), options=NVRTC_OPTIONS)
+    return _MODULES[key]
 
 
 def _blocks(n: int) -> int:
-    return max(1, (int(n) + BLOCK - 1) // BLOCK)
+    return max(1, (int(n) + CONFIG.block - 1) // CONFIG.block)
+
+
+# ---- persistent launches -------------------------------------------------------------------
+# A persistent kernel's blocks meet at a software grid barrier, which needs every block of the
+# grid resident at once. That is guaranteed, not assumed: the grid is at most what the device
+# holds at once for the kernel (the occupancy query's blocks per multiprocessor times the
+# multiprocessors), it is launched cooperatively (cuLaunchCooperativeKernel refuses a grid the
+# device cannot hold at once, where a plain launch would start some blocks and hang), one
+# persistent launch runs at a time in the process (two Python threads, or Dask's threaded
+# scheduler on CuPy blocks, would otherwise share the multiprocessors between two grids that
+# each wait for all their blocks), and the barrier's spin is bounded (kernels.cu's
+# grid_barrier: past its budget a block sets the error word bar[1] and every block leaves),
+# which the host turns into PersistentLaunchError. The cooperative launch goes through the
+# driver directly: CuPy's enable_cooperative_groups would also compile relocatable device code
+# and link libcudadevrt from a CUDA toolkit, which the kernels (no cooperative_groups) do not
+# need and a pip-installed CuPy lacks.
+
+#: One persistent launch at a time in the process (:func:`launch_persistent`).
+PERSISTENT_LOCK = threading.RLock()
+
+_C_SCALARS = {np.dtype(np.int64): ctypes.c_int64, np.dtype(np.int32): ctypes.c_int32,
+              np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.float64): ctypes.c_double,
+              np.dtype(np.float32): ctypes.c_float}
+
+
+def _function_handle(fn) -> int:
+    """The driver's CUfunction of a compiled kernel (``cupy.RawKernel.kernel.ptr``)."""
+    return int(fn.kernel.ptr)
+
+
+def _resident_capacity(fn, threads: int, device_id: int) -> tuple[int, int]:
+    """(blocks of ``threads`` threads of ``fn`` one multiprocessor holds at once, the device's
+    multiprocessors): the occupancy query the driver's cooperative launch checks against."""
+    import cupy
+
+    per_sm = int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+        _function_handle(fn), int(threads), 0))
+    return per_sm, _multiprocessors(device_id)
+
+
+def persistent_grid(fn, name: str, threads: int, want: int, device_id: int) -> int:
+    """Blocks of a persistent launch of ``fn`` (``name`` for messages): ``want`` (one block
+    per multiprocessor, capped by the work, by the caller), at most what the device holds at
+    once (occupancy query x multiprocessors). PersistentLaunchError if not even one block of
+    ``threads`` threads fits a multiprocessor (registers or shared memory grew)."""
+    per_sm, sms = _resident_capacity(fn, threads, device_id)
+    if per_sm < 1:
+        raise PersistentLaunchError(
+            f"{name}: a block of {threads} threads does not fit a multiprocessor of device "
+            f"{device_id} (occupancy 0); its grid barrier needs every block resident")
+    return max(1, min(int(want), per_sm * sms))
+
+
+def _kernel_params(args):
+    """The driver's ``void**`` for ``args`` (CuPy arrays: their device pointers; NumPy
+    scalars: their values), and the ctypes objects that must outlive the launch."""
+    vals = []
+    for a in args:
+        if isinstance(a, np.generic):
+            vals.append(_C_SCALARS[a.dtype](a.item()))
+        else:
+            vals.append(ctypes.c_void_p(int(a.data.ptr)))
+    arr = (ctypes.c_void_p * max(1, len(vals)))(*[ctypes.addressof(v) for v in vals])
+    return arr, vals
+
+
+def launch_persistent(fn, name: str, grid: int, threads: int, args, stream, bar,
+                      device_id: int) -> None:
+    """Launch the persistent kernel ``fn`` (``name``) cooperatively on ``grid`` blocks of
+    ``threads`` threads, wait for it, and check its grid barrier's error word ``bar[1]``
+    (``bar`` is its (2,) uint32 barrier array, zero at the first launch). Holds
+    :data:`PERSISTENT_LOCK` throughout. PersistentLaunchError, naming the kernel, when the grid
+    exceeds what the device holds at once (before anything runs) or when the barrier timed
+    out."""
+    import cupy
+
+    with PERSISTENT_LOCK:
+        per_sm, sms = _resident_capacity(fn, threads, device_id)
+        if int(grid) > per_sm * sms:
+            raise PersistentLaunchError(
+                f"{name}: a grid of {grid} blocks of {threads} threads exceeds the {per_sm * sms} "
+                f"that device {device_id} holds at once ({per_sm} per multiprocessor x {sms}); "
+                f"its grid barrier needs every block resident")
+        params, keep = _kernel_params(args)
+        try:
+            cupy.cuda.driver.launchCooperativeKernel(
+                _function_handle(fn), int(grid), 1, 1, int(threads), 1, 1, 0, stream.ptr,
+                ctypes.addressof(params))
+        except cupy.cuda.driver.CUDADriverError as e:
+            raise PersistentLaunchError(f"{name}: the cooperative launch of {grid} blocks of "
+                                        f"{threads} threads failed: {e}") from e
+        stream.synchronize()
+        del keep
+        if int(cupy.asnumpy(bar[1:2])[0]) != 0:
+            raise PersistentLaunchError(
+                f"{name}: its grid barrier waited past its budget (SC_BARRIER_BUDGET clock "
+                f"cycles) and every block stopped; a block of the grid was not running (another "
+                f"process's kernels on the device, MPS, a debugger) or a step hung")
 
 
 def _multiprocessors(device_id: int) -> int:
@@ -193,8 +323,8 @@ def _multiprocessors(device_id: int) -> int:
 
 
 def amd_lowrank_fits(r: int) -> bool:
-    """Whether the fused AMD kernel takes a factor of rank r (r <= WARP * max(AMD_KPL))."""
-    return 0 < int(r) <= WARP * AMD_KPL[-1]
+    """Whether the fused AMD kernel takes a factor of rank r (r <= warp * max(AMD_KPL))."""
+    return 0 < int(r) <= CONFIG.warp * AMD_KPL[-1]
 
 
 def amd_grid(n: int, sms: int, max_threads: int) -> tuple[int, int]:
@@ -203,20 +333,28 @@ def amd_grid(n: int, sms: int, max_threads: int) -> tuple[int, int]:
     small), each of BLOCK threads, grown by whole warps up to AMD_MAX_BLOCK and to
     ``max_threads`` (the kernel's limit on the device, set by its registers) while every warp
     still gets about WARP rows (one batch: a lane loads one row's scalars)."""
-    wpb0 = BLOCK // WARP
+    block, warp = CONFIG.block, CONFIG.warp
+    wpb0 = block // warp
     nb = max(1, min(int(sms), -(-int(n) // wpb0)))
-    most = max(1, min(AMD_MAX_BLOCK, int(max_threads)) // WARP)
-    want = -(-int(n) // (nb * WARP))
-    return nb, max(min(wpb0, most), min(most, want)) * WARP
+    most = max(1, min(AMD_MAX_BLOCK, int(max_threads)) // warp)
+    want = -(-int(n) // (nb * warp))
+    return nb, max(min(wpb0, most), min(most, want)) * warp
+
+
+def _amd_kernel(r: int) -> str:
+    """The fused AMD kernel for rank r: the smallest lanes-per-row count that covers r."""
+    return f"amd_lowrank_k{next(k for k in AMD_KPL if CONFIG.warp * k >= r)}"
 
 
 def amd_launch(n: int, r: int, device_id: int):
     """(function, blocks, threads per block) of the fused AMD kernel for an (n, r) factor on
     the device: the kernel instantiated for the smallest lanes-per-row count that covers r,
-    and its grid (:func:`amd_grid`)."""
-    kpl = next(k for k in AMD_KPL if WARP * k >= r)
-    fn = _module(device_id).get_function(f"amd_lowrank_k{kpl}")
-    return (fn, *amd_grid(n, _multiprocessors(device_id), fn.max_threads_per_block))
+    and its grid (:func:`amd_grid`, at most what the device holds at once:
+    :func:`persistent_grid`)."""
+    name = _amd_kernel(r)
+    fn = _module(device_id).get_function(name)
+    nb, threads = amd_grid(n, _multiprocessors(device_id), fn.max_threads_per_block)
+    return fn, persistent_grid(fn, name, threads, nb, device_id), threads
 
 
 def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) -> None:
@@ -236,7 +374,8 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
     n, r = int(F.shape[0]), int(F.shape[1])
     steps = int(steps)
     if not amd_lowrank_fits(r):
-        raise ValueError(f"the fused AMD kernel takes rank 1..{WARP * AMD_KPL[-1]}, got {r}")
+        raise ValueError(f"the fused AMD kernel takes rank 1..{CONFIG.warp * AMD_KPL[-1]}, "
+                         f"got {r}")
     if steps <= 0 or n == 0:
         return
     for name, a in (("w", w), ("v", v)):
@@ -247,7 +386,7 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
         F = cp.ascontiguousarray(F, dtype=cp.float32)
         res = cp.ascontiguousarray(res, dtype=cp.float64)
         fn, nb, threads = amd_launch(n, r, device_id)
-        wpb = threads // WARP
+        wpb = threads // CONFIG.warp
         P = 2 * r + 2
         logv = cp.empty(n, dtype=cp.float64)
         Ftw = cp.zeros(r, dtype=cp.float64)
@@ -255,18 +394,17 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
         part = cp.empty(2 * nb * P, dtype=cp.float64)
         wpart = cp.empty(nb * wpb * P, dtype=cp.float64)
         st = cp.zeros(2, dtype=cp.float64)
-        bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
+        bar = cp.zeros(2, dtype=cp.uint32)  # the grid barrier's word and its error word
         stream = cp.cuda.Stream(non_blocking=True)
         cp.cuda.Device(device_id).synchronize()  # w, v as the work queued before left them
         with stream:
             for s0 in range(0, steps, PERSISTENT_STEPS):
                 s1 = min(steps, s0 + PERSISTENT_STEPS)
-                fn((nb,), (threads,), (
+                launch_persistent(fn, _amd_kernel(r), nb, threads, (
                     F, res, np.int64(n), np.int32(r), w, v, logv, Ftw, Ftv, part, wpart, st,
                     bar, np.int64(t0), np.int64(s0), np.int64(s1), np.int64(steps),
                     np.float64(eta),
-                ))
-                stream.synchronize()
+                ), stream, bar, device_id)
                 if progress is not None:
                     progress(s1)
 
@@ -317,7 +455,7 @@ def dksd_pass(U, V, F, full: bool, base, sigma, beta, lam, need_grad: bool):
             name = f"dksd_rows_{'full_' if full else ''}d{d}"
         else:
             name, args = "dksd_rows", args + (np.int32(bool(full)),)
-        _module(device_id, "dksd.cu").get_function(name)((_blocks(n),), (BLOCK,), args)
+        _module(device_id, "dksd.cu").get_function(name)((_blocks(n),), (CONFIG.block,), args)
         r = cp.asnumpy(rows)
     chunks = np.zeros(-(-n // DKSD_ROWS) * DKSD_ROWS)
     chunks[:n] = r
@@ -354,6 +492,7 @@ class CudaKernel:
             np.float64(beta), np.float64(mean_all),
         )
         self.sms = None
+        self._finite = None  # check_finite's answer, once known
 
     # ---- plumbing -----------------------------------------------------------------------
     def _fn(self, name: str):
@@ -387,7 +526,7 @@ class CudaKernel:
             try:
                 stream.begin_capture()
                 for _ in range(g):
-                    fn(grid, (BLOCK,), args)
+                    fn(grid, (CONFIG.block,), args)
                 graph = stream.end_capture()
             except Exception:  # capture unsupported: plain launches
                 graph = None
@@ -403,7 +542,7 @@ class CudaKernel:
                     done += g
                 else:
                     for _ in range(min(g, steps - done)):
-                        fn(grid, (BLOCK,), args)
+                        fn(grid, (CONFIG.block,), args)
                     done += min(g, steps - done)
                 replays += 1
                 if replays % SYNC_EVERY == 0 or done >= steps:
@@ -440,7 +579,7 @@ class CudaKernel:
             out = cp.empty((nr, nc), dtype=cp.float64)
             if nr and nc:
                 self._fn("kp_gram")(
-                    (_blocks(nr * nc),), (BLOCK,),
+                    (_blocks(nr * nc),), (CONFIG.block,),
                     self._params + (r, np.int64(nr), c, np.int64(nc), np.int32(cols is None), out),
                 )
             return out
@@ -449,7 +588,7 @@ class CudaKernel:
         cp = self.cp
         with self._dev():
             out = cp.empty(self.n, dtype=cp.float64)
-            self._fn("kp_diag")((_blocks(self.n),), (BLOCK,), self._params + (out,))
+            self._fn("kp_diag")((_blocks(self.n),), (CONFIG.block,), self._params + (out,))
             return out
 
     def _parts(self) -> int:
@@ -467,11 +606,11 @@ class CudaKernel:
             parts = math.ceil(n / chunk)
             partial = cp.empty((parts, n), dtype=cp.float64)
             self._fn("kp_matvec_partial")(
-                (_blocks(n), parts), (BLOCK,), self._params + (w, np.int64(chunk), partial)
+                (_blocks(n), parts), (CONFIG.block,), self._params + (w, np.int64(chunk), partial)
             )
             out = cp.empty(n, dtype=cp.float64)
             self._fn("sum_rows")(
-                (_blocks(n),), (BLOCK,), (partial, np.int64(parts), np.int64(n), out)
+                (_blocks(n),), (CONFIG.block,), (partial, np.int64(parts), np.int64(n), out)
             )
             return out
 
@@ -479,6 +618,7 @@ class CudaKernel:
     def stein_thinning(self, m: int, progress=None) -> np.ndarray:
         """Alg. D.1 for m steps: (m,) host int64 indices in selection order, as the C++ loop
         gives them. One launch per step, the pick kept on the device."""
+        self.check_finite()
         if loop_mode() == "persistent":
             return self._stein_thinning_persistent(int(m), progress)
         cp = self.cp
@@ -504,23 +644,46 @@ class CudaKernel:
         """Blocks of a persistent argmin loop over ``work`` items (:func:`loop_blocks`)."""
         return min(loop_blocks(self._multiprocessors()), _blocks(work))
 
+    def _persistent_grid(self, fn, name: str, want: int) -> int:
+        """``want`` blocks, at most what the device holds at once (:func:`persistent_grid`)."""
+        with self._dev():
+            return persistent_grid(fn, name, CONFIG.block, want, self.device_id)
+
+    def _launch_persistent(self, fn, name: str, nb: int, args, stream, bar) -> None:
+        launch_persistent(fn, name, nb, CONFIG.block, args, stream, bar, self.device_id)
+
+    def check_finite(self) -> None:
+        """Refuse points, scores or centring that are not finite, or a diagonal that
+        overflowed, before an argmin loop (Stein thinning, KT-Swap, KT-Swap-LS): the kernels'
+        argmin never picks a NaN, but a loop over NaNs has no meaningful pick. Checked once
+        per kernel (one device synchronisation)."""
+        if self._finite is None:
+            cp = self.cp
+            with self._dev():
+                ok = (cp.isfinite(self.U).all() & cp.isfinite(self.T).all()
+                      & cp.isfinite(self.mean).all() & cp.isfinite(self.diag()).all())
+                self._finite = bool(ok)
+        if not self._finite:
+            raise ValueError("X, S: the points, scores or centring on the device hold a NaN or "
+                             "an infinity (or k_P(x, x) overflowed), so the device argmin loops "
+                             "have no pick; remove or rescale them")
+
     def _stein_thinning_persistent(self, m: int, progress=None) -> np.ndarray:
         cp = self.cp
-        nb = self._loop_blocks(self.n)
         fn = self._fn("st_persistent")
+        nb = self._persistent_grid(fn, "st_persistent", self._loop_blocks(self.n))
         stream = self._loop_stream()
         with self._dev(), stream:
             score = self.diag()
             pval = cp.empty(2 * nb, dtype=cp.float64)
             pidx = cp.empty(2 * nb, dtype=cp.int64)
             state = cp.asarray(np.array([0, -1], dtype=np.int64))
-            bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
+            bar = cp.zeros(2, dtype=cp.uint32)  # the grid barrier's word and its error word
             out = cp.zeros(m, dtype=cp.int64)
             for t1 in range(PERSISTENT_STEPS, m + PERSISTENT_STEPS, PERSISTENT_STEPS):
                 t1 = min(t1, m)
-                fn((nb,), (BLOCK,), self._params + (score, pval, pidx, state, bar, out,
-                                                    np.int64(t1)))
-                stream.synchronize()
+                self._launch_persistent(fn, "st_persistent", nb, self._params + (
+                    score, pval, pidx, state, bar, out, np.int64(t1)), stream, bar)
                 if progress is not None:
                     progress(t1)
             return cp.asnumpy(out)
@@ -543,18 +706,19 @@ class CudaKernel:
             raise ValueError(f"need d ({n},), Ft ({rank}, {n}) and pivots ({rank},)")
         if i1 <= i0:
             return i0
-        nb = min(self._multiprocessors(), _blocks(n))
+        fn = self._fn("wrpc_persistent")
+        nb = self._persistent_grid(fn, "wrpc_persistent",
+                                   min(self._multiprocessors(), _blocks(n)))
         stream = self._loop_stream()
         with self._dev(), stream:
             tsum = cp.empty(_blocks(n), dtype=cp.float64)
             part = cp.empty(nb, dtype=cp.float64)
             state = cp.asarray(np.array([i1, -1], dtype=np.int64))
-            bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
+            bar = cp.zeros(2, dtype=cp.uint32)  # the grid barrier's word and its error word
             ud = cp.asarray(np.ascontiguousarray(np.asarray(u)[: i1 - i0], dtype=np.float64))
-            self._fn("wrpc_persistent")((nb,), (BLOCK,), self._params + (
+            self._launch_persistent(fn, "wrpc_persistent", nb, self._params + (
                 sw, d, Ft, pivots, np.int64(i0), np.int64(i1), ud, np.float64(tol), tsum,
-                part, state, bar))
-            stream.synchronize()
+                part, state, bar), stream, bar)
             return int(cp.asnumpy(state)[0])
 
     def kt_split(self, idx, t: int, delta: float, uniforms) -> np.ndarray:
@@ -611,16 +775,15 @@ class CudaKernel:
         nxt = cp.full(2 * ncore * half, -1, dtype=cp.int64)
         acc = cp.zeros(ncore * half, dtype=cp.float64)
         if loop_mode() == "persistent" and ncore <= KTS_MAX_CORESETS:
-            nb = self._loop_blocks(ncore * half)
+            pfn = self._fn("kts_persistent")
+            nb = self._persistent_grid(pfn, "kts_persistent", self._loop_blocks(ncore * half))
             sig2b = cp.zeros(nb * ncore, dtype=cp.float64)
             state = cp.zeros(1, dtype=cp.int64)
-            bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
-            pfn = self._fn("kts_persistent")
+            bar = cp.zeros(2, dtype=cp.uint32)  # the grid barrier's word and its error word
             for s1 in range(PERSISTENT_STEPS, half + PERSISTENT_STEPS, PERSISTENT_STEPS):
-                pfn((nb,), (BLOCK,), self._params + (
+                self._launch_persistent(pfn, "kts_persistent", nb, self._params + (
                     cur, np.int64(size), np.int64(ncore), nxt, acc, sig2b, unif, state,
-                    bar, np.float64(log_mult), np.int64(min(s1, half))))
-                stream.synchronize()
+                    bar, np.float64(log_mult), np.int64(min(s1, half))), stream, bar)
         else:
             sig2 = cp.zeros(ncore, dtype=cp.float64)
             kst = cp.zeros(ncore, dtype=cp.int64)
@@ -643,14 +806,16 @@ class CudaKernel:
         order = np.ascontiguousarray(order, dtype=np.int64)
         supp = np.flatnonzero(dense)
         wsupp = np.ascontiguousarray(dense[supp])
-        nb = self._loop_blocks(n)
+        self.check_finite()
+        fn = self._fn("ksls_persistent")
+        nb = self._persistent_grid(fn, "ksls_persistent", self._loop_blocks(n))
         stream = self._loop_stream()
         with self._dev(), stream:
             w = cp.asarray(np.ascontiguousarray(dense, dtype=np.float64))
             g = cp.zeros(n, dtype=cp.float64)
             sd = cp.asarray(supp.astype(np.int64))
             if supp.size:
-                self._fn("ksls_init")((_blocks(n),), (BLOCK,), self._params + (
+                self._fn("ksls_init")((_blocks(n),), (CONFIG.block,), self._params + (
                     sd, cp.asarray(wsupp), np.int64(supp.size), g))
             gs = cp.asnumpy(g[sd])
             D = float(np.cumsum(wsupp * gs)[-1]) if supp.size else 0.0
@@ -659,15 +824,13 @@ class CudaKernel:
             pval = cp.empty(2 * nb, dtype=cp.float64)
             pidx = cp.empty(2 * nb, dtype=cp.int64)
             dstate = cp.asarray(np.array([D], dtype=np.float64))
-            bar = cp.zeros(1, dtype=cp.uint32)  # the grid barrier's word
+            bar = cp.zeros(2, dtype=cp.uint32)  # the grid barrier's word and its error word
             od = cp.asarray(order)
-            fn = self._fn("ksls_persistent")
             for s0 in range(0, order.size, PERSISTENT_STEPS):
                 s1 = min(order.size, s0 + PERSISTENT_STEPS)
-                fn((nb,), (BLOCK,), self._params + (
+                self._launch_persistent(fn, "ksls_persistent", nb, self._params + (
                     w, g, g2, kd, od, np.int64(s0), np.int64(s1), np.int32(bool(splx)), dstate,
-                    pval, pidx, bar))
-                stream.synchronize()
+                    pval, pidx, bar), stream, bar)
             dense[...] = cp.asnumpy(w)
             return float(cp.asnumpy(dstate)[0])
 
@@ -678,13 +841,14 @@ class CudaKernel:
         cp = self.cp
         n, nb, m = self.n, _blocks(self.n), int(I.size)
         passes = int(passes)
+        self.check_finite()
         stream = self._loop_stream()
         with self._dev(), stream:
             if sorted_sweeps:
                 I.sort()
             Id = cp.asarray(np.ascontiguousarray(I, dtype=np.int64))
             g = cp.empty(n, dtype=cp.float64)
-            self._fn("kp_index_sum")((nb,), (BLOCK,), self._params + (Id, np.int64(m), g))
+            self._fn("kp_index_sum")((nb,), (CONFIG.block,), self._params + (Id, np.int64(m), g))
             dg = self.diag()
             col = cp.empty(n, dtype=cp.float64)
             pval = cp.empty(nb, dtype=cp.float64)

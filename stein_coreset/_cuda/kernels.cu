@@ -101,13 +101,21 @@ struct ArgMin {
     long long i;
 };
 
+// Whether (v, i) comes before (bv, bi) in the order the argmins take: by value, NaN after every
+// number (so a NaN never wins against a number, wherever it sits: in lane 0, in a block's
+// partial or as the incumbent), ties, and NaN against NaN, to the smaller index. A total order,
+// so any order of the comparisons (warp shuffles, blocks, a grid) gives the same pair. The
+// host refuses non-finite inputs before a loop (CudaKernel.check_finite); this keeps a NaN that
+// arises inside a loop from taking the pick.
 __device__ __forceinline__ bool better(double v, long long i, double bv, long long bi) {
-    // NaN never wins; ties go to the smaller index
+    const bool vnan = v != v, bnan = bv != bv;
+    if (vnan != bnan) return bnan;
+    if (vnan) return i < bi;
     return v < bv || (v == bv && i < bi);
 }
 
 // Lexicographic minimum of (v, i) over the warp, in lane 0 (any order of the comparisons
-// gives the same pair: (v, i) are totally ordered and NaN never enters).
+// gives the same pair: `better` is a total order).
 __device__ __forceinline__ void warp_argmin(double& v, long long& i) {
     for (int o = SC_WARP / 2; o > 0; o >>= 1) {
         const double ov = __shfl_down_sync(0xffffffffu, v, o);
@@ -411,7 +419,7 @@ extern "C" __global__ void kts_swap_step(KP_PARAMS, double* g, const double* dg,
 }
 
 // ---- persistent loops: one launch for many dependent steps -------------------------------
-// The grid is one block per multiprocessor (all resident at once), and the blocks meet at a
+// The grid is at most one block per multiprocessor (all resident at once), and the blocks meet at a
 // software grid barrier once per step (the scheme of CUDA's cooperative groups): on one word
 // bar[0], block 0 adds 2^31 - (nblocks - 1) and every other block 1, so the top bit flips
 // exactly when the last block arrives and the low bits are back at 0; each block waits for
@@ -424,22 +432,49 @@ extern "C" __global__ void kts_swap_step(KP_PARAMS, double* g, const double* dg,
 // Partials are double-buffered by step parity: a block that is a step ahead writes the other
 // buffer, and cannot be two steps ahead (it would have to pass a barrier the others have not
 // reached). The host launches chunks of steps and waits between them (Ctrl-C, progress).
+//
+// Every block must be resident for the flip to come: the host launches these kernels
+// cooperatively on a grid the occupancy query says fits, one at a time (stein_coreset/_cuda,
+// launch_persistent). Should a block still not run (another process's kernels, MPS, a
+// debugger), the wait is bounded: a block that has waited SC_BARRIER_BUDGET clock cycles sets
+// the error word bar[1], every waiting block sees it and returns false, and the kernel returns
+// at once (`if (!grid_barrier(...)) return;` at every call); the host reads bar[1] after the
+// launch and raises. The budget, 2^35 cycles (~17 s at 2 GHz), is far above any step's time.
+#ifndef SC_BARRIER_BUDGET
+#define SC_BARRIER_BUDGET (1LL << 35)
+#endif
 
-__device__ void grid_barrier(unsigned int* bar, unsigned int nblocks) {
+__device__ bool grid_barrier(unsigned int* bar, unsigned int nblocks) {
+    __shared__ int passed;
     __syncthreads();
     if (threadIdx.x == 0) {
         const unsigned int add = blockIdx.x == 0 ? 0x80000000u - (nblocks - 1u) : 1u;
         __threadfence();
         const unsigned int old = atomicAdd(bar, add);
-        while (((((volatile unsigned int*)bar)[0] ^ old) & 0x80000000u) == 0u) {
+        const volatile unsigned int* vb = bar;
+        const long long start = clock64();
+        int ok = 1;
+        while (((vb[0] ^ old) & 0x80000000u) == 0u) {
+            if (vb[1] != 0u) {  // another block gave up
+                ok = 0;
+                break;
+            }
+            if (clock64() - start > SC_BARRIER_BUDGET) {
+                atomicExch(bar + 1, 1u);
+                ok = 0;
+                break;
+            }
         }
         __threadfence();
+        passed = ok;
     }
     __syncthreads();
+    return passed != 0;
 }
 
 // Stein thinning steps t0 .. t1-1 (state[0] = t0 on entry, state[1] = the last pick); the
-// same picks as st_step. bar is the grid barrier's word (low 31 bits 0).
+// same picks as st_step. bar[0] is the grid barrier's word (low 31 bits 0), bar[1] its error
+// word (0).
 extern "C" __global__ void st_persistent(KP_PARAMS, double* score, double* pval,
                                          long long* pidx, long long* state, unsigned int* bar,
                                          long long* out, long long t1) {
@@ -469,7 +504,7 @@ extern "C" __global__ void st_persistent(KP_PARAMS, double* score, double* pval,
             pval[buf + blockIdx.x] = mine.v;
             pidx[buf + blockIdx.x] = mine.i;
         }
-        grid_barrier(bar, nb);
+        if (!grid_barrier(bar, nb)) return;
         const ArgMin best = combine_partials(pval + buf, pidx + buf, nb);
         j = best.i < n ? best.i : 0;
         if (blockIdx.x == 0 && threadIdx.x == 0) out[t] = j;
@@ -521,7 +556,7 @@ extern "C" __global__ void kts_persistent(KP_PARAMS, const long long* cur, long 
                                      (kp_entry(K, x1, Lp) - kp_entry(K, x2, Lp));
             }
         }
-        grid_barrier(bar, nb);
+        if (!grid_barrier(bar, nb)) return;
         for (long long l = threadIdx.x; l < ncore; l += blockDim.x) {
             const long long* in = cur + l * size;
             long long lo, hi;
@@ -603,7 +638,7 @@ extern "C" __global__ void ksls_persistent(KP_PARAMS, double* w, double* g, doub
             pval[buf + blockIdx.x] = mine.v;
             pidx[buf + blockIdx.x] = mine.i;
         }
-        grid_barrier(bar, nb);
+        if (!grid_barrier(bar, nb)) return;
         const ArgMin best = combine_partials(pval + buf, pidx + buf, nb);
         __shared__ double sbest;
         __shared__ long long skbest;
@@ -626,7 +661,7 @@ extern "C" __global__ void ksls_persistent(KP_PARAMS, double* w, double* g, doub
             g[j] = keep * g2[j] + t * kp_entry(K, kb, j);
         }
         D = Dbest;
-        grid_barrier(bar, nb);
+        if (!grid_barrier(bar, nb)) return;
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) dstate[0] = D;
 }
@@ -728,7 +763,7 @@ __device__ void amd_lowrank_run(const float* F, const double* res, long long n, 
                 sum += wpart[((long long)blockIdx.x * wpb + q) * P + 2 + k];
             bp[2 + k] = sum;
         }
-        grid_barrier(bar, nb);
+        if (!grid_barrier(bar, nb)) return;
         const volatile double* vp = part;
         for (int k = threadIdx.x; k < r; k += blockDim.x) {
             double sa = 0.0, sb = 0.0;
@@ -839,7 +874,7 @@ __device__ void amd_lowrank_run(const float* F, const double* res, long long n, 
             }
             if (threadIdx.x == 0) bp[0] = Mb;
         }
-        grid_barrier(bar, nb);
+        if (!grid_barrier(bar, nb)) return;
         const volatile double* vp = part + buf;
         double M = ninf;
         for (unsigned int q = 0; q < nb; ++q) M = vp[q * P] > M ? vp[q * P] : M;
@@ -965,7 +1000,7 @@ extern "C" __global__ void wrpc_persistent(KP_PARAMS, const double* sw, double* 
     }
     long long stop = i1, s = -1;
     for (long long i = i0; i < i1; ++i) {
-        grid_barrier(bar, nb);
+        if (!grid_barrier(bar, nb)) return;
         double total = 0.0;
         for (unsigned int b = 0; b < nb; ++b) total += vpart[b];
         if (!(total > tol)) {
@@ -1025,7 +1060,7 @@ extern "C" __global__ void wrpc_persistent(KP_PARAMS, const double* sw, double* 
             __syncthreads();
             if (tid == 0 && !(a + scan[B - 1] > target)) state[1] = lastpos;  // (rounding)
         }
-        grid_barrier(bar, nb);
+        if (!grid_barrier(bar, nb)) return;
         s = ((volatile long long*)state)[1];
         const double sws = sw[s];
         for (long long k = tid; k < i; k += B) Fs[k] = ((const volatile double*)Ft)[k * n + s];

@@ -3,17 +3,23 @@
 :func:`fake_cupy` returns a module with the small part of CuPy that
 :class:`stein_coreset._cuda.CudaKernel` uses, over NumPy arrays. Its ``RawModule`` compiles the
 CUDA source with g++ against ``runtime.hpp`` beside this file (each CUDA thread an OS thread,
-``__syncthreads`` a barrier, ``__shared__`` memory per block, a grid of at most ``sms`` blocks
-run concurrently so the persistent kernels' grid barriers work, warps of ``warp`` lanes that
-meet at each shuffle), and CUDA graphs are recorded
-launches replayed in order. So the kernels and the host code that drives them — steps, state
-in device memory, grid barriers, graph replays — run unchanged, and the tests compare them with
+``__syncthreads`` a barrier, ``__shared__`` memory per block, a device of ``sms``
+multiprocessors holding ``blocks_per_sm`` blocks each, shared by every launch, so a grid that
+fits runs all its blocks at once and the persistent kernels' grid barriers work, warps of
+``warp`` lanes that meet at each shuffle), and CUDA graphs are recorded launches replayed in
+order. Its ``cuda.driver`` has what the persistent launches use: the occupancy query
+(``blocks_per_sm`` for a block the kernel takes, 0 otherwise) and the cooperative launch,
+which refuses a grid larger than the device holds at once, as the driver does
+(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE). So the kernels and the host code that drives
+them — steps, state in device memory, grid barriers, graph replays, cooperative launches — run
+unchanged, and the tests compare them with
 the C++ loops on any machine. Blocks are small (``block`` threads) to keep the thread count low.
 
 The library is reached through public seams only: :func:`stein_coreset._cuda.cuda_source` (the
-source, whose base-kernel list and scalar math come from src_cpp/) and
+source, whose base-kernel list and scalar math come from src_cpp/),
 :func:`stein_coreset._cuda.nvrtc_prelude` (the NVRTC-only text at its head, which the simulator
-replaces by ``runtime.hpp``).
+replaces by ``runtime.hpp``) and :data:`stein_coreset._cuda.CONFIG` (block, warp and the
+compiler the host code uses).
 """
 
 from __future__ import annotations
@@ -94,10 +100,14 @@ class SimModule:
     """The CUDA source built for the simulator: ``get_function(name)`` as in cupy.RawModule."""
 
     def __init__(self, code: str, block: int, sms: int, fake, prelude: str = "", warp: int = 8,
-                 max_threads: int | None = None):
+                 max_threads: int | None = None, blocks_per_sm: int = 1,
+                 barrier_s: float = 20.0):
         if prelude and code.startswith(prelude):
             code = code[len(prelude):]
-        defines = f"#define SC_BLOCK {block}\n#define SC_WARP {warp}\n"
+        slots = sms * blocks_per_sm
+        # the grid barrier's budget in clock64() units, nanoseconds here
+        defines = (f"#define SC_BLOCK {block}\n#define SC_WARP {warp}\n"
+                   f"#define SC_BARRIER_BUDGET {int(barrier_s * 1e9)}LL\n")
         body = defines + rewrite_shared(code)
         self.signatures = kernel_signatures(body)
         wrappers = []
@@ -105,7 +115,8 @@ class SimModule:
             call = ", ".join(f"*({t} *)a[{k}]" for k, (t, _) in enumerate(params))
             wrappers.append(
                 f'extern "C" void sim_launch_{name}(unsigned gx, unsigned gy, unsigned bx, '
-                f"void** a) {{ sim::launch(gx, gy, bx, {sms}u, [&] {{ {name}({call}); }}); }}"
+                f"unsigned stagger, void** a) "
+                f"{{ sim::launch(gx, gy, bx, {slots}u, stagger, [&] {{ {name}({call}); }}); }}"
             )
         full = (defines + f'#include "{RUNTIME}"\n' + body + "\n" + "\n".join(wrappers) + "\n")
         key = hashlib.sha256((full + RUNTIME.read_text()).encode()).hexdigest()[:16]
@@ -126,6 +137,7 @@ class SimModule:
             tmp.replace(lib)
         self.lib = ctypes.CDLL(str(lib))
         self.block, self.fake, self.warp = block, fake, warp
+        self.sms, self.blocks_per_sm = sms, blocks_per_sm
         self.max_threads = block if max_threads is None else max_threads
 
     def get_function(self, name: str):
@@ -137,12 +149,16 @@ class SimFunction:
         self.module, self.name = module, name
         self.params = module.signatures[name]
         self.fn = getattr(module.lib, f"sim_launch_{name}")
-        self.fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
+        self.fn.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                            ctypes.c_void_p]
         self.fn.restype = None
         # the driver's limit for this kernel: a launch may use any whole number of warps from
         # the module's block up to it (the kernels that size shared memory by SC_BLOCK are
         # only ever launched with BLOCK)
         self.max_threads_per_block = module.max_threads
+        # the driver's handle (cupy.RawKernel.kernel.ptr), through which the fake driver finds
+        # the function
+        self.kernel = types.SimpleNamespace(ptr=module.fake._register(self))
 
     def __call__(self, grid, block, args):
         stream = self.module.fake._current_stream()
@@ -151,14 +167,18 @@ class SimFunction:
             return
         self.run(grid, block, args)
 
-    def run(self, grid, block, args):
-        grid = tuple(int(g) for g in grid) + (1, 1)
+    def check_block(self, block):
         m = self.module
         b = int(block[0])
         if len(block) != 1 or not (b == m.block or (m.block <= b <= m.max_threads
                                                      and b % m.warp == 0)):
             raise ValueError(f"{self.name}: block {block}, the simulator runs {m.block} "
                              f"(or whole warps up to {m.max_threads})")
+
+    def run(self, grid, block, args):
+        grid = tuple(int(g) for g in grid) + (1, 1)
+        self.check_block(block)
+        self.module.fake.launch_log.append((self.name, grid[0], int(block[0])))
         if len(args) != len(self.params):
             raise TypeError(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
         keep = []
@@ -173,26 +193,47 @@ class SimFunction:
                 base = re.sub(r"\bconst\b", "", typ).strip()
                 keep.append(_CTYPES[base](a.item() if isinstance(a, np.generic) else a))
         argv = (ctypes.c_void_p * max(1, len(keep)))(*[ctypes.addressof(k) for k in keep])
-        self.fn(grid[0], grid[1], int(block[0]), argv)
+        self.fn(grid[0], grid[1], int(block[0]), 0, argv)
 
 
 class FakeArray(np.ndarray):
-    """A NumPy array that answers ``.device.id`` and ``.set`` as a CuPy array does."""
+    """A NumPy array that answers ``.device.id``, ``.data.ptr`` and ``.set`` as a CuPy array
+    does (its device pointer is its host address)."""
 
     @property
     def device(self):
         return types.SimpleNamespace(id=0)
 
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
     def set(self, host):
         self[...] = host
 
 
+class CUDADriverError(RuntimeError):
+    """The stand-in of ``cupy.cuda.driver.CUDADriverError``."""
+
+
 def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "",
-              warp: int = 8, max_threads: int | None = None) -> types.ModuleType:
-    """A ``cupy`` stand-in over NumPy whose RawModule runs on the simulator."""
+              warp: int = 8, max_threads: int | None = None, blocks_per_sm: int = 1,
+              barrier_s: float = 20.0) -> types.ModuleType:
+    """A ``cupy`` stand-in over NumPy whose RawModule runs on the simulator (a device of
+    ``sms`` multiprocessors of ``blocks_per_sm`` blocks; ``barrier_s`` the grid barrier's
+    budget in seconds)."""
     cp = types.ModuleType("cupy")
     cp.__path__ = []
     streams: list = []
+    functions: dict = {}
+
+    def register(fn):
+        functions[len(functions) + 1] = fn
+        return len(functions)
+
+    cp._register = register
+    #: (kernel, blocks, threads per block) of every launch, plain or cooperative, in order
+    cp.launch_log = []
 
     def view(a):
         return np.asarray(a).view(FakeArray)
@@ -211,6 +252,7 @@ def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "",
     cp.asarray = lambda a, dtype=None: view(np.array(a, dtype=dtype, copy=True))
     cp.ascontiguousarray = lambda a, dtype=None: view(np.ascontiguousarray(a, dtype=dtype))
     cp.asnumpy = lambda a: np.array(a, copy=True).view(np.ndarray)
+    cp.isfinite = lambda a: view(np.isfinite(np.asarray(a)))
     cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_bytes=lambda: 0)
 
     class Device:
@@ -236,6 +278,8 @@ def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "",
                 fn.run(grid, blk, args)
 
     class Stream:
+        ptr = 0
+
         def __init__(self, non_blocking=False):
             self._capture = None
 
@@ -257,34 +301,61 @@ def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "",
             g, self._capture = Graph(self._capture), None
             return g
 
+    def occupancy(ptr, threads, smem):
+        """Blocks of ``threads`` threads one multiprocessor holds: blocks_per_sm for a block the
+        kernel takes, else 0 (cuOccupancyMaxActiveBlocksPerMultiprocessor)."""
+        fn = functions[ptr]
+        ok = fn.module.block <= int(threads) <= fn.module.max_threads
+        return fn.module.blocks_per_sm if ok and smem == 0 else 0
+
+    def launch_cooperative(ptr, gx, gy, gz, bx, by, bz, smem, stream, params):
+        """cuLaunchCooperativeKernel: the grid must fit the device at once, then the kernel
+        runs on the driver's ``void**`` parameters, as the simulator's launches do."""
+        fn = functions[ptr]
+        fn.check_block((bx,))
+        m = fn.module
+        if (by, bz, gz) != (1, 1, 1) or smem != 0:
+            raise CUDADriverError("CUDA_ERROR_INVALID_VALUE: the simulator launches 1-D grids "
+                                  "without dynamic shared memory")
+        if gx * gy > m.blocks_per_sm * m.sms:
+            raise CUDADriverError("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: too many blocks in "
+                                  "cooperative launch")
+        cp.launch_log.append((fn.name, int(gx), int(bx)))
+        fn.fn(int(gx), int(gy), int(bx), 2000, ctypes.c_void_p(params))  # 2 ms a team
+
     cp._current_stream = lambda: streams[-1] if streams else None
     cp.cuda = types.SimpleNamespace(
         Device=Device, Stream=Stream,
         runtime=types.SimpleNamespace(getDeviceCount=lambda: 1,
                                       memGetInfo=lambda: (8 << 30, 16 << 30)),
+        driver=types.SimpleNamespace(
+            occupancyMaxActiveBlocksPerMultiprocessor=occupancy,
+            launchCooperativeKernel=launch_cooperative, CUDADriverError=CUDADriverError),
     )
     cp.RawModule = lambda code, options=(): SimModule(code, block, sms, cp, prelude, warp,
-                                                      max_threads)
+                                                      max_threads, blocks_per_sm, barrier_s)
     return cp
 
 
 def install(monkeypatch, block: int = 16, sms: int = 3, warp: int = 8,
-            max_threads: int | None = None):
+            max_threads: int | None = None, blocks_per_sm: int = 1, barrier_s: float = 20.0,
+            edit=None):
     """Put the fake CuPy in ``sys.modules`` and point :mod:`stein_coreset._cuda` at the
-    simulator (its modules, block and warp size; ``max_threads`` the kernels'
-    ``max_threads_per_block``, default ``block``); returns the fake module."""
+    simulator through :data:`stein_coreset._cuda.CONFIG` (its compiler, block and warp size;
+    ``max_threads`` the kernels' ``max_threads_per_block``, default ``block``;
+    ``blocks_per_sm`` what the occupancy query answers; ``barrier_s`` the grid barrier's
+    budget; ``edit``, if given, rewrites each module's source first, for tests that check a
+    broken kernel is caught); returns the fake module."""
     from stein_coreset import _cuda
 
-    cp = fake_cupy(block, sms, _cuda.nvrtc_prelude(), warp, max_threads)
+    cp = fake_cupy(block, sms, _cuda.nvrtc_prelude(), warp, max_threads, blocks_per_sm,
+                   barrier_s)
     monkeypatch.setitem(sys.modules, "cupy", cp)
-    monkeypatch.setattr(_cuda, "BLOCK", block)
-    monkeypatch.setattr(_cuda, "WARP", warp)
-    cache = {}
 
-    def module(device_id, part="kernels.cu"):
-        if part not in cache:
-            cache[part] = cp.RawModule(code=_cuda.cuda_source(part), options=_cuda.NVRTC_OPTIONS)
-        return cache[part]
+    def compiler(source, options, device_id):
+        return cp.RawModule(code=source if edit is None else edit(source), options=options)
 
-    monkeypatch.setattr(_cuda, "_module", module)
+    monkeypatch.setattr(_cuda.CONFIG, "block", block)
+    monkeypatch.setattr(_cuda.CONFIG, "warp", warp)
+    monkeypatch.setattr(_cuda.CONFIG, "compiler", compiler)
     return cp

@@ -1,12 +1,19 @@
 // A CPU simulator of the CUDA execution model, enough to run stein_coreset/_cuda/kernels.cu
 // with g++ (tests/support/cudasim/__init__.py builds it). Each CUDA thread is an OS thread; a block's threads
 // meet at __syncthreads() on a condition variable; __shared__ variables live in per-block
-// slots (the Python side rewrites each declaration into a slot lookup). A grid of at most
-// `concurrent` blocks runs all its blocks at once, so the persistent kernels' grid barriers
-// work; larger grids run their blocks one after another on one team of blockDim threads (as a
-// GPU may). Atomics are the GCC builtins, sequentially consistent; __threadfence is a full
+// slots (the Python side rewrites each declaration into a slot lookup). The device holds
+// `slots` blocks at once (multiprocessors x blocks per multiprocessor), shared by every launch
+// in the process as a GPU's multiprocessors are: a block starts only when it gets a slot and
+// frees it when its last thread returns. A launch runs up to `slots` teams of blockDim threads,
+// each taking blocks in turn; so a grid that fits runs all its blocks at once (the persistent
+// kernels' grid barriers work) unless another launch holds slots, and a larger grid's last
+// blocks wait for the first to finish (a grid barrier then never completes, as on a GPU). That
+// two grids launched at once may each get part of the device is the conservative reading of
+// CUDA's guarantee, which covers one cooperative grid's own blocks. clock64() is a steady clock
+// in nanoseconds (the grid barrier's budget, SC_BARRIER_BUDGET, is set in those units). Atomics are the GCC builtins, sequentially consistent; __threadfence is a full
 // fence. It checks the kernels' logic (indices, races the schedule exposes, barrier
 // protocols), not their speed.
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -29,6 +36,33 @@ constexpr int kSlots = 64;
 #define SC_WARP 32
 #endif
 constexpr unsigned kMaxWarps = 64;
+
+// The device's resident-block slots, shared by every launch of this build.
+struct Slots {
+    std::mutex m;
+    std::condition_variable cv;
+    unsigned free = 0;
+    bool ready = false;
+    void acquire(unsigned total) {
+        std::unique_lock<std::mutex> lk(m);
+        if (!ready) {
+            free = total;
+            ready = true;
+        }
+        cv.wait(lk, [&] { return free > 0; });
+        --free;
+    }
+    void release() {
+        std::lock_guard<std::mutex> lk(m);
+        ++free;
+        cv.notify_all();
+    }
+};
+
+inline Slots& device_slots() {
+    static Slots s;
+    return s;
+}
 
 // The threads of one block: a barrier over its live threads, and its shared memory.
 struct Block {
@@ -98,6 +132,7 @@ struct Block {
             arrived = 0;
             reset_warps();
             ++endgen;
+            device_slots().release();
             cv.notify_all();
             return;
         }
@@ -129,11 +164,15 @@ T& shared(int id) {
     return *reinterpret_cast<T*>(ctx.block->slot(id, sizeof(T)));
 }
 
+// stagger_us: team g asks for its first slot g * stagger_us microseconds after the launch, as a
+// GPU's block scheduler places a grid's blocks one after another, so that two grids launched at
+// once interleave on the device (the cooperative launches use it; it only costs time)
 template <class F>
-void launch(unsigned gx, unsigned gy, unsigned bx, unsigned concurrent, F&& body) {
+void launch(unsigned gx, unsigned gy, unsigned bx, unsigned slots, unsigned stagger_us,
+            F&& body) {
     const unsigned nblocks = gx * gy;
     if (nblocks == 0 || bx == 0) return;
-    const unsigned groups = nblocks <= concurrent ? nblocks : 1;
+    const unsigned groups = nblocks <= slots ? nblocks : slots;
     std::vector<std::unique_ptr<Block>> blocks;
     for (unsigned g = 0; g < groups; ++g) {
         blocks.emplace_back(new Block);
@@ -145,6 +184,13 @@ void launch(unsigned gx, unsigned gy, unsigned bx, unsigned concurrent, F&& body
         for (unsigned tx = 0; tx < bx; ++tx) {
             team.emplace_back([&, g, tx] {
                 for (unsigned b = g; b < nblocks; b += groups) {
+                    // thread 0 takes a resident slot for the block; its threads start together
+                    if (tx == 0) {
+                        if (b == g && stagger_us > 0)
+                            std::this_thread::sleep_for(std::chrono::microseconds(g * stagger_us));
+                        device_slots().acquire(slots);
+                    }
+                    blocks[g]->sync();
                     ctx.tid = dim3{tx, 0, 0};
                     ctx.bid = dim3{b % gx, b / gx, 0};
                     ctx.bdim = dim3{bx, 1, 1};
@@ -200,9 +246,16 @@ T atomic_max(T* p, T v) {
     return old;
 }
 
+inline long long clock64() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 }  // namespace sim
 
 using sim::dim3;
+using sim::clock64;
 #define threadIdx (sim::ctx.tid)
 #define blockIdx (sim::ctx.bid)
 #define blockDim (sim::ctx.bdim)

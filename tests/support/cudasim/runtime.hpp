@@ -59,7 +59,9 @@ struct Slots {
     }
 };
 
-inline Slots& device_slots() {
+// internal linkage: each build (one per device shape) has its own slots (an inline function's
+// static would be one GNU_UNIQUE object shared by every build loaded in the process)
+static Slots& device_slots() {
     static Slots s;
     return s;
 }

@@ -409,6 +409,31 @@ def amd_lowrank(F, res, w, v, t0: int, steps: int, eta: float, progress=None) ->
                     progress(s1)
 
 
+def amd_rounding_tolerance(F, res, steps: int, eta: float | None = None) -> float:
+    """A relative tolerance for comparing AMD weights from two backends on K' = F F^T +
+    diag(res) after ``steps`` steps of size ``eta`` (default AMD's ``1 / (8 max_i K'_ii)``):
+    how far rounding F to float32 alone moves the weights, to first order.
+
+    Every backend steps on F rounded to float32 (relative error u = 2^-24 an entry), and the
+    device and the C++ then differ only by their double sums' order and the last bits of exp
+    and log (~1e-16 relative, far below u), so a correct kernel is well inside this bound and a
+    wrong one (a missed term, a skipped warp) far outside it. The derivation: with |dF_ik| <=
+    u |F_ik| and z_t a probability vector, the step's gradient g = K' z_t moves by
+    |dg_i| <= |dF_i . F^T z| + |F_i . dF^T z| <= 2 u A, A = max_i ||F_i||_1 max_jk |F_jk|; step t
+    adds 2 t eta g_i to log v_i and its normaliser moves by at most as much, so log v_i moves by
+    at most 8 t eta u A; summed over t = 1..T that is 4 eta u A T (T + 1), and v, and w (an
+    average of v's), move by at most its expm1 relative. First order: the feedback of the
+    moved weights on z_t is left out (mirror descent damps it)."""
+    F = np.asarray(F, dtype=np.float64)
+    res = np.asarray(res, dtype=np.float64)
+    T = int(steps)
+    if eta is None:
+        eta = 1.0 / (8.0 * float(np.max(np.sum(F * F, axis=1) + res)))
+    Fa = np.abs(F)
+    A = float(np.max(np.sum(Fa, axis=1)) * np.max(Fa)) if F.size else 0.0
+    return float(np.expm1(4.0 * float(eta) * 2.0 ** -24 * A * T * (T + 1)))
+
+
 def dksd_pass(U, V, F, full: bool, base, sigma, beta, lam, need_grad: bool):
     """The DKSD pair pass (Barp et al., 2019, Eq. 7; ``src_cpp/dksd.hpp``) on the device:
     ``(total, Gv, Gf)`` as ``_core.dksd_pass`` returns them, Gv (n, d) and Gf (F's shape)

@@ -31,44 +31,93 @@ namespace isa_avx512 {
     __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=256")))
 #endif
 #define SC_RSQRT14 1
+#define SC_ROW_LANES 8
 #include "soa_kernel_impl.inc"
+#undef SC_ROW_LANES
 #undef SC_RSQRT14
 #undef SC_TARGET
 }  // namespace isa_avx512
 namespace isa_avx2 {
 #define SC_TARGET __attribute__((target("avx2,fma")))
+#define SC_ROW_LANES 4
 #include "soa_kernel_impl.inc"
+#undef SC_ROW_LANES
 #undef SC_TARGET
 }  // namespace isa_avx2
 #endif
 namespace isa_base {
 #define SC_TARGET
+#define SC_ROW_LANES 4
 #include "soa_kernel_impl.inc"
+#undef SC_ROW_LANES
 #undef SC_TARGET
 }  // namespace isa_base
 
 namespace {
 
 using EvalFn = void (*)(const KernelSpec&, int64_t, const SoAView&, int64_t, int64_t, double*);
+using RowsFn = void (*)(const KernelSpec&, const int64_t*, const SoAView&, int64_t, int64_t,
+                        double*, int64_t);
 
-EvalFn pick() {
+enum class Isa { base, avx2, avx512 };
+
+Isa pick() {
 #ifdef SC_MULTI_ISA
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        return isa_avx512::eval_block;
+        return Isa::avx512;
     }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        return isa_avx2::eval_block;
+        return Isa::avx2;
     }
 #endif
-    return isa_base::eval_block;
+    return Isa::base;
 }
 
-const EvalFn kEval = pick();
+const Isa kIsa = pick();
+
+#ifdef SC_MULTI_ISA
+const EvalFn kEval = kIsa == Isa::avx512 ? isa_avx512::eval_block
+                     : kIsa == Isa::avx2 ? isa_avx2::eval_block
+                                         : isa_base::eval_block;
+const RowsFn kEvalRows = kIsa == Isa::avx512 ? isa_avx512::eval_rows
+                         : kIsa == Isa::avx2 ? isa_avx2::eval_rows
+                                             : isa_base::eval_rows;
+#else
+const EvalFn kEval = isa_base::eval_block;
+const RowsFn kEvalRows = isa_base::eval_rows;
+#endif
+
+// Whether the products over all pairs evaluate kSoARows rows at once (soa_eval_rows).
+inline bool by_rows(const KernelSpec& K) { return K.d >= kSoARowsMinD; }
+
+// Chunks of 8 rows per work item of the tiled products: 64 rows share each block of columns.
+constexpr int64_t kTile = 8;
+
+// acc[j % 8] += x[j] w[j] for j in [a, e): a row's dot product with w in eight partial sums, a
+// fixed association whatever blocks the row's entries arrive in (so every path sums a row
+// alike, and n_threads changes nothing), and one that vector units run without waiting on the
+// previous add (a single running sum costs an add's latency per entry).
+inline void dot_lanes(const double* x, const double* w, int64_t a, int64_t e, double* acc) {
+    int64_t j = a;
+    for (; j < e && (j & 7) != 0; ++j) acc[j & 7] += x[j] * w[j];
+    for (; j + 8 <= e; j += 8)
+        for (int64_t l = 0; l < 8; ++l) acc[l] += x[j + l] * w[j + l];
+    for (; j < e; ++j) acc[j & 7] += x[j] * w[j];
+}
+
+inline double lanes_total(const double* acc) {
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
 
 }  // namespace
+
+void soa_eval_rows(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
+                   int64_t e, double* out, int64_t ld) {
+    kEvalRows(K, rows, P, a, e, out, ld);
+}
 
 void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e,
               double* out) {
@@ -106,8 +155,25 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
         team.members_for(static_cast<double>(n) * static_cast<double>(n) * entry_ns(K.d), nch, 1),
         nch,
         [&](int64_t c) {
-            alignas(64) double buf[kSoABlock];
-            for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
+            alignas(64) double buf[kSoARows * kSoABlock];
+            const int64_t i1 = std::min(n, (c + 1) * kRows);
+            int64_t i = c * kRows;
+            if (by_rows(K)) {
+                for (; i + kSoARows <= i1; i += kSoARows) {
+                    const int64_t rows[kSoARows] = {i, i + 1, i + 2, i + 3};
+                    double s[kSoARows] = {};
+                    for (int64_t a = 0; a < n; a += kSoABlock) {
+                        const int64_t e = std::min(n, a + kSoABlock);
+                        kEvalRows(K, rows, P, a, e, buf, kSoABlock);
+                        for (int64_t r = 0; r < kSoARows; ++r) {
+                            const double* br = buf + r * kSoABlock;
+                            for (int64_t b = 0; b < e - a; ++b) s[r] += br[b] * w[a + b];
+                        }
+                    }
+                    for (int64_t r = 0; r < kSoARows; ++r) out[i + r] = s[r];
+                }
+            }
+            for (; i < i1; ++i) {
                 double s = 0.0;
                 for (int64_t a = 0; a < n; a += kSoABlock) {
                     const int64_t e = std::min(n, a + kSoABlock);
@@ -130,6 +196,19 @@ void upper_row(const KernelSpec& K, const SoAView& P, int64_t i, double* buf, F&
         f(b0, b1 - b0);
     }
 }
+
+// The upper parts of kSoARows ascending rows, evaluated together block by block from the first
+// row's diagonal: f(r, b0, len, row_block) for r = 0, 1, ... per block, row_block[b] =
+// k_P(x_{rows[r]}, x_{b0 + b}); the entries left of row r's diagonal (b0 + b < rows[r]) are
+// evaluated too and must be skipped by f.
+template <class F>
+void upper_rows(const KernelSpec& K, const SoAView& P, const int64_t* rows, double* buf, F&& f) {
+    for (int64_t b0 = rows[0]; b0 < K.n; b0 += kSoABlock) {
+        const int64_t b1 = std::min(K.n, b0 + kSoABlock);
+        kEvalRows(K, rows, P, b0, b1, buf, kSoABlock);
+        for (int64_t r = 0; r < kSoARows; ++r) f(r, b0, b1 - b0, buf + r * kSoABlock);
+    }
+}
 }  // namespace
 
 int64_t soa_matvec_slots(int64_t n) {
@@ -150,13 +229,34 @@ void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_thr
     Team team(n_threads);
     const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
     team.for_chunks_on(team.members_for(half * entry_ns(K.d), S, 1), S, [&](int64_t s) {
-        alignas(64) double buf[kSoABlock];
+        alignas(64) double buf[kSoARows * kSoABlock];
         double* a = acc.data() + s * n;
         for (int64_t c = s; c < nch; c += S) {
             // a slot holds 1/S of all rows (seconds of work at n = 2^17): Ctrl-C is polled
             // every 8 rows (8 n evaluations), not once per slot
             poll_cancel();
-            for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
+            const int64_t i1 = std::min(n, (c + 1) * kRows);
+            int64_t i0 = c * kRows;
+            if (by_rows(K)) {
+                // per block the rows in order, so each a[j] takes its rows' terms in row order,
+                // as the row-by-row loop below adds them
+                for (; i0 + kSoARows <= i1; i0 += kSoARows) {
+                    const int64_t rows[kSoARows] = {i0, i0 + 1, i0 + 2, i0 + 3};
+                    double row[kSoARows] = {};
+                    upper_rows(K, P, rows, buf, [&](int64_t r, int64_t b0, int64_t len,
+                                                   const double* br) {
+                        const int64_t i = rows[r];
+                        const double wi = w[i];
+                        int64_t b = i > b0 ? i - b0 : 0;
+                        for (int64_t k = b; k < len; ++k) row[r] += br[k] * w[b0 + k];
+                        if (b0 + b == i) ++b;
+                        double* aj = a + b0;
+                        for (; b < len; ++b) aj[b] += br[b] * wi;
+                    });
+                    for (int64_t r = 0; r < kSoARows; ++r) a[rows[r]] += row[r];
+                }
+            }
+            for (int64_t i = i0; i < i1; ++i) {
                 const double wi = w[i];
                 double row = 0.0;
                 upper_row(K, P, i, buf, [&](int64_t b0, int64_t len) {
@@ -187,23 +287,65 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
     constexpr int64_t kRows = 8;
     const int64_t nch = (n + kRows - 1) / kRows;
     std::vector<double> part(static_cast<size_t>(nch), 0.0);
+    // a work item is kTile chunks: from kSoARowsMinD coordinates on, their rows are evaluated
+    // kSoARows at a time against one block of columns after another, so a block's coordinates
+    // stay in cache for all of the item's rows (a row at a time streams all n points' coordinates
+    // once per row: at d = 100 that is memory-bound)
+    const int64_t tile = by_rows(K) ? kTile : 1;
+    const int64_t nitems = (nch + tile - 1) / tile;
     Team team(n_threads);
     const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
-    team.for_chunks_on(team.members_for(half * entry_ns(K.d), nch, 1), nch, [&](int64_t c) {
-        alignas(64) double buf[kSoABlock];
-        double q = 0.0;
-        for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) {
-            if (w[i] == 0.0) continue;
-            // k_ii first in the row's first block, then the entries j > i
-            double diag = 0.0, off = 0.0;
-            upper_row(K, P, i, buf, [&](int64_t b0, int64_t len) {
-                int64_t b = 0;
-                if (b0 == i) diag = buf[b++] * w[i];
-                for (; b < len; ++b) off += buf[b] * w[b0 + b];
-            });
-            q += w[i] * (diag + 2.0 * off);
+    team.for_chunks_on(team.members_for(half * entry_ns(K.d), nitems, 1), nitems, [&](int64_t it) {
+        alignas(64) double buf[kSoARows * kSoABlock];
+        const int64_t c0 = it * tile, c1 = std::min(nch, c0 + tile);
+        const int64_t i0 = c0 * kRows, i1 = std::min(n, c1 * kRows);
+        // the item's rows of nonzero weight, in order, and their sums k_ii w_i, sum_{j>i} k_ij w_j
+        int64_t live[kTile * kRows];
+        double diag[kTile * kRows], off[kTile * kRows][8];
+        int64_t nl = 0;
+        for (int64_t i = i0; i < i1; ++i)
+            if (w[i] != 0.0) live[nl++] = i;
+        const int64_t ng = tile > 1 ? nl / kSoARows : 0;  // groups of kSoARows rows
+        for (int64_t l = 0; l < nl; ++l) {
+            diag[l] = 0.0;
+            for (int64_t k = 0; k < 8; ++k) off[l][k] = 0.0;
         }
-        part[c] = q;
+        if (ng > 0) {
+            for (int64_t b0 = live[0]; b0 < n; b0 += kSoABlock) {
+                const int64_t b1 = std::min(n, b0 + kSoABlock);
+                for (int64_t g = 0; g < ng; ++g) {
+                    const int64_t* rows = live + g * kSoARows;
+                    if (rows[0] >= b1) break;  // this and later groups start further on
+                    const int64_t first = std::max(b0, rows[0]);
+                    kEvalRows(K, rows, P, first, b1, buf, kSoABlock);
+                    for (int64_t r = 0; r < kSoARows; ++r) {
+                        const int64_t i = rows[r], l = g * kSoARows + r;
+                        if (i >= b1) continue;  // its diagonal is in a later block
+                        const double* br = buf + r * kSoABlock - first;  // br[j] for j in block
+                        int64_t j = std::max(first, i);
+                        if (j == i) diag[l] = br[j++] * w[i];
+                        dot_lanes(br, w, j, b1, off[l]);
+                    }
+                }
+            }
+        }
+        for (int64_t l = ng * kSoARows; l < nl; ++l) {
+            const int64_t i = live[l];
+            // k_ii first in the row's first block, then the entries j > i
+            upper_row(K, P, i, buf, [&](int64_t b0, int64_t len) {
+                int64_t j = b0;
+                if (b0 == i) diag[l] = buf[0] * w[j++];
+                dot_lanes(buf - b0, w, j, b0 + len, off[l]);
+            });
+        }
+        // each chunk's rows added in order, as a chunk at a time adds them
+        int64_t l = 0;
+        for (int64_t c = c0; c < c1; ++c) {
+            double q = 0.0;
+            for (; l < nl && live[l] < (c + 1) * kRows; ++l)
+                q += w[live[l]] * (diag[l] + 2.0 * lanes_total(off[l]));
+            part[c] = q;
+        }
     });
     double total = 0.0;
     for (int64_t c = 0; c < nch; ++c) total += part[c];
@@ -224,14 +366,23 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
         nc = K.n;
     }
     const int64_t nb = soa_blocks(nc);
+    // chunks are (rows, block) pairs, so the one-row calls of RPCholesky use every thread; a
+    // chunk's rows are kSoARows rows evaluated together where that pays, else one
+    const int64_t g = by_rows(K) && nr >= kSoARows ? kSoARows : 1;
+    const int64_t ng = (nr + g - 1) / g;
     Team team(n_threads);
-    // chunks are (row, block) pairs, so the one-row calls of RPCholesky use every thread
     team.for_chunks_on(
         team.members_for(static_cast<double>(nr) * static_cast<double>(nc) * entry_ns(K.d),
-                         nr * nb, 1),
-        nr * nb, [&](int64_t c) {
-            const int64_t a = c / nb, lo = (c - a * nb) * kSoABlock;
-            kEval(K, rows[a], P, lo, std::min(nc, lo + kSoABlock), out + a * nc + lo);
+                         ng * nb, 1),
+        ng * nb, [&](int64_t c) {
+            const int64_t a0 = (c / nb) * g, lo = (c % nb) * kSoABlock;
+            const int64_t hi = std::min(nc, lo + kSoABlock);
+            if (g == kSoARows && a0 + kSoARows <= nr) {
+                kEvalRows(K, rows + a0, P, lo, hi, out + a0 * nc + lo, nc);
+                return;
+            }
+            for (int64_t a = a0; a < std::min(nr, a0 + g); ++a)
+                kEval(K, rows[a], P, lo, hi, out + a * nc + lo);
         });
 }
 
@@ -245,10 +396,28 @@ void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, doub
     const SoAView& P = all.view();
     const int64_t n = K.n;
     const double inv = 1.0 / static_cast<double>(n);
+    const int64_t g = by_rows(K) && nr >= kSoARows ? kSoARows : 1;
+    const int64_t ng = (nr + g - 1) / g;
     Team team(n_threads);
     team.for_chunks_on(
-        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nr, 1),
-        nr, [&](int64_t a) { out[a] = soa_sum(K, rows[a], P, 0, n) * inv; });
+        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), ng, 1),
+        ng, [&](int64_t c) {
+            const int64_t a0 = c * g;
+            if (g == kSoARows && a0 + kSoARows <= nr) {  // soa_sum's order, kSoARows rows at once
+                alignas(64) double buf[kSoARows * kSoABlock];
+                double s[kSoARows] = {};
+                for (int64_t b0 = 0; b0 < n; b0 += kSoABlock) {
+                    const int64_t b1 = std::min(n, b0 + kSoABlock);
+                    kEvalRows(K, rows + a0, P, b0, b1, buf, kSoABlock);
+                    for (int64_t r = 0; r < kSoARows; ++r)
+                        for (int64_t b = 0; b < b1 - b0; ++b) s[r] += buf[r * kSoABlock + b];
+                }
+                for (int64_t r = 0; r < kSoARows; ++r) out[a0 + r] = s[r] * inv;
+                return;
+            }
+            for (int64_t a = a0; a < std::min(nr, a0 + g); ++a)
+                out[a] = soa_sum(K, rows[a], P, 0, n) * inv;
+        });
 }
 
 void diag(const KernelSpec& K, double* out, int n_threads) {

@@ -63,7 +63,7 @@ class AllPoints {
 public:
     explicit AllPoints(const KernelSpec& K) {
         if (K.Us != nullptr && (K.T == nullptr || K.Ts != nullptr)) {
-            v_ = SoAView{K.d, K.n, K.Us, K.T ? K.Ts : nullptr, K.mean};
+            v_ = SoAView{K.d, K.scap > 0 ? K.scap : K.n, K.Us, K.T ? K.Ts : nullptr, K.mean};
         } else {
             own_.init(K, K.n);
             for (int64_t i = 0; i < K.n; ++i) own_.set(i, K, i);
@@ -85,6 +85,15 @@ inline int64_t soa_blocks(int64_t n) { return (n + kSoABlock - 1) / kSoABlock; }
 // out[b - a] = k_P(x_i, slot b) for b in [a, e), e - a <= kSoABlock; i indexes K's points.
 void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e,
               double* out);
+
+// kSoARows rows at once: out[r * ld + b - a] = k_P(x_{rows[r]}, slot b), each entry equal to
+// soa_eval's bit for bit. From kSoARowsMinD coordinates on, the rows' coordinate sums are formed
+// together (each slot's coordinates loaded once for all the rows): the products over all pairs
+// (K w, w^T K w, Gram blocks, row means) use it there; below, one row at a time is as fast.
+constexpr int64_t kSoARows = 4;
+constexpr int64_t kSoARowsMinD = 1;  // measured: faster than a row at a time from d = 1 on
+void soa_eval_rows(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
+                   int64_t e, double* out, int64_t ld);
 
 // sum_{b in [a, e)} k_P(x_i, slot b), any length, summed block by block in order.
 double soa_sum(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e);

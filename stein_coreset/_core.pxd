@@ -24,6 +24,8 @@ cdef extern from "stein_kernel.hpp" nogil:
         double mean_all
         const double* Us
         const double* Ts
+        int64_t scap
+    int64_t sc_soa_capacity "sc::soa_capacity"(int64_t n)
 
 
 

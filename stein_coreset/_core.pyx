@@ -163,15 +163,22 @@ cdef class Kernel:
                 raise ValueError("mean must have one entry per point")
             self._keep.append(mean)
             self.spec.mean = &mv[0]
-        # the structure-of-arrays layout, built once (coordinate c of point i at [c, i])
+        # the structure-of-arrays layout, built once (coordinate c of point i at [c, i]), its
+        # rows padded to sc::soa_capacity(n)
         self.spec.Us = NULL
         self.spec.Ts = NULL
+        self.spec.scap = 0
+        cdef int64_t n = U.shape[0]
+        cdef int64_t cap = sc_soa_capacity(n)
         if U.shape[0] > 0 and U.shape[1] > 0:
-            self._soa_U = np.ascontiguousarray(np.asarray(U).T)
+            self._soa_U = np.zeros((U.shape[1], cap))
+            self._soa_U[:, :n] = np.asarray(U).T
             Us = self._soa_U
             self.spec.Us = &Us[0, 0]
+            self.spec.scap = cap
             if T is not None:
-                self._soa_T = np.ascontiguousarray(np.asarray(T).T)
+                self._soa_T = np.zeros((U.shape[1], cap))
+                self._soa_T[:, :n] = np.asarray(T).T
                 Us = self._soa_T
                 self.spec.Ts = &Us[0, 0]
 

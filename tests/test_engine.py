@@ -488,3 +488,43 @@ def test_the_developer_page_shows_the_capability_table_as_generated():
     page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "engine.md").read_text()
     table = page.split("<!-- capability-table -->\n")[1].split("<!-- /capability-table -->")[0]
     assert table.strip() == capability_table().strip()
+
+
+@pytest.mark.parametrize("d", [1, 3, 8, 13, 60])
+@pytest.mark.parametrize("kind", ["stein", "base", "centred"])
+def test_rows_evaluated_together_equal_a_row_at_a_time_bit_for_bit(d, kind):
+    """The products evaluate four rows at once (their coordinate sums together); a Gram block
+    of many rows must equal, entry for entry and bit for bit, the columns evaluated one row at
+    a time, whatever the kernel, the dimension and a length that is no multiple of a vector."""
+    from stein_coreset.kernels import centred_kernel_matrix
+
+    rng = np.random.default_rng(d)
+    n = 203
+    X = 0.7 + 1.5 * rng.standard_normal((n, d))
+    rows = np.array([0, 1, 2, 3, 5, 202, 100, 7, 9], dtype=np.int64)
+    for base in (sc.IMQ(sigma=2.0), sc.IMQ(sigma=1.5, beta=-0.3), sc.Gaussian(sigma=3.0),
+                 sc.Matern(sigma=3.0, nu=1.5), sc.Matern(sigma=3.0, nu=2.5)):
+        if kind == "stein":
+            K = sc.SteinKernel(base).bind(X, -X, n_threads=2)
+        elif kind == "base":
+            K = sc.engine.KernelMatrix(base, X, n_threads=2)
+        else:
+            K = centred_kernel_matrix(base, X, n_threads=2)
+        block = native.gram(K, rows)
+        one_by_one = np.stack([native.column(K, int(i)) for i in rows])
+        np.testing.assert_array_equal(block, one_by_one)
+
+
+def test_quad_and_products_agree_with_the_dense_matrix_and_ignore_n_threads():
+    rng = np.random.default_rng(3)
+    X = 0.7 + 1.5 * rng.standard_normal((777, 20))
+    w = rng.standard_normal(777)
+    w[::5] = 0.0
+    K1 = sc.SteinKernel(sc.IMQ(sigma=6.0)).bind(X, -X, n_threads=1)
+    dense = K1.dense()
+    assert K1.quad(w) == pytest.approx(w @ dense @ w, rel=1e-12)
+    np.testing.assert_allclose(native.matvec(K1, w), dense @ w, rtol=1e-12, atol=1e-12)
+    for nt in (2, 3):
+        Kt = K1.with_threads(nt)
+        assert Kt.quad(w) == K1.quad(w)
+        np.testing.assert_array_equal(native.matvec(Kt, w), native.matvec(K1, w))

@@ -1,77 +1,88 @@
 #include "dksd.hpp"
 
 #include "cancel.hpp"
+#include "isa.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
 
+// The blocked pass is also built for AVX-512 and AVX2+FMA (isa.hpp) and the widest one the CPU
+// supports is picked at first use.
+#ifdef SC_MULTI_ISA
+#include <immintrin.h>
+#endif
+
 namespace sc {
 
 namespace {
 
-// One row i of the pass; FULL / GRAD are compile-time so the inner loops carry no branches.
-template <bool FULL, bool GRAD>
-double dksd_row(const DKSDSpec& S, int64_t i, double c, const std::vector<int64_t>& kid,
-                const std::vector<int64_t>& rep, double* k0, double* k1, double* k2, double* du,
-                double* Gv, double* Gf) {
-    const int64_t n = S.n, d = S.d, nk = static_cast<int64_t>(rep.size());
-    const int64_t fstride = FULL ? d * d : d;
-    const double* ui = S.U + i * d;
-    const double* vi = S.V + i * d;
-    const double* fi = S.F + i * fstride;
-    double* gv = GRAD ? Gv + i * d : nullptr;
-    double* gf = GRAD ? Gf + i * fstride : nullptr;
-    if (GRAD) {
-        for (int64_t r = 0; r < d; ++r) gv[r] = 0.0;
-        for (int64_t r = 0; r < fstride; ++r) gf[r] = 0.0;
+// Columns per block of the pass: the block's radial terms and (full F) its delta stay in L1/L2.
+constexpr int64_t kBlock = 256;
+
+// The structure-of-arrays copy the pass reads its columns from, and the distinct base kernels.
+struct DKSDLayout {
+    int64_t cap = 0;               // doubles per coordinate row, a multiple of 8, zero past n
+    const double* U = nullptr;     // d x cap
+    const double* V = nullptr;     // d x cap
+    const double* F = nullptr;     // d x cap (diagonal) or d*d x cap (full, row l*d + r)
+    int64_t nk = 0;                // distinct base kernels
+    const int64_t* kid = nullptr;  // d: component r uses kernel kid[r]
+    const int64_t* rep = nullptr;  // nk: a component of each kernel
+};
+
+}  // namespace
+
+#ifdef SC_MULTI_ISA
+namespace dksd_avx512 {
+#define SC_TARGET __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq,avx512bw")))
+#define SC_RSQRT14 1
+#include "dksd_impl.inc"
+#undef SC_RSQRT14
+#undef SC_TARGET
+}  // namespace dksd_avx512
+namespace dksd_avx2 {
+#define SC_TARGET __attribute__((target("avx2,fma")))
+#include "dksd_impl.inc"
+#undef SC_TARGET
+}  // namespace dksd_avx2
+#endif
+namespace dksd_base {
+#define SC_TARGET
+#include "dksd_impl.inc"
+#undef SC_TARGET
+}  // namespace dksd_base
+
+namespace {
+
+using RowsFn = double (*)(const DKSDSpec&, const DKSDLayout&, int64_t, int64_t, double, double*,
+                          double*, double*);
+
+RowsFn pick() {
+#ifdef SC_MULTI_ISA
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        return dksd_avx512::dksd_rows;
     }
-    double acc = 0.0;
-    for (int64_t j = 0; j < n; ++j) {
-        if (j == i) continue;
-        const double* uj = S.U + j * d;
-        const double* vj = S.V + j * d;
-        const double* fj = S.F + j * fstride;
-        double q = 0.0;
-        for (int64_t l = 0; l < d; ++l) {
-            du[l] = ui[l] - uj[l];
-            q += du[l] * du[l];
-        }
-        for (int64_t k = 0; k < nk; ++k) {
-            const int64_t s = rep[k];
-            portable::dksd_radial(S.base[s], S.sigma[s], S.beta[s], q, k0[k], k1[k], k2[k]);
-        }
-        for (int64_t r = 0; r < d; ++r) {
-            const int64_t k = nk == 1 ? 0 : kid[r];
-            double P, Q, R;
-            if (FULL) {
-                P = Q = R = 0.0;
-                for (int64_t l = 0; l < d; ++l) {
-                    P += fi[l * d + r] * du[l];
-                    Q += fj[l * d + r] * du[l];
-                    R += fi[l * d + r] * fj[l * d + r];
-                }
-            } else {
-                P = fi[r] * du[r];
-                Q = fj[r] * du[r];
-                R = fi[r] * fj[r];
-            }
-            acc += portable::dksd_term(S.lam[r], k0[k], k1[k], k2[k], vi[r], vj[r], P, Q, R);
-            if (GRAD) {
-                double g, AP, AR;
-                portable::dksd_adjoint(2.0 * c * S.lam[r], k0[k], k1[k], k2[k], vj[r], Q, g, AP,
-                                       AR);
-                gv[r] += g;
-                if (FULL) {
-                    for (int64_t l = 0; l < d; ++l) gf[l * d + r] += AP * du[l] + AR * fj[l * d + r];
-                } else {
-                    gf[r] += AP * du[r] + AR * fj[r];
-                }
-            }
-        }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        return dksd_avx2::dksd_rows;
     }
-    return c * acc;
+#endif
+    return dksd_base::dksd_rows;
+}
+
+const RowsFn kRowsFn = pick();
+
+// rows x n row-major -> rows x cap, zero past n (the SoA copy: row c holds coordinate c)
+void transpose_into(const double* X, int64_t n, int64_t rows, int64_t cap, double* out) {
+    for (int64_t c = 0; c < rows; ++c) {
+        double* o = out + c * cap;
+        for (int64_t j = 0; j < n; ++j) o[j] = X[j * rows + c];
+        for (int64_t j = n; j < cap; ++j) o[j] = 0.0;
+    }
 }
 
 }  // namespace
@@ -98,6 +109,24 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
         }
     }
     const int64_t nk = static_cast<int64_t>(rep.size());
+    // the structure-of-arrays copy; rows padded off multiples of 4 KiB (a stride of 512 doubles
+    // maps every coordinate of a column to the same cache sets)
+    int64_t cap = (n + 7) / 8 * 8;
+    if (cap % 512 == 0) cap += 8;
+    const int64_t frows = S.full ? d * d : d;
+    std::vector<double> soa(static_cast<size_t>((2 * d + frows) * cap));
+    transpose_into(S.U, n, d, cap, soa.data());
+    transpose_into(S.V, n, d, cap, soa.data() + d * cap);
+    transpose_into(S.F, n, frows, cap, soa.data() + 2 * d * cap);
+    DKSDLayout Lt;
+    Lt.cap = cap;
+    Lt.U = soa.data();
+    Lt.V = soa.data() + d * cap;
+    Lt.F = soa.data() + 2 * d * cap;
+    Lt.nk = nk;
+    Lt.kid = kid.data();
+    Lt.rep = rep.data();
+    const size_t work_len = static_cast<size_t>((3 * nk + 3 + (S.full ? d : 0)) * kBlock);
     // rows in fixed chunks, partial sums added in chunk order: the value does not depend on the
     // number of threads
     constexpr int64_t kRows = 16;
@@ -105,30 +134,18 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
     std::vector<double> partial(static_cast<size_t>(nch), 0.0);
     Team team(n_threads);
     // a pair: nk radial evaluations and ~d (full: d^2) multiply-adds per component, twice with
-    // the gradient
-    const double pair_ns = (10.0 * static_cast<double>(nk) +
-                            static_cast<double>(S.full ? d * d : d) * (grad ? 4.0 : 2.0));
+    // the gradient, at about 8 per ns
+    const double pair_ns = (2.0 * static_cast<double>(nk) +
+                            static_cast<double>(S.full ? d * d : d) * (grad ? 1.0 : 0.5));
     team.for_chunks_on(
         team.members_for(static_cast<double>(n) * static_cast<double>(n) * pair_ns, nch, 1),
         nch,
         [&](int64_t ch) {
             poll_cancel();
-            std::vector<double> k0(nk), k1(nk), k2(nk), du(d);
-            double* a = k0.data();
-            double* b = k1.data();
-            double* e = k2.data();
-            double* u = du.data();
-            double acc = 0.0;
-            for (int64_t i = ch * kRows; i < std::min(n, (ch + 1) * kRows); ++i) {
-                if (S.full) {
-                    acc += grad ? dksd_row<true, true>(S, i, c, kid, rep, a, b, e, u, Gv, Gf)
-                                : dksd_row<true, false>(S, i, c, kid, rep, a, b, e, u, Gv, Gf);
-                } else {
-                    acc += grad ? dksd_row<false, true>(S, i, c, kid, rep, a, b, e, u, Gv, Gf)
-                                : dksd_row<false, false>(S, i, c, kid, rep, a, b, e, u, Gv, Gf);
-                }
-            }
-            partial[static_cast<size_t>(ch)] = acc;
+            std::vector<double> work(work_len);
+            partial[static_cast<size_t>(ch)] =
+                kRowsFn(S, Lt, ch * kRows, std::min(n, (ch + 1) * kRows), c, work.data(),
+                        grad ? Gv : nullptr, grad ? Gf : nullptr);
         });
     double total = 0.0;
     for (double v : partial) total += v;

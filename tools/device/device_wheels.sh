@@ -12,9 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root
 py312=$(bash .ci/python312) || { echo "no Python 3.12 here: the device's is 3.12" >&2; exit 1; }
 
-# one version of each: two wheels of one package stop the whole install there
+# one version of each: two wheels of one package stop the whole install there (pytest-timeout:
+# the check stage runs every CUDA test under --timeout)
 PURE=(array-api-compat array-api-strict stein-thinning qpsolvers dask distributed cloudpickle fsspec
-      partd locket toolz tblib zict tornado importlib-metadata
+      partd locket toolz tblib zict tornado importlib-metadata pytest-timeout
       proxsuite)  # (binary: the QP solver of goodpoints.jax's sr / lsr, through qpsolvers)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

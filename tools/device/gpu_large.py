@@ -26,15 +26,40 @@ def _input(cp, n, d, seed=0):
     return X, -X
 
 
+class _StrictStandIn:
+    """What large() needs of CuPy, on array_api_strict (the device script's CPU dry run)."""
+
+    def __init__(self):
+        import types
+
+        import array_api_strict as xps
+        import numpy as np
+
+        def state(seed):
+            rs = np.random.RandomState(seed)
+            return types.SimpleNamespace(standard_normal=lambda shape, dtype=None: xps.asarray(
+                rs.standard_normal(shape)))
+
+        self.random = types.SimpleNamespace(RandomState=state)
+        self.float64 = xps.float64
+        pool = types.SimpleNamespace(free_all_blocks=lambda: None, total_bytes=lambda: 0)
+        self.get_default_memory_pool = lambda: pool
+        dev = types.SimpleNamespace(synchronize=lambda: None)
+        self.cuda = types.SimpleNamespace(Device=lambda: dev)
+
+
 def large(args) -> list[dict]:
-    import cupy as cp
+    if args.xp == "strict":
+        cp = _StrictStandIn()
+    else:
+        import cupy as cp
 
     import stein_coreset as sc
 
     rows = []
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
     pool = cp.get_default_memory_pool()
-    Xw, Sw = _input(cp, 4096, args.d)
+    Xw, Sw = _input(cp, min(4096, min(args.n)), args.d)
     sc.compress(Xw, Sw, size=64, method=args.method, kernel=kern, seed=0, tau=args.tau)  # compile
     for n in args.n:
         pool.free_all_blocks()
@@ -341,6 +366,8 @@ def main(argv=None) -> int:
     p.add_argument("--amd", action="store_true", help="AMD: array-API loop vs fused kernel")
     p.add_argument("--profile", action="store_true", help="cProfile one run of --method")
     p.add_argument("--dksd", action="store_true", help="DKSD pair pass: CUDA vs array API vs C++")
+    p.add_argument("--xp", choices=["cupy", "strict"], default="cupy",
+                   help="strict: array_api_strict in place of CuPy (the CPU dry run; lskt only)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     if args.diagnose_lskt:

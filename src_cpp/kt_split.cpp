@@ -34,8 +34,11 @@ constexpr int64_t kChunk = 512;
 // k(x1, R_l) - k(x1, L_l) + k(x2, L_l) - k(x2, R_l)
 double walk_chunk(const KernelSpec& K, int64_t x1, int64_t x2, const SoAView& L, const SoAView& R,
                   int64_t a, int64_t b) {
-    return (soa_sum(K, x1, R, a, b) - soa_sum(K, x2, R, a, b)) -
-           (soa_sum(K, x1, L, a, b) - soa_sum(K, x2, L, a, b));
+    const int64_t rows[2] = {x1, x2};
+    double r[2], l[2];
+    soa_sums2(K, rows, R, a, b, r);
+    soa_sums2(K, rows, L, a, b, l);
+    return (r[0] - r[1]) - (l[0] - l[1]);
 }
 
 int64_t walk_chunks(int64_t len) { return (len + kChunk - 1) / kChunk; }

@@ -85,9 +85,13 @@ const EvalFn kEval = kIsa == Isa::avx512 ? isa_avx512::eval_block
 const RowsFn kEvalRows = kIsa == Isa::avx512 ? isa_avx512::eval_rows
                          : kIsa == Isa::avx2 ? isa_avx2::eval_rows
                                              : isa_base::eval_rows;
+const RowsFn kEvalRows2 = kIsa == Isa::avx512 ? isa_avx512::eval_rows2
+                          : kIsa == Isa::avx2 ? isa_avx2::eval_rows2
+                                              : isa_base::eval_rows2;
 #else
 const EvalFn kEval = isa_base::eval_block;
 const RowsFn kEvalRows = isa_base::eval_rows;
+const RowsFn kEvalRows2 = isa_base::eval_rows2;
 #endif
 
 // Whether the products over all pairs evaluate kSoARows rows at once (soa_eval_rows).
@@ -117,6 +121,22 @@ inline double lanes_total(const double* acc) {
 void soa_eval_rows(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
                    int64_t e, double* out, int64_t ld) {
     kEvalRows(K, rows, P, a, e, out, ld);
+}
+
+void soa_sums2(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a, int64_t e,
+               double* sums) {
+    alignas(64) double buf[2 * kSoABlock];
+    double s0 = 0.0, s1 = 0.0;
+    for (int64_t b0 = a; b0 < e; b0 += kSoABlock) {
+        const int64_t b1 = std::min(e, b0 + kSoABlock), len = b1 - b0;
+        kEvalRows2(K, rows, P, b0, b1, buf, kSoABlock);
+        for (int64_t b = 0; b < len; ++b) {  // two independent chains, each soa_sum's order
+            s0 += buf[b];
+            s1 += buf[kSoABlock + b];
+        }
+    }
+    sums[0] = s0;
+    sums[1] = s1;
 }
 
 void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e,

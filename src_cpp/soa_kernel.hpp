@@ -32,7 +32,7 @@ struct SoAPoints {
 
     void init(const KernelSpec& K, int64_t capacity) {
         d = K.d;
-        cap = capacity;
+        cap = soa_capacity(capacity);  // the stride: >= capacity, off multiples of 4 KiB
         stein = K.T != nullptr;
         centred = K.mean != nullptr;
         U.assign(static_cast<size_t>(d * cap), 0.0);
@@ -94,6 +94,11 @@ constexpr int64_t kSoARows = 4;
 constexpr int64_t kSoARowsMinD = 1;  // measured: faster than a row at a time from d = 1 on
 void soa_eval_rows(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
                    int64_t e, double* out, int64_t ld);
+
+// sums[r] = soa_sum(K, rows[r], P, a, e) for r = 0, 1, bit for bit, the two rows evaluated
+// together (KT-SPLIT's pair against a child).
+void soa_sums2(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a, int64_t e,
+               double* sums);
 
 // sum_{b in [a, e)} k_P(x_i, slot b), any length, summed block by block in order.
 double soa_sum(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e);

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,9 +23,6 @@ from .._validation import check_matrix
 from . import native
 from .arrays import SLAB_ENTRIES, squared_distances
 from .backend import Backend, get_backend
-
-if TYPE_CHECKING:  # annotations only: the kernels import the engine, not the reverse
-    from ..kernels import RadialKernel
 
 __all__ = [
     "Whitening",
@@ -134,7 +130,9 @@ class KernelMatrix:
 
     Built by :meth:`~stein_coreset.kernels.SteinKernel.bind` (Stein kernel) or
     :func:`~stein_coreset.kernels.centred_kernel_matrix` (a base kernel centred at the input).
-    ``U`` are whitened points, ``T`` whitened scores or ``None``, ``mean``/``mean_all`` the
+    ``base`` is the base kernel (a :class:`~stein_coreset.kernels.RadialKernel`: the engine
+    reads its ``radial``, ``code``, ``sigma`` and ``beta``, and does not import the kernels),
+    ``U`` whitened points, ``T`` whitened scores or ``None``, ``mean``/``mean_all`` the
     centring of a base kernel.
 
     The matrix holds one backend (:attr:`backend`, a :class:`~stein_coreset.engine.Backend`),
@@ -151,7 +149,7 @@ class KernelMatrix:
 
     def __init__(
         self,
-        base: RadialKernel,
+        base,
         U,
         T=None,
         mean=None,

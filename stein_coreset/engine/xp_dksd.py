@@ -18,8 +18,9 @@ __all__ = ["block_rows", "pair_pass", "HOST_SLAB_ENTRIES"]
 
 
 #: Entries of one (block x n) slab on the host: small enough to stay in cache (measured ~5x
-#: faster than 4M-entry slabs with NumPy at n = 1000); accelerators get SLAB_ENTRIES // 4.
-HOST_SLAB_ENTRIES = 1 << 16
+#: faster than 4M-entry slabs with NumPy at n = 1000; 2^15 ~7% faster than 2^16 for the
+#: diagonal pass at n = 4000, d = 10); accelerators get SLAB_ENTRIES // 4.
+HOST_SLAB_ENTRIES = 1 << 15
 
 
 def block_rows(n: int, block_size: int | None, xp=None) -> int:
@@ -40,55 +41,127 @@ def _slab(xp, U, a0, a1, cols, c):
     return Ua, q, W, q > 0.0
 
 
-def _pair_pass_shared_diag(U, V, F, base, lam, need_grad, block_size=None):
-    """:func:`pair_pass` for one shared base kernel and a diagonal F, as matrix products.
+def _squared_distances_t(Ua, UT):
+    """``squared_distances(xp, Ua, U)`` bit for bit (coordinates added in order from 0) from
+    UT = U.T as a contiguous (d, n) array: each coordinate's row broadcasts from contiguous
+    memory (~1.6x faster with NumPy than U's strided columns)."""
+    q = None
+    for c in range(int(UT.shape[0])):
+        diff = Ua[:, c : c + 1] - UT[c : c + 1, :]
+        q = diff * diff if q is None else q + diff * diff
+    return q
 
-    Summing the per-component terms over r first turns them into (block x n) @ (n x d) and
-    (block x d) @ (d x n) products (O(n^2 d) flops in BLAS) and leaves O(1) elementwise work per
-    pair, instead of O(d) per pair in the component loop.
+
+def _groups(comps):
+    """The components grouped by base kernel (the same object), in order of first appearance:
+    ``[(base, [r, ...]), ...]``."""
+    groups: dict[int, tuple] = {}
+    for r, (base, _lam) in enumerate(comps):
+        groups.setdefault(id(base), (base, []))[1].append(r)
+    return list(groups.values())
+
+
+def _radial_terms(xp, base, q, qpos, qsafe):
+    """(kappa, kappa', kappa'') of ``base`` at q, kappa'' = 0 where q = 0."""
+    k0, k1, qk2 = base.radial(xp, q)
+    return k0, k1, xp.where(qpos, qk2 / qsafe, 0.0)
+
+
+def _offdiag_product(xp, K, R, a0, a1, offdiag):
+    """sum_{j != i} K[i, j] R[j, :] for the slab rows i = a0 .. a1 - 1: the product with the
+    slab's diagonal block masked (exactly: no subtraction), the rest as two plain products."""
+    out = (K[:, a0:a1] * offdiag) @ R[a0:a1, ...]
+    if a0 > 0:
+        out = out + K[:, :a0] @ R[:a0, ...]
+    if a1 < int(R.shape[0]):
+        out = out + K[:, a1:] @ R[a1:, ...]
+    return out
+
+
+def _pair_pass_diag(U, V, F, comps, need_grad, block_size=None):
+    """:func:`pair_pass` for a diagonal F, as matrix products, one group of components per
+    distinct base kernel.
+
+    For the components r of one kernel, with delta_r = u_ir - u_jr, P = f_ir delta_r,
+    Q = f_jr delta_r, R = f_ir f_jr, every sum over j != i of a slab row is a product of the
+    (block x n) radial terms with (n x m) columns:
+
+        sum_j k0 v_jr                         = (k0 @ V)_ir
+        sum_j k1 (v_ir Q - P v_jr + R)        = v_ir (u_ir A1F - A1FU) - f_ir (u_ir A1V - A1UV)
+                                                + f_ir A1F,  [A1F A1FU A1V A1UV] = k1 @ [F FU V UV]
+        sum_j k2 P Q                          = f_ir (u_ir^2 A2F - 2 u_ir A2FU + A2FU2),
+                                                [A2F A2FU A2FU2] = k2 @ [F FU FU^2]
+
+    so the loss and both adjoints come from the same three products (O(n^2 m) flops in BLAS)
+    and O(1) elementwise work per pair besides q and the radial terms. The diagonal j = i is
+    masked in the slab's own (block x block) part, never subtracted.
     """
     xp, dev = aa.namespace(U=U)
-    n = int(U.shape[0])
+    n, d = int(U.shape[0]), int(U.shape[1])
     c = 1.0 / (n * (n - 1))
     b = block_rows(n, block_size, xp)
-    lam = aa.from_host(np.asarray(lam, dtype=np.float64), xp=xp, device=dev)[None, :]
-    d = int(U.shape[1])
-    FU, FU2, UV = F * U, F * U * U, U * V
-    LV, LF = lam * V, lam * F
-    # sum_r of the component terms as three products (left (n, k d) x right (n, k d)^T):
-    #   G0 = sum_r lam v_a v_b, G1 = sum_r lam (v_a Q - P v_b + R), G2 = sum_r lam P Q
-    L1 = xp.concat([LV * U, -LV, -LF * U, LF, LF], axis=1)
-    R1 = xp.concat([F, FU, V, UV, F], axis=1)
-    L2 = xp.concat([LF * U * U, -2.0 * LF * U, LF], axis=1)
-    R2 = xp.concat([F, FU, FU2], axis=1)
-    Rg1 = xp.concat([F, FU, V, UV], axis=1)
-    cols = xp.arange(n, device=dev)
+    groups = []
+    for base, idx in _groups(comps):
+        if len(idx) == d:
+            Ug, Vg, Fg = U, V, F
+        else:
+            sel = xp.asarray(idx, device=dev)
+            Ug, Vg, Fg = (xp.take(A, sel, axis=1) for A in (U, V, F))
+        lam = aa.from_host(np.asarray([comps[r][1] for r in idx], dtype=np.float64), xp=xp,
+                           device=dev)[None, :]
+        FU = Fg * Ug
+        groups.append((base, idx, lam, Ug, Vg, Fg, xp.concat([Fg, FU, Vg, Ug * Vg], axis=1),
+                       xp.concat([Fg, FU, FU * Ug], axis=1)))
+    UT = xp.stack([U[:, c] for c in range(d)], axis=0)  # row-major (d, n) in NumPy
     total = 0.0
     gv_parts, gf_parts = [], []
     for a0 in range(0, n, b):
         a1 = min(n, a0 + b)
-        Ua, q, W, qpos = _slab(xp, U, a0, a1, cols, c)
-        k0, k1, qk2 = base.radial(xp, q)
-        k2 = xp.where(qpos, qk2 / xp.where(qpos, q, 1.0), 0.0)
-        T = (k0 * (LV[a0:a1, ...] @ V.T) - 2.0 * k1 * (L1[a0:a1, ...] @ R1.T)
-             - 4.0 * k2 * (L2[a0:a1, ...] @ R2.T))
-        total += float(xp.sum(W * T))
+        q = _squared_distances_t(U[a0:a1, ...], UT)
+        qpos = q > 0.0
+        qsafe = xp.where(qpos, q, 1.0)
+        offdiag = 1.0 - xp.eye(a1 - a0, dtype=U.dtype, device=dev)
+        gv = gf = None
+        for base, idx, lam, Ug, Vg, Fg, R1, R2 in groups:
+            m = len(idx)
+            k0, k1, k2 = _radial_terms(xp, base, q, qpos, qsafe)
+            Y0 = _offdiag_product(xp, k0, Vg, a0, a1, offdiag)
+            Y1 = _offdiag_product(xp, k1, R1, a0, a1, offdiag)
+            Y2 = _offdiag_product(xp, k2, R2, a0, a1, offdiag)
+            A1F, A1FU, A1V, A1UV = (Y1[:, i * m : (i + 1) * m] for i in range(4))
+            A2F, A2FU, A2FU2 = (Y2[:, i * m : (i + 1) * m] for i in range(3))
+            Ua, Va, Fa = Ug[a0:a1, ...], Vg[a0:a1, ...], Fg[a0:a1, ...]
+            S1 = Va * (Ua * A1F - A1FU) - Fa * (Ua * A1V - A1UV) + Fa * A1F
+            S2 = Ua * Ua * A2F - 2.0 * Ua * A2FU + A2FU2
+            total += c * float(xp.sum(lam * (Va * Y0 - 2.0 * S1 - 4.0 * Fa * S2)))
+            if need_grad:
+                g = 2.0 * c * lam
+                gvg = g * (Y0 - 2.0 * Ua * A1F + 2.0 * A1FU)
+                gfg = g * (2.0 * (Ua * A1V - A1UV) - 4.0 * S2 - 2.0 * A1F)
+                if m == d:
+                    gv, gf = gvg, gfg
+                else:
+                    gv = [] if gv is None else gv
+                    gf = [] if gf is None else gf
+                    gv.append((idx, gvg))
+                    gf.append((idx, gfg))
         if need_grad:
-            A1 = W * k1
-            g1 = A1 @ Rg1  # [A1 F, A1 FU, A1 V, A1 UV]
-            g2 = (W * k2) @ R2  # [A2 F, A2 FU, A2 FU2]
-            A1F, A1FU, A1V, A1UV = (g1[:, i * d : (i + 1) * d] for i in range(4))
-            A2F, A2FU, A2FU2 = (g2[:, i * d : (i + 1) * d] for i in range(3))
-            gv = (W * k0) @ V - 2.0 * Ua * A1F + 2.0 * A1FU
-            gf = (2.0 * (Ua * A1V - A1UV)
-                  - 4.0 * (Ua * Ua * A2F - 2.0 * Ua * A2FU + A2FU2)
-                  - 2.0 * A1F)
-            gv_parts.append(2.0 * lam * gv)
-            gf_parts.append(2.0 * lam * gf)
+            if isinstance(gv, list):
+                gv, gf = _scatter_columns(xp, gv, d), _scatter_columns(xp, gf, d)
+            gv_parts.append(gv)
+            gf_parts.append(gf)
     if not need_grad:
         return total, None, None
     return total, xp.concat(gv_parts, axis=0), xp.concat(gf_parts, axis=0)
 
+
+def _scatter_columns(xp, parts, d):
+    """Columns ``idx`` of each ``(idx, block)`` of ``parts`` put in place: a (rows, d) array."""
+    cols = [None] * d
+    for idx, blk in parts:
+        for i, r in enumerate(idx):
+            cols[r] = blk[:, i]
+    return xp.stack(cols, axis=1)
 
 
 def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, vectorise=True):
@@ -96,12 +169,11 @@ def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, vectorise=True):
 
     U: (n, d) whitened points; V: (n, d) transformed v; kind "diag" (F (n, d)) or "full"
     (F (n, d, d)); comps: per-component (base, lambda). Returns (loss, G_V, G_F).
-    ``vectorise``: one shared base kernel with a diagonal F runs as matrix products
-    (:func:`_pair_pass_shared_diag`); False forces the per-component loop.
+    ``vectorise``: a diagonal F runs as matrix products, one group of components per distinct
+    base kernel (:func:`_pair_pass_diag`); False forces the per-component loop.
     """
-    if vectorise and kind == "diag" and len({id(base) for base, _ in comps}) == 1:
-        return _pair_pass_shared_diag(U, V, F, comps[0][0], [lam for _, lam in comps],
-                                      need_grad, block_size)
+    if vectorise and kind == "diag":
+        return _pair_pass_diag(U, V, F, comps, need_grad, block_size)
     xp, dev = aa.namespace(U=U)
     n, d = int(U.shape[0]), int(U.shape[1])
     c = 1.0 / (n * (n - 1))

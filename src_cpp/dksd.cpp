@@ -18,12 +18,18 @@ namespace sc {
 
 namespace {
 
-// Columns per block of the pass: the block's radial terms and (full F) its delta stay in L1/L2.
+// Columns per block of the pass at most: the block's radial terms and (full F) its delta stay
+// in L1/L2.
 constexpr int64_t kBlock = 256;
+
+// Rows per work item: fixed chunks, their sums added in chunk order (so the value does not
+// depend on the number of threads); a full F's column block is read once per chunk.
+constexpr int64_t kChunkRows = 16;
 
 // The structure-of-arrays copy the pass reads its columns from, and the distinct base kernels.
 struct DKSDLayout {
     int64_t cap = 0;               // doubles per coordinate row, a multiple of 8, zero past n
+    int64_t block = 0;             // columns per block, a multiple of 8, <= kBlock
     const double* U = nullptr;     // d x cap
     const double* V = nullptr;     // d x cap
     const double* F = nullptr;     // d x cap (diagonal) or d*d x cap (full, row l*d + r)
@@ -120,17 +126,17 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
     transpose_into(S.F, n, frows, cap, soa.data() + 2 * d * cap);
     DKSDLayout Lt;
     Lt.cap = cap;
+    // a full F's block (d^2 x block doubles) within ~256 KiB, so the chunk's rows reuse it
+    Lt.block = S.full ? std::min<int64_t>(kBlock, std::max<int64_t>(8, 32768 / (d * d) / 8 * 8))
+                      : kBlock;
     Lt.U = soa.data();
     Lt.V = soa.data() + d * cap;
     Lt.F = soa.data() + 2 * d * cap;
     Lt.nk = nk;
     Lt.kid = kid.data();
     Lt.rep = rep.data();
-    const size_t work_len = static_cast<size_t>((3 * nk + 3 + (S.full ? d : 0)) * kBlock);
-    // rows in fixed chunks, partial sums added in chunk order: the value does not depend on the
-    // number of threads
-    constexpr int64_t kRows = 16;
-    const int64_t nch = (n + kRows - 1) / kRows;
+    const size_t work_len = static_cast<size_t>((3 * nk + 5 + (S.full ? d : 0)) * kBlock);
+    const int64_t nch = (n + kChunkRows - 1) / kChunkRows;
     std::vector<double> partial(static_cast<size_t>(nch), 0.0);
     Team team(n_threads);
     // a pair: nk radial evaluations and ~d (full: d^2) multiply-adds per component, twice with
@@ -144,7 +150,8 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
             poll_cancel();
             std::vector<double> work(work_len);
             partial[static_cast<size_t>(ch)] =
-                kRowsFn(S, Lt, ch * kRows, std::min(n, (ch + 1) * kRows), c, work.data(),
+                kRowsFn(S, Lt, ch * kChunkRows, std::min(n, (ch + 1) * kChunkRows), c,
+                        work.data(),
                         grad ? Gv : nullptr, grad ? Gf : nullptr);
         });
     double total = 0.0;

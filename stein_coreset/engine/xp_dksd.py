@@ -155,13 +155,107 @@ def _pair_pass_diag(U, V, F, comps, need_grad, block_size=None):
     return total, xp.concat(gv_parts, axis=0), xp.concat(gf_parts, axis=0)
 
 
-def _scatter_columns(xp, parts, d):
-    """Columns ``idx`` of each ``(idx, block)`` of ``parts`` put in place: a (rows, d) array."""
+def _offdiag(xp, K, a0, a1, offdiag):
+    """K (slab rows a0 .. a1 - 1 against all n) with its entries j = i set to 0 (the slab's
+    square block masked; exact)."""
+    parts = [K[:, :a0]] if a0 > 0 else []
+    parts.append(K[:, a0:a1] * offdiag)
+    if a1 < int(K.shape[1]):
+        parts.append(K[:, a1:])
+    return xp.concat(parts, axis=1) if len(parts) > 1 else parts[0]
+
+
+def _pair_pass_full(U, V, F, comps, need_grad, block_size=None):
+    """:func:`pair_pass` for a full F, one group of components per distinct base kernel.
+
+    With Fr = F[:, :, r], z_jr = (F_j^T u_j)_r, P_r = z_ir - Fr_i . u_j, Q_r = u_i . Fr_j - z_jr,
+    R_r = Fr_i . Fr_j, every sum over j != i that is linear in P, Q, R is a product of the
+    masked (block x n) radial terms with (n x d^2) columns shared by all components:
+
+        sum_j k1 Q_r       = sum_l u_il YF[l, r] - Yz_r,      YF = k1 @ F, Yz = k1 @ z
+        sum_j k1 P_r v_jr  = z_ir YV_r - sum_l F_i[l, r] YUV[l, r],  YV = k1 @ V, YUV = k1 @ (u v^T)
+        sum_j k1 R_r       = sum_l F_i[l, r] YF[l, r]
+
+    and the adjoints' k1 and k0 parts likewise; only sum_j k2 P_r Q_r and the k2 Q_r part of
+    dL/dF (O(n^2 d) each, O(n^2 d^2) in all) are formed component by component, from P_r and
+    Q_r (two products with inner dimension d each).
+    """
+    xp, dev = aa.namespace(U=U)
+    n, d = int(U.shape[0]), int(U.shape[1])
+    c = 1.0 / (n * (n - 1))
+    b = block_rows(n, block_size, xp)
+    Ff = xp.reshape(F, (n, d * d))                       # [j, l d + r] = F_j[l, r]
+    z = xp.sum(F * U[:, :, None], axis=1)                # z_jr = sum_l F_j[l, r] u_jl
+    UV = xp.reshape(U[:, :, None] * V[:, None, :], (n, d * d))  # [j, l d + r] = u_jl v_jr
+    R1 = xp.concat([Ff, UV, z, V], axis=1)
+    Fcols = [F[:, :, r] for r in range(d)]
+    groups = []
+    for base, idx in _groups(comps):
+        lam = np.zeros(d)
+        lam[idx] = [comps[r][1] for r in idx]
+        groups.append((base, idx, aa.from_host(lam, xp=xp, device=dev)[None, :]))
+    UT = xp.stack([U[:, cc] for cc in range(d)], axis=0)
+    total = 0.0
+    gv_parts, gf_parts = [], []
+    for a0 in range(0, n, b):
+        a1 = min(n, a0 + b)
+        rows = a1 - a0
+        q = _squared_distances_t(U[a0:a1, ...], UT)
+        qpos = q > 0.0
+        qsafe = xp.where(qpos, q, 1.0)
+        offdiag = 1.0 - xp.eye(rows, dtype=U.dtype, device=dev)
+        Ua, Va, Fa, za = U[a0:a1, ...], V[a0:a1, ...], F[a0:a1, ...], z[a0:a1, ...]
+        gv = gf = 0.0
+        for base, idx, lam in groups:
+            k0, k1, k2 = (_offdiag(xp, k, a0, a1, offdiag)
+                          for k in _radial_terms(xp, base, q, qpos, qsafe))
+            Y0 = k0 @ V
+            Y1 = k1 @ R1
+            YF = xp.reshape(Y1[:, : d * d], (rows, d, d))
+            YUV = xp.reshape(Y1[:, d * d : 2 * d * d], (rows, d, d))
+            Yz, YV = Y1[:, 2 * d * d : 2 * d * d + d], Y1[:, 2 * d * d + d :]
+            K1Q = xp.sum(Ua[:, :, None] * YF, axis=1) - Yz
+            T1 = Va * K1Q - (za * YV - xp.sum(Fa * YUV, axis=1)) + xp.sum(Fa * YF, axis=1)
+            T2_cols, S_cols, WU_cols = [], [], []
+            for r in idx:
+                Fr = Fcols[r]
+                P = za[:, r : r + 1] - Fr[a0:a1, ...] @ UT
+                Q = Ua @ xp.permute_dims(Fr, (1, 0)) - z[None, :, r]
+                W2 = k2 * Q
+                T2_cols.append(xp.vecdot(W2, P, axis=-1))
+                if need_grad:
+                    S_cols.append(xp.sum(W2, axis=1))
+                    WU_cols.append(W2 @ U)
+            T2 = _scatter_columns(xp, [(idx, xp.stack(T2_cols, axis=1))], d)
+            total += c * float(xp.sum(lam * (Va * Y0 - 2.0 * T1 - 4.0 * T2)))
+            if need_grad:
+                g = 2.0 * c * lam
+                S = _scatter_columns(xp, [(idx, xp.stack(S_cols, axis=1))], d)
+                WU = _scatter_columns(xp, [(idx, xp.stack(WU_cols, axis=2))], d, axis=2)
+                gv = gv + g * (Y0 - 2.0 * K1Q)
+                gf = gf + g[:, None, :] * (
+                    2.0 * (Ua[:, :, None] * YV[:, None, :] - YUV)
+                    - 4.0 * (Ua[:, :, None] * S[:, None, :] - WU) - 2.0 * YF)
+        if need_grad:
+            gv_parts.append(gv)
+            gf_parts.append(gf)
+    if not need_grad:
+        return total, None, None
+    return total, xp.concat(gv_parts, axis=0), xp.concat(gf_parts, axis=0)
+
+
+def _scatter_columns(xp, parts, d, axis=1):
+    """Columns ``idx`` (along ``axis``, the last) of each ``(idx, block)`` of ``parts`` put in
+    place, zeros elsewhere: a (rows, d) or (rows, d', d) array."""
     cols = [None] * d
+    zero = None
     for idx, blk in parts:
+        if len(idx) == d and len(parts) == 1:
+            return blk
         for i, r in enumerate(idx):
-            cols[r] = blk[:, i]
-    return xp.stack(cols, axis=1)
+            cols[r] = blk[..., i]
+            zero = xp.zeros_like(blk[..., i])
+    return xp.stack([zero if col is None else col for col in cols], axis=axis)
 
 
 def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, vectorise=True):
@@ -169,11 +263,12 @@ def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, vectorise=True):
 
     U: (n, d) whitened points; V: (n, d) transformed v; kind "diag" (F (n, d)) or "full"
     (F (n, d, d)); comps: per-component (base, lambda). Returns (loss, G_V, G_F).
-    ``vectorise``: a diagonal F runs as matrix products, one group of components per distinct
-    base kernel (:func:`_pair_pass_diag`); False forces the per-component loop.
+    ``vectorise``: matrix products, one group of components per distinct base kernel
+    (:func:`_pair_pass_diag`, :func:`_pair_pass_full`); False forces the per-component loop.
     """
-    if vectorise and kind == "diag":
-        return _pair_pass_diag(U, V, F, comps, need_grad, block_size)
+    if vectorise:
+        run = _pair_pass_diag if kind == "diag" else _pair_pass_full
+        return run(U, V, F, comps, need_grad, block_size)
     xp, dev = aa.namespace(U=U)
     n, d = int(U.shape[0]), int(U.shape[1])
     c = 1.0 / (n * (n - 1))

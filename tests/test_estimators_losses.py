@@ -485,22 +485,24 @@ def test_blocked_cpp_pass_equals_the_pair_by_pair_formula(kind, kernels):
             np.testing.assert_array_equal(out[2], got[2])
 
 
+@pytest.mark.parametrize("kind", ["diag", "full"])
 @pytest.mark.parametrize("kernels", ["shared", "mixed"])
-def test_array_api_diagonal_pass_equals_the_pair_by_pair_formula(kernels):
-    """The xp pass's matrix-product form for a diagonal F (one group per base kernel, the
-    diagonal masked in each slab's square block) against Eq. 7 pair by pair."""
+def test_array_api_product_pass_equals_the_pair_by_pair_formula(kind, kernels):
+    """The xp pass's matrix-product form (one group per base kernel, the diagonal masked in
+    each slab's square block) against Eq. 7 pair by pair, at several slab sizes."""
     from stein_coreset.engine import xp_dksd as A
 
     rng = np.random.default_rng(12)
     n, d = 53, 5
-    U, V, F = rng.standard_normal((n, d)), rng.standard_normal((n, d)), rng.random((n, d)) + 0.5
+    U, V = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    F = rng.random((n, d)) + 0.5 if kind == "diag" else rng.standard_normal((n, d, d))
     U[7] = U[2]
     names = list(_BASES)
     comps = [(_BASES[names[r % len(names)]] if kernels == "mixed" else _BASES["imq"], 1.0 + r)
              for r in range(d)]
-    ref = _dksd_pair_by_pair(U, V, F, False, comps)
+    ref = _dksd_pair_by_pair(U, V, F, kind == "full", comps)
     for block_size in (None, 1, 7, 60):
-        got = A.pair_pass(U, V, "diag", F, comps, True, block_size=block_size)
+        got = A.pair_pass(U, V, kind, F, comps, True, block_size=block_size)
         assert got[0] == pytest.approx(ref[0], rel=1e-12)
         for g, r in zip(got[1:], ref[1:], strict=True):
             np.testing.assert_allclose(g, r, rtol=1e-11, atol=1e-13 * np.max(np.abs(r)))

@@ -135,7 +135,7 @@ double dksd_pass(const DKSDSpec& S, double* Gv, double* Gf, int n_threads) {
     Lt.nk = nk;
     Lt.kid = kid.data();
     Lt.rep = rep.data();
-    const size_t work_len = static_cast<size_t>((3 * nk + 5 + (S.full ? d : 0)) * kBlock);
+    const size_t work_len = static_cast<size_t>((3 * nk + 5 + (S.full ? d : 0)) * kBlock + 2 * d);
     const int64_t nch = (n + kChunkRows - 1) / kChunkRows;
     std::vector<double> partial(static_cast<size_t>(nch), 0.0);
     Team team(n_threads);

@@ -7,7 +7,15 @@
 //   lam_r [ k0 v_ir v_jr - 2 k1 (v_ir Q_r - P_r v_jr + R_r) - 4 k2 P_r Q_r ],
 // with (k0, k1, k2) and the term itself from radial.inc (dksd_radial, dksd_term, dksd_adjoint:
 // the radial derivatives of the Stein kernel of stein_kernel.hpp, and the text the CUDA pass
-// compiles too). O(n^2 d) (diagonal) or O(n^2 d^2) (full) work, O(1) extra memory per thread.
+// compiles too; the blocked pass evaluates their vector forms dksd_radial_local, dksd_term_of,
+// dksd_adjoint_of). O(n^2 d) (diagonal) or O(n^2 d^2) (full) work; memory: one
+// structure-of-arrays copy of U, V and F, and O(d kBlock) per thread.
+//
+// Blocked and vectorised (dksd_impl.inc, built per instruction set, the widest picked at run
+// time): each row against blocks of up to 256 columns, 8 columns to a vector, the radial terms
+// of each distinct base kernel for the whole block with the kernel a compile-time constant;
+// with one shared kernel and a diagonal F the components' sums collapse to three per pair
+// before the radial terms. Results equal the pair-by-pair formula to rounding (tested).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 """stein_coreset: debiased distribution compression and minimum Stein discrepancy estimation.
 
-The public API (docs/api.md): base kernels, the Stein kernel, discrepancies and ``compress``.
+The public API (docs/api/): base kernels, the Stein kernel, discrepancies and ``compress``.
 Building blocks live in :mod:`stein_coreset.algorithms`, estimators in
 :mod:`stein_coreset.estimators`.
 """

@@ -306,7 +306,7 @@ def _resolve_kernel(kernel, X, n_threads: int) -> SteinKernel:
     on X (a new object when anything is resolved; the caller's kernel is never changed). Its
     base is also the base kernel of the unbiased baselines.
 
-    ``None``: :data:`~stein_coreset.kernels.DEFAULT_KERNEL` (scale-free); a base kernel alone:
+    ``None``: ``stein_coreset.kernels.DEFAULT_KERNEL`` (scale-free); a base kernel alone:
     identity M (its sigma was chosen in the coordinates of X); a ``SteinKernel``: its own M
     (``None`` = identity)."""
     if kernel is None:
@@ -462,9 +462,10 @@ def compress(
     size : int
         Coreset size m, 1 <= m <= n (required; by keyword, or positionally after S).
     method : str
-        One of :data:`METHODS` (``docs/api.md`` lists each one with its options; required).
+        One of ``stein_coreset.methods.METHODS`` (``stein-coreset methods`` and the API
+        reference's method table list each one with its options; required).
     kernel : SteinKernel or base kernel, optional
-        Default (:data:`~stein_coreset.kernels.DEFAULT_KERNEL`, scale-free): the Stein kernel of
+        Default (``stein_coreset.kernels.DEFAULT_KERNEL``, scale-free): the Stein kernel of
         IMQ(beta=-1/2) with the preconditioner M = diag(per-coordinate variance of X) and the median
         M-distance bandwidth (debiased methods), or that IMQ base in the same M-norm centred at the
         input (unbiased baselines). Rescaling a coordinate of X (and its scores inversely) selects
@@ -480,10 +481,10 @@ def compress(
     rank : int, optional
         Rank of the low-rank methods (default ceil(n^0.4), see ``tau``), or the RT / CT
         test-vector count of "sr", "sc", "rt", "ct" (default size - 1 for RT, size for CT;
-        :data:`RANKED_METHODS`).
+        ``RANKED_METHODS``).
     tau : float in (0, 1], optional
         For the ranked methods: ``rank = ceil(n^tau)``. Default: 0.4 for the Low-rank Debiasing
-        rank of lskt, lsr, lsc (:data:`LD_DEFAULT_TAU`, sub-quadratic; measured faster than
+        rank of lskt, lsr, lsc (``LD_DEFAULT_TAU``, sub-quadratic; measured faster than
         0.5 at equal KSD); 0.5 (the size) for the RT / CT counts of sr, sc, rt, ct. An explicit
         ``rank`` wins.
     seed : None, int >= 0 or numpy.random.Generator, optional

@@ -36,7 +36,7 @@ def ksd(X, S, weights=None, kernel=None, n_threads: int | None = None) -> float:
     weights : (n,) array, optional
         Weights (default uniform); signed weights (constant-preserving coresets) are allowed.
     kernel : SteinKernel or base kernel, optional
-        Default :data:`~stein_coreset.kernels.DEFAULT_KERNEL`, the one ``compress`` uses: the
+        Default ``stein_coreset.kernels.DEFAULT_KERNEL``, the one ``compress`` uses: the
         Stein kernel of IMQ(beta=-1/2) at the median bandwidth with M = diag(per-coordinate
         variance), both taken from *this* X — so two calls on different point sets use two
         kernels. To compare coresets, pass one fixed kernel, e.g. ``res.info["stein_kernel"]``.
@@ -157,7 +157,7 @@ def mmd(X, Y, wx=None, wy=None, kernel=None, *, max_pairs: int | None = MMD_MAX_
         The base kernel (default IMQ(beta=-1/2) at the median bandwidth of the pooled sample).
     max_pairs : int or None
         Refuse, with a ValueError before the work starts, more than this many pair
-        evaluations ((n + n')^2; default :data:`MMD_MAX_PAIRS`); None for no limit.
+        evaluations ((n + n')^2; default ``MMD_MAX_PAIRS``); None for no limit.
     n_threads : int, optional
         Threads of the compiled evaluation (default: the usable cores); the value does not
         depend on it.
@@ -210,7 +210,7 @@ def energy_distance(X, Y, wx=None, wy=None, *, max_pairs: int | None = MAX_PAIRS
         Weights, used as the laws of X and Y (default uniform).
     max_pairs : int or None
         Refuse, with a ValueError before the work starts, more than this many pair
-        evaluations ((n + n')^2; default :data:`MAX_PAIRS`); None for no limit.
+        evaluations ((n + n')^2; default ``MAX_PAIRS``); None for no limit.
 
     Returns
     -------

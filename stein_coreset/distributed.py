@@ -620,7 +620,7 @@ def run_cli(
     scores=None,
     **kw,
 ) -> _Coreset:
-    """What ``stein-coreset compress FILE... [--workers N | --scheduler ADDRESS]`` does.
+    """What ``stein-coreset compress --workers N`` (or ``--scheduler``) does with chain files.
 
     Reads one block per chain file, runs :func:`compress` on a local cluster, a running
     scheduler or Dask's threaded scheduler, and optionally writes the coreset to a file.

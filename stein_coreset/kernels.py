@@ -305,7 +305,7 @@ def median_bandwidth(
         The points.
     M : None, (d,) or (d, d) array, or "scale"
         None (identity, the Euclidean distance), a diagonal or SPD matrix, or ``"scale"``: the
-        per-coordinate variances of X, the preconditioner of :data:`DEFAULT_KERNEL` (so
+        per-coordinate variances of X, the preconditioner of ``DEFAULT_KERNEL`` (so
         ``median_bandwidth(X, "scale")`` is its bandwidth on X).
     max_points : int
         Standard thinning keeps every ceil(n / max_points)-th row, as the paper does.

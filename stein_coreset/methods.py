@@ -6,7 +6,7 @@ whether it takes input weights or a rank, and its options with defaults and one-
 only place that maps method names to pipelines; the pipeline bodies live in
 :mod:`stein_coreset.algorithms` as functions of plain arguments (kernel matrix, sizes, rng,
 options), and :func:`stein_coreset.compress` validates the input once and calls them. The
-method table of docs/api.md is generated from this one.
+method table of the API reference (docs/api/methods.md) is generated from this one.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ LD_DEFAULT_TAU = 0.4
 _LD_OPTIONS = MappingProxyType({"rounds": _ROUNDS, "steps": _STEPS, "stop": _STOP})
 
 #: Method name -> its row. Order: the debiased methods, then the unbiased baselines (the order of
-#: docs/api.md's method table, which is generated from this one).
+#: the API reference's method table, docs/api/methods.md, which is generated from this one).
 METHODS: Mapping[str, Method] = MappingProxyType(
     {
         "st": Method(

@@ -183,10 +183,9 @@ PANEL_TITLES = {
 }
 
 
-def plot(results, path, suptitle, metric_labels=("KSD (MMD to P)", "Energy distance")):
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(results, suptitle, metric_labels=("KSD (MMD to P)", "Energy distance")):
+    """The figure of a sweep's ``results`` (as saved in the JSON): KSD and energy distance
+    against m, one column per panel (equal, simplex, constant-preserving weights)."""
     import matplotlib.pyplot as plt
 
     panels = [
@@ -214,11 +213,42 @@ def plot(results, path, suptitle, metric_labels=("KSD (MMD to P)", "Energy dista
         axes[0, j].legend(fontsize=7)
     fig.suptitle(suptitle, fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def plot(results, path, suptitle, metric_labels=("KSD (MMD to P)", "Energy distance")):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(results, suptitle, metric_labels)
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
+def load_json(name: str) -> dict:
+    """``{"meta": ..., "results": ...}`` as a script saved it beside itself (NAME.json)."""
+    with open(os.path.join(HERE, name + ".json")) as f:
+        return json.load(f)
+
+
+def _commit() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def save_json(results, path, meta):
+    # the figure carries the commit it was measured at (the gallery prints it)
+    meta = {**meta, "commit": meta.get("commit") or _commit()}
     with open(path, "w") as f:
         json.dump({"meta": meta, "results": results}, f, indent=1)
 

@@ -31,7 +31,7 @@ class LowRankPlusDiagonal:
         The diagonal of the true kernel matrix, ``K.diag()``.
     backend : {"auto", "cpu", "cuda", "xp"} or Backend
         The engine backend of the products ("auto": by the arrays' namespace); pass the kernel
-        matrix's :attr:`~stein_coreset.engine.KernelMatrix.backend`.
+        matrix's ``backend``.
     n_threads : int, optional
         Threads of the compiled :meth:`quad` (default: the usable cores); its value does not
         depend on them.
@@ -85,7 +85,7 @@ class LowRankPlusDiagonal:
 
     def quad(self, w, rows=None) -> float:
         """``w^T K' w`` in O(n r); with ``rows`` (host int indices J), ``w^T K'_JJ w`` for w of
-        length |J|, in O(|J| r). The value does not depend on ``n_threads``."""
+        length ``|J|``, in O(``|J|`` r). The value does not depend on ``n_threads``."""
         return self.backend.lowrank_quad(self, w, rows)
 
     def storage_exponent(self) -> int:
@@ -212,7 +212,7 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     K : LowRankPlusDiagonal, KernelMatrix or (n, n) array
         Anything with ``matvec(w)`` and ``diag()``. Low-rank debiasing passes
         ``LowRankPlusDiagonal(F, K.diag())`` = ``F F^T + diag(K - F F^T)`` so that each step
-        costs O(n r); a :class:`KernelMatrix` works too (O(n^2) per step).
+        costs O(n r); a ``KernelMatrix`` works too (O(n^2) per step).
     steps : int
         Number of steps T (App. I.2 uses ``7 sqrt(n)``).
     w0 : (n,) array, optional
@@ -227,14 +227,14 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
         Show a progress bar over the steps.
     backend : {"auto", "cpu", "cuda", "xp"} or Backend
         The engine backend that runs the steps ("auto": by the arrays' namespace). Pass the
-        kernel matrix's :attr:`~stein_coreset.engine.KernelMatrix.backend`, as
+        kernel matrix's ``backend``, as
         :func:`low_rank_debias` does. Backends give the same iterates up to rounding; which
         runs what is in docs/engine.md.
     n_threads : int, optional
         Threads of the compiled steps (default: the usable cores).
     monitor : callable, optional
         ``monitor(w) -> float``, the quantity the caller wants small (Low-rank Debiasing passes
-        a resampled KSD of the true kernel, :func:`stein_coreset.algorithms.debias.resampled_ksd2`).
+        a resampled KSD of the true kernel, ``resampled_ksd2``).
         Checked every ``check_every`` steps; AMD returns the best checked iterate and stops
         early once ``patience`` checks in a row did not improve on it. ``steps`` stays the cap.
         Without a monitor AMD runs all ``steps`` and returns the last iterate (Alg. F.2).

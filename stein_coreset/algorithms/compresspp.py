@@ -370,9 +370,9 @@ def compresspp_coreset(
 
     COMPRESS splits with the base kernel (KT-SPLIT's choices do not depend on the centring).
     THIN and KT-Swap then run on the 2^g sqrt(n') COMPRESS output points, with the base kernel
-    centred as ``swap_target`` says (:func:`swap_target`), or, for ``"input_all"``, with the
+    centred as ``swap_target`` says (``swap_target``), or, for ``"input_all"``, with the
     exact centred kernel of the ``"kt"`` baseline (O(n^2)) and KT-Swap over all n points.
-    Sizes as for LSKT (:func:`compresspp_plan`).
+    Sizes as for LSKT (``compresspp_plan``).
 
     Parameters
     ----------
@@ -381,9 +381,9 @@ def compresspp_coreset(
     X : (n, d) array
         Validated float64 input points, in sequence order.
     size, rng, g, delta, standard_thin, progress
-        As for :func:`~stein_coreset.algorithms.lskt.low_rank_stein_kernel_thinning`.
+        As for :func:`~stein_coreset.algorithms.low_rank_stein_kernel_thinning`.
     swap_target : {"input", "compress", "input_all"}
-        Which empirical distribution THIN and KT-Swap target (:func:`swap_target`).
+        Which empirical distribution THIN and KT-Swap target (``swap_target``).
     n_threads : int, optional
         Threads of the compiled loops; results do not depend on it.
 

@@ -97,7 +97,7 @@ def low_rank_debias(
     AMD minimises the surrogate ``w^T K' w``, not ``w^T K w``; past a point its steps make the
     true KSD worse. ``stop="ksd"`` (default) watches the true one: every ``check_every`` steps
     it evaluates the KSD of the current weights against K on a fixed-size systematic resample
-    (:func:`resampled_ksd2`, :func:`monitor_size` points; exact for small n), keeps the best
+    (``resampled_ksd2``, ``monitor_size`` points; exact for small n), keeps the best
     checked iterate and ends the round after ``patience`` checks without improvement; ``steps``
     is the cap. ``stop="fixed"`` runs exactly ``steps`` AMD steps per round (the paper's rule).
 
@@ -124,7 +124,7 @@ def low_rank_debias(
         For ``stop="ksd"``: steps between checks, and checks without improvement before a round
         ends.
     monitor_points : int, optional
-        For ``stop="ksd"``: the resample size s of the monitor (default :func:`monitor_size`).
+        For ``stop="ksd"``: the resample size s of the monitor (default ``monitor_size``).
 
     Returns
     -------

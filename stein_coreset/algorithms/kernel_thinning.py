@@ -588,7 +588,7 @@ def kernel_thinning_coreset(
     ----------
     K : KernelMatrix
         A base kernel centred at the input
-        (:func:`stein_coreset.kernels.centred_kernel_matrix`).
+        (``stein_coreset.kernels.centred_kernel_matrix``).
     m : int
         Output size, 1 <= m <= n.
     rng : numpy.random.Generator or seed, optional

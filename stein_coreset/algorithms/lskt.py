@@ -44,7 +44,7 @@ def low_rank_stein_kernel_thinning(
         The Stein kernel matrix k_P on the n input points, in sequence order.
     size : int
         Output size m (any integer; KT-Compress++ runs on n' = c 4^J points for m = c 2^k,
-        c odd, as :func:`~stein_coreset.algorithms.compresspp.compresspp_plan` says).
+        c odd, as ``compresspp_plan`` says).
     rng : numpy.random.Generator or seed, optional
         Source of every random draw of the pipeline.
     rank : int, optional
@@ -52,7 +52,7 @@ def low_rank_stein_kernel_thinning(
     rounds, steps : int
         Adaptive rounds Q (3) and AMD steps per round (default ceil(7 sqrt(n))), App. I.2.
     stop : {"ksd", "fixed"}
-        AMD stopping rule of :func:`~stein_coreset.algorithms.debias.low_rank_debias`.
+        AMD stopping rule of :func:`~stein_coreset.algorithms.low_rank_debias`.
     g : int
         Compress++ oversampling (4).
     delta : float in (0, 1)

@@ -89,7 +89,7 @@ def weighted_compression(
     rounds, steps : int
         Low-rank Debiasing rounds Q and AMD steps (App. I.2 defaults).
     stop : {"ksd", "fixed"}
-        Its AMD stopping rule (:func:`~stein_coreset.algorithms.debias.low_rank_debias`).
+        Its AMD stopping rule (:func:`~stein_coreset.algorithms.low_rank_debias`).
     progress : bool
         Progress bars of the stages.
 

@@ -35,7 +35,8 @@ def quantile_burn_in(log_density, reference_log_density, q: float = 0.01) -> int
 
     See Also
     --------
-    burn_in_oracle : the estimate from several chains, without a reference sample.
+    stein_coreset.datasets.burn_in_oracle : the estimate from several chains, without a
+        reference sample.
     stein_coreset.datasets.gmm_chain : a chain that reports this estimate.
 
     Examples
@@ -76,7 +77,8 @@ def burn_in_oracle(chains, threshold: float = 1.1, grid: int = 60) -> int:
 
     See Also
     --------
-    quantile_burn_in : the single-chain estimate against a reference sample.
+    stein_coreset.datasets.burn_in.quantile_burn_in : the single-chain estimate (a reference
+        sample).
     stein_coreset.datasets.mala : simulates the chains.
 
     Examples

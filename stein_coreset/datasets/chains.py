@@ -42,7 +42,7 @@ def goodwin_chain(
         Seed of the chain and of the reference chains.
     start : 4 floats, optional
         The start in theta = (a1, a2, k, alpha), not in its log (default
-        :data:`GOODWIN_START`, far from the posterior mass).
+        ``GOODWIN_START``, far from the posterior mass).
     step : float
         Step size h of the chain.
     n_reference : int
@@ -51,7 +51,7 @@ def goodwin_chain(
     reference_chains : int
         Independent chains the reference sample is pooled from.
     target : Goodwin, optional
-        The posterior (default ``Goodwin()``: synthetic data from :data:`GOODWIN_THETA`).
+        The posterior (default ``Goodwin()``: synthetic data from ``GOODWIN_THETA``).
     progress : bool
         Show a progress bar per chain.
 
@@ -59,7 +59,7 @@ def goodwin_chain(
     -------
     Chain
         States in q = log theta with their scores; ``info["burn_in"]`` is the
-        :func:`~stein_coreset.datasets.burn_in.quantile_burn_in` estimate when there is a
+        ``quantile_burn_in`` estimate when there is a
         reference.
 
     Notes
@@ -157,7 +157,7 @@ def gmm_chain(
     -------
     Chain
         States with their scores, the reference draws and ``info["burn_in"]`` (the
-        :func:`~stein_coreset.datasets.burn_in.quantile_burn_in` estimate).
+        ``quantile_burn_in`` estimate).
 
     Notes
     -----

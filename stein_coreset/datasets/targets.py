@@ -27,7 +27,7 @@ class Goodwin:
         dx1/dt = a1 / (1 + a2 x2^rho) - alpha x1,     dx2/dt = k x1 - alpha x2,     x(0) = 0,
 
     with rho = 10, observed at t = 41, ..., 80 with N(0, sigma^2) noise, sigma = 0.1, on both
-    coordinates. Data are generated once, from ``theta`` (default :data:`GOODWIN_THETA`) with the
+    coordinates. Data are generated once, from ``theta`` (default ``GOODWIN_THETA``) with the
     given seed. Prior: a1, a2, k, alpha i.i.d. Gamma(2, 1); the density is over q = log(theta),
     Jacobian included, so the support is all of R^4.
 

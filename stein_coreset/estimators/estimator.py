@@ -53,11 +53,19 @@ class SteinEstimator:
 
     Attributes
     ----------
-    theta_ : (p,) numpy array, the estimate. stderr_, cov_ : as ``FitResult.stderr`` / ``cov``
-        (None where they do not apply). converged_ : bool. result_ : the ``FitResult``.
-    kernel_ : the kernel used, with a data-dependent bandwidth fixed on the X given to ``fit``
+    theta_ : (p,) numpy array
+        The estimate.
+    stderr_, cov_ : numpy arrays or None
+        As ``FitResult.stderr`` / ``cov`` (None where they do not apply).
+    converged_ : bool
+        As ``FitResult.converged``.
+    result_ : FitResult
+        The result of :func:`fit`.
+    kernel_ : kernel
+        The kernel used, with a data-dependent bandwidth fixed on the X given to ``fit``
         (the median heuristic when ``kernel`` is None), so ``score`` uses the same one.
-    n_features_in_ : int, d.
+    n_features_in_ : int
+        d.
 
     See Also
     --------

@@ -36,7 +36,7 @@ class FitResult:
     n_iter : int. converged : bool. message : str, what happened (and why not converged).
     cov : (p, p) numpy array or None
         The sandwich covariance H^{-1} Sigma H^{-1} / n of ``theta`` (Thms. 4 and 6, see
-        :mod:`stein_coreset.estimators.inference`): H the Hessian of the loss, Sigma the
+        ``stein_coreset.estimators.inference``): H the Hessian of the loss, Sigma the
         covariance of the per-sample gradient contributions (the U-statistic's Hoeffding
         projection for KSD / DKSD). None when it does not apply, with the reason in
         ``cov_message``: a model whose score is not differentiable in theta, a Hessian that is
@@ -177,7 +177,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     optimizer : {"riemannian_sgd", "sgd", "lbfgs", "nelder_mead", "closed_form"}
         Riemannian SGD (Eq. 16) with the minibatch information tensor, plain SGD (both with
         Polyak-Ruppert averaging and a stopping rule on the average, see
-        :func:`stein_coreset.estimators.optimize.stopping_rule`), L-BFGS-B on the full loss
+        ``stopping_rule``), L-BFGS-B on the full loss
         (scales on the log scale), derivative-free Nelder-Mead on the full loss, or the exact
         minimiser of the quadratic loss of an exponential family (needs
         ``model.linear_in_theta`` and a theta-independent diffusion).

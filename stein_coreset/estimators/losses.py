@@ -173,14 +173,14 @@ def loss(model, theta, X, *, discrepancy="ksd", kernel=None, diffusion=None,
     Parameters
     ----------
     model : model object
-        Has ``score(x, theta)`` (see :mod:`stein_coreset.estimators.models`).
+        Has ``score(x, theta)`` (as the models of :mod:`stein_coreset.estimators` have).
     theta : (p,) array-like
         Parameters (host).
     X : (n, d) array
         Sample, any array-API namespace.
     discrepancy : {"ksd", "dksd", "sm", "dsm", "nnsm"}
         "ksd": U-statistic KSD^2 with K = I k (Eq. 7 with m = I), evaluated by
-        :class:`stein_coreset.engine.KernelMatrix`; "dksd": Eq. 7 with a diffusion m and a
+        ``stein_coreset.engine.KernelMatrix``; "dksd": Eq. 7 with a diffusion m and a
         matrix kernel; "sm": Eq. 8 estimator; "dsm": Eq. 11; "nnsm": DSM with m = diag(x).
     kernel : base kernel, SteinKernel, SeparableKernel or DiagonalKernel, optional
         For ksd / dksd; default IMQ(beta=-1/2) with the median bandwidth of X. A base kernel k

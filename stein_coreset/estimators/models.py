@@ -368,7 +368,7 @@ class StudentT(_Parametric):
 
 
 class GeneralizedGamma(_Parametric):
-    """Generalised gamma location model p(x) ∝ exp(-|x - theta_1|^theta_2), d = 1 (Sec. 4.3).
+    """Generalised gamma location model ``p(x) ∝ exp(-|x - theta_1|^theta_2)``, d = 1 (Sec. 4.3).
 
     theta = (location theta_1, power theta_2 > 1). The paper writes (x - theta_1)^theta_2; we use
     the absolute value so that the density is defined on all of R for non-integer powers
@@ -739,8 +739,8 @@ def sample_intractable(n: int, theta: float = -1.0, d: int = 6, coord: int = 4, 
     """Exact draws from :func:`intractable_model` by rejection from N(0, Q^{-1}).
 
     The Gaussian part has precision Q = I - 0.2 (e_1 s^T + s e_1^T), s = sum_{i>=3} e_i (positive
-    definite); the rest, 0.6 tanh(x_1) + theta tanh(x_coord), is bounded by 0.6 + |theta|, which
-    gives the acceptance probability exp(0.6 tanh(x_1) + theta tanh(x_coord) - 0.6 - |theta|).
+    definite); the rest, 0.6 tanh(x_1) + theta tanh(x_coord), is bounded by ``0.6 + |theta|``, which
+    gives the acceptance probability ``exp(0.6 tanh(x_1) + theta tanh(x_coord) - 0.6 - |theta|)``.
 
     See Also
     --------

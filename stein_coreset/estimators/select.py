@@ -110,7 +110,7 @@ def select_lengthscale(model, X, lengthscales=None, *, discrepancy: str = "ksd",
         diffusion, so a robust DKSD is still judged robustly. It works for every model ``fit``
         does. Under misspecification it leans towards the reference lengthscale.
     ``"sm"``
-        The held-out score-matching loss mean(Delta log p_theta + |grad log p_theta|^2 / 2),
+        The held-out score-matching loss ``mean(Delta log p_theta + |grad log p_theta|^2 / 2)``,
         which uses no kernel at all: it estimates the Fisher divergence of p_theta from the
         data up to a constant. It needs a score smooth in x (refused for models with
         ``nonsmooth_params``, whose Laplacian is unbounded at the location) and, like SM,
@@ -126,7 +126,7 @@ def select_lengthscale(model, X, lengthscales=None, *, discrepancy: str = "ksd",
     X : (n, d) array or array-like, the sample.
     lengthscales : sequence of positive floats, optional
         Candidates; default ``DEFAULT_FACTORS`` = (0.1, 0.3, 1, 3, 10) times the median
-        heuristic bandwidth of X (:func:`stein_coreset.kernels.median_bandwidth`), the
+        heuristic bandwidth of X (:func:`stein_coreset.median_bandwidth`), the
         default of :func:`fit`.
     discrepancy : {"ksd", "dksd"}
         The kernel-based loss to fit (SM / DSM / NNSM use no kernel).

@@ -230,7 +230,7 @@ class ModelFunctions:
 
     # flat views -------------------------------------------------------------------------------
     def split(self, X):
-        """(n, d) unconstrained rows -> list of (n, *value_shape) arrays."""
+        """``(n, d)`` unconstrained rows -> list of ``(n, *value_shape)`` arrays."""
         n, out, start = X.shape[0], [], 0
         for shape, size in zip(self.value_shapes, self.value_sizes, strict=True):
             out.append(np.ascontiguousarray(X[:, start : start + size]).reshape((n,) + shape))
@@ -238,18 +238,20 @@ class ModelFunctions:
         return out
 
     def join(self, parts) -> np.ndarray:
-        """List of (n, *value_shape) arrays -> (n, d) float64 rows (the inverse of ``split``)."""
+        """List of ``(n, *value_shape)`` arrays -> ``(n, d)`` float64 rows (undoes ``split``)."""
         n = parts[0].shape[0]
         return np.concatenate(
             [np.asarray(p, dtype=np.float64).reshape(n, -1) for p in parts], axis=1
         )
 
     def to_unconstrained(self, constrained: list, batch_size: int = 1024) -> np.ndarray:
-        """(n, *shape) constrained values per free variable -> (n, d) unconstrained rows."""
+        """``(n, *shape)`` constrained values per free variable -> ``(n, d)`` unconstrained
+        rows."""
         return self.join(self("forward", constrained, batch_size))
 
     def to_constrained(self, X, batch_size: int = 1024) -> list:
-        """(n, d) unconstrained rows -> list of (n, *shape) constrained values per variable."""
+        """``(n, d)`` unconstrained rows -> list of ``(n, *shape)`` constrained values per
+        variable."""
         return self("backward", self.split(X), batch_size)
 
     def scores(self, X, batch_size: int = 1024, progress: str | None = None) -> np.ndarray:

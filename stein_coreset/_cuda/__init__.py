@@ -441,12 +441,10 @@ def dksd_pass(U, V, F, full: bool, base, sigma, beta, lam, need_grad: bool):
 
     U, V are (n, d) CuPy arrays, F the diffusion in canonical form ((n, d), or (n, d, d) when
     ``full``) on their device; base, sigma, beta, lam host sequences, one entry per component.
-    One thread per row runs the C++'s row (``dksd_rows`` of dksd.cu: the same terms from
-    radial.inc in the same order; its adjoint sums in registers for d <=
-    :data:`DKSD_REGISTER_D`) and the host adds the (n,) row values in the C++'s order
-    (:data:`DKSD_ROWS`), so value and adjoints are the C++'s wherever the device rounds the
-    radial functions alike (sqrt and the exponential do; the IMQ's pow for beta != -1/2 may
-    not). O(n^2 d) work
+    One thread per row sums its pairs in column order (``dksd_rows`` of dksd.cu: the terms of
+    radial.inc; its adjoint sums in registers for d <= :data:`DKSD_REGISTER_D`) and the host
+    adds the (n,) row values in chunks of :data:`DKSD_ROWS`, so value and adjoints are the
+    C++'s to rounding (the C++ sums a row in vectorised column blocks). O(n^2 d) work
     (O(n^2 d^2) with a full diffusion), O(n d) memory (O(n d^2) full)."""
     import cupy as cp
 

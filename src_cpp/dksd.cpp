@@ -14,6 +14,14 @@
 #include <immintrin.h>
 #endif
 
+#if defined(__GNUC__) && !defined(__clang__)
+// The 8-double vectors of dksd_impl.inc are passed between static inline functions only, so the
+// ABI note for the AVX2 and baseline builds concerns no caller outside this file; and GCC reads
+// _mm512_rsqrt14_pd's undefined pass-through operand as uninitialised.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace sc {
 
 namespace {

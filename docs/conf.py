@@ -11,9 +11,13 @@ from __future__ import annotations
 import os
 import sys
 
-import stein_coreset
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+# document the installed package, not the source tree above (``python -m sphinx`` run from the
+# repository root puts it first on sys.path, without the compiled extension)
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != os.path.dirname(HERE)]
+
+import stein_coreset  # noqa: E402
+
 sys.path.insert(0, os.path.join(HERE, "_ext"))
 
 project = "stein_coreset"

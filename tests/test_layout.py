@@ -74,11 +74,11 @@ def test_api_method_table_carries_every_method_option_with_its_default():
     spec = importlib.util.spec_from_file_location("generated_reference", ext)
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    text = "\n".join(gen.method_table_rst())
+    text = "\n".join(gen.method_table_md())
     for name, m in METHODS.items():
-        assert f'.. rubric:: ``method="{name}"``' in text, name
+        assert f'```{{rubric}} method="{name}"' in text, name
         for opt_name, opt in m.options.items():
-            assert f"- ``{opt_name}`` (default ``{opt.default!r}``): " in text, (name, opt_name)
+            assert f"- `{opt_name}` (default `{opt.default!r}`): " in text, (name, opt_name)
 
 
 def _imports(path):

@@ -4,7 +4,8 @@
   ``stein_coreset.methods.METHODS``;
 - ``cli-help``: the ``stein-coreset`` command's ``--help`` texts, from its argument parser.
 
-In a MyST page::
+Both emit MyST markdown (they are used from the MyST pages docs/api/methods.md and cli.md,
+whose directives parse their content as markdown). In a MyST page::
 
     ```{method-table}
     ```
@@ -21,43 +22,29 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def method_table_rst() -> list[str]:
-    """The table and the per-method option lists, as reStructuredText lines."""
+def method_table_md() -> list[str]:
+    """The table and the per-method option lists, as MyST markdown lines."""
     from stein_coreset.methods import METHODS
 
     lines = [
-        ".. list-table::",
-        "   :header-rows: 1",
-        "",
-        "   * - method",
-        "     - debias",
-        "     - thin",
-        "     - kind",
-        "     - needs S",
-        "     - takes",
-        "     - summary",
+        "| method | debias | thin | kind | needs S | takes | summary |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, m in METHODS.items():
         flags = (("rank", m.uses_rank), ("weights", m.takes_weights))
         takes = ", ".join(t for t, on in flags if on) or "-"
-        lines += [
-            f"   * - ``{name}``",
-            f"     - {_cell(m.debias)}",
-            f"     - {_cell(m.thin)}",
-            f"     - {_cell(m.kind)}",
-            f"     - {'yes' if m.debiased else 'no'}",
-            f"     - {takes}",
-            f"     - {_cell(m.summary)}",
-        ]
+        lines.append(
+            f"| `{name}` | {_cell(m.debias)} | {_cell(m.thin)} | {_cell(m.kind)} "
+            f"| {'yes' if m.debiased else 'no'} | {takes} | {_cell(m.summary)} |"
+        )
     lines.append("")
     for name, m in METHODS.items():
-        title = f'``method="{name}"``'
-        lines += [f".. rubric:: {title}", ""]
+        lines += [f'```{{rubric}} method="{name}"', "```", ""]
         if not m.options:
             lines += ["No options.", ""]
             continue
         for opt_name, opt in m.options.items():
-            lines.append(f"- ``{opt_name}`` (default ``{opt.default!r}``): {_cell(opt.doc)}")
+            lines.append(f"- `{opt_name}` (default `{opt.default!r}`): {_cell(opt.doc)}")
         lines.append("")
     return lines
 
@@ -67,25 +54,26 @@ class MethodTable(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         container = nodes.container()
-        self.state.nested_parse(StringList(method_table_rst(), source="METHODS"), 0, container)
+        self.state.nested_parse(StringList(method_table_md(), source="METHODS"), 0, container)
         return container.children
 
 
-def cli_help_rst() -> list[str]:
-    """The top-level and each subcommand's ``--help``, as reStructuredText lines."""
+def cli_help_md() -> list[str]:
+    """The top-level and each subcommand's ``--help``, as MyST markdown lines."""
     import argparse
 
     from stein_coreset.cli import build_parser
 
     def block(text: str) -> list[str]:
-        return ["::", ""] + ["   " + line for line in text.rstrip().splitlines()] + [""]
+        return ["```text", *text.rstrip().splitlines(), "```", ""]
 
     parser = build_parser()
     lines = block(parser.format_help())
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
-                lines += [f".. rubric:: ``stein-coreset {name}``", ""] + block(sub.format_help())
+                lines += [f"```{{rubric}} stein-coreset {name}", "```", ""]
+                lines += block(sub.format_help())
     return lines
 
 
@@ -94,7 +82,7 @@ class CliHelp(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         container = nodes.container()
-        self.state.nested_parse(StringList(cli_help_rst(), source="cli"), 0, container)
+        self.state.nested_parse(StringList(cli_help_md(), source="cli"), 0, container)
         return container.children
 
 

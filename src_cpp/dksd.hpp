@@ -8,11 +8,11 @@
 // with (k0, k1, k2) and the term itself from radial.inc (dksd_radial, dksd_term, dksd_adjoint:
 // the radial derivatives of the Stein kernel of stein_kernel.hpp, and the text the CUDA pass
 // compiles too; the blocked pass evaluates their vector forms dksd_radial_local, dksd_term_of,
-// dksd_adjoint_of). O(n^2 d) (diagonal) or O(n^2 d^2) (full) work; memory: one
-// structure-of-arrays copy of U, V and F, and O(d kBlock) per thread.
+// dksd_adjoint_of). O(n^2 d) (diagonal) or O(n^2 d^2) (full) work; memory: one copy of
+// U, V and F in 8-column tiles, and O(d kBlock) per thread.
 //
 // Blocked and vectorised (dksd_impl.inc, built per instruction set, the widest picked at run
-// time): each row against blocks of up to 256 columns, 8 columns to a vector, the radial terms
+// time): each row against blocks of 32-256 columns, 8 columns to a vector, the radial terms
 // of each distinct base kernel for the whole block with the kernel a compile-time constant;
 // with one shared kernel and a diagonal F the components' sums collapse to three per pair
 // before the radial terms. Results equal the pair-by-pair formula to rounding (tested).

@@ -107,7 +107,8 @@ void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score,
     const int64_t max_columns =
         static_cast<int64_t>((cache_bytes < 0.0 ? kColumnCacheBytes : cache_bytes) /
                              (8.0 * static_cast<double>(n)));
-    std::vector<int32_t> cached_as(static_cast<size_t>(max_columns > 0 ? n : 0), -1);
+    constexpr int32_t kNeverPicked = -1, kPickedOnce = -2;
+    std::vector<int32_t> cached_as(static_cast<size_t>(max_columns > 0 ? n : 0), kNeverPicked);
     std::vector<std::unique_ptr<double[]>> columns;
     Column next;  // the column of the coming step, set by the previous step's last arriver
     // step t: add the column of out[t - 1] (step 0: write the diagonal), out[t] = first argmin;
@@ -142,13 +143,18 @@ void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score,
             out[t] = i;
             next = Column{};
             if (max_columns > 0) {
+                // a point's column is kept from its second pick on: a run whose picks are all
+                // distinct (m small against n) allocates and writes nothing
                 int32_t& at = cached_as[static_cast<size_t>(i)];
                 if (at >= 0) {
                     next.cached = columns[static_cast<size_t>(at)].get();
-                } else if (static_cast<int64_t>(columns.size()) < max_columns) {
+                } else if (at == kPickedOnce &&
+                           static_cast<int64_t>(columns.size()) < max_columns) {
                     columns.emplace_back(new double[static_cast<size_t>(n)]);
                     at = static_cast<int32_t>(columns.size() - 1);
                     next.fill = columns.back().get();
+                } else if (at == kNeverPicked) {
+                    at = kPickedOnce;
                 }
             }
             progress_add(1);

@@ -10,7 +10,13 @@ import pytest
 import stein_coreset
 
 #: Modules whose examples need an optional dependency, and the module they import.
-NEEDS = {"stein_coreset.integrations.arviz": "arviz"}
+# the optional extra each module's examples run on (the module itself imports without it)
+NEEDS = {
+    "stein_coreset.integrations.arviz": "arviz",
+    "stein_coreset.integrations.pymc": "pymc",
+    "stein_coreset.integrations.jax": "jax",
+    "stein_coreset.distributed": "dask",
+}
 
 
 def _modules():

@@ -94,9 +94,6 @@ const RowsFn kEvalRows = isa_base::eval_rows;
 const RowsFn kEvalRows2 = isa_base::eval_rows2;
 #endif
 
-// Whether the products over all pairs evaluate kSoARows rows at once (soa_eval_rows).
-inline bool by_rows(const KernelSpec& K) { return K.d >= kSoARowsMinD; }
-
 // Chunks of 8 rows per work item of the tiled products: 64 rows share each block of columns.
 constexpr int64_t kTile = 8;
 
@@ -178,20 +175,18 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
             alignas(64) double buf[kSoARows * kSoABlock];
             const int64_t i1 = std::min(n, (c + 1) * kRows);
             int64_t i = c * kRows;
-            if (by_rows(K)) {
-                for (; i + kSoARows <= i1; i += kSoARows) {
-                    const int64_t rows[kSoARows] = {i, i + 1, i + 2, i + 3};
-                    double s[kSoARows] = {};
-                    for (int64_t a = 0; a < n; a += kSoABlock) {
-                        const int64_t e = std::min(n, a + kSoABlock);
-                        kEvalRows(K, rows, P, a, e, buf, kSoABlock);
-                        for (int64_t r = 0; r < kSoARows; ++r) {
-                            const double* br = buf + r * kSoABlock;
-                            for (int64_t b = 0; b < e - a; ++b) s[r] += br[b] * w[a + b];
-                        }
+            for (; i + kSoARows <= i1; i += kSoARows) {
+                const int64_t rows[kSoARows] = {i, i + 1, i + 2, i + 3};
+                double s[kSoARows] = {};
+                for (int64_t a = 0; a < n; a += kSoABlock) {
+                    const int64_t e = std::min(n, a + kSoABlock);
+                    kEvalRows(K, rows, P, a, e, buf, kSoABlock);
+                    for (int64_t r = 0; r < kSoARows; ++r) {
+                        const double* br = buf + r * kSoABlock;
+                        for (int64_t b = 0; b < e - a; ++b) s[r] += br[b] * w[a + b];
                     }
-                    for (int64_t r = 0; r < kSoARows; ++r) out[i + r] = s[r];
                 }
+                for (int64_t r = 0; r < kSoARows; ++r) out[i + r] = s[r];
             }
             for (; i < i1; ++i) {
                 double s = 0.0;
@@ -257,24 +252,22 @@ void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_thr
             poll_cancel();
             const int64_t i1 = std::min(n, (c + 1) * kRows);
             int64_t i0 = c * kRows;
-            if (by_rows(K)) {
-                // per block the rows in order, so each a[j] takes its rows' terms in row order,
-                // as the row-by-row loop below adds them
-                for (; i0 + kSoARows <= i1; i0 += kSoARows) {
-                    const int64_t rows[kSoARows] = {i0, i0 + 1, i0 + 2, i0 + 3};
-                    double row[kSoARows] = {};
-                    upper_rows(K, P, rows, buf, [&](int64_t r, int64_t b0, int64_t len,
-                                                   const double* br) {
-                        const int64_t i = rows[r];
-                        const double wi = w[i];
-                        int64_t b = i > b0 ? i - b0 : 0;
-                        for (int64_t k = b; k < len; ++k) row[r] += br[k] * w[b0 + k];
-                        if (b0 + b == i) ++b;
-                        double* aj = a + b0;
-                        for (; b < len; ++b) aj[b] += br[b] * wi;
-                    });
-                    for (int64_t r = 0; r < kSoARows; ++r) a[rows[r]] += row[r];
-                }
+            // per block the rows in order, so each a[j] takes its rows' terms in row order,
+            // as the row-by-row loop below adds them
+            for (; i0 + kSoARows <= i1; i0 += kSoARows) {
+                const int64_t rows[kSoARows] = {i0, i0 + 1, i0 + 2, i0 + 3};
+                double row[kSoARows] = {};
+                upper_rows(K, P, rows, buf, [&](int64_t r, int64_t b0, int64_t len,
+                                               const double* br) {
+                    const int64_t i = rows[r];
+                    const double wi = w[i];
+                    int64_t b = i > b0 ? i - b0 : 0;
+                    for (int64_t k = b; k < len; ++k) row[r] += br[k] * w[b0 + k];
+                    if (b0 + b == i) ++b;
+                    double* aj = a + b0;
+                    for (; b < len; ++b) aj[b] += br[b] * wi;
+                });
+                for (int64_t r = 0; r < kSoARows; ++r) a[rows[r]] += row[r];
             }
             for (int64_t i = i0; i < i1; ++i) {
                 const double wi = w[i];
@@ -307,17 +300,16 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
     constexpr int64_t kRows = 8;
     const int64_t nch = (n + kRows - 1) / kRows;
     std::vector<double> part(static_cast<size_t>(nch), 0.0);
-    // a work item is kTile chunks: from kSoARowsMinD coordinates on, their rows are evaluated
+    // a work item is kTile chunks: their rows are evaluated
     // kSoARows at a time against one block of columns after another, so a block's coordinates
     // stay in cache for all of the item's rows (a row at a time streams all n points' coordinates
     // once per row: at d = 100 that is memory-bound)
-    const int64_t tile = by_rows(K) ? kTile : 1;
-    const int64_t nitems = (nch + tile - 1) / tile;
+    const int64_t nitems = (nch + kTile - 1) / kTile;
     Team team(n_threads);
     const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
     team.for_chunks_on(team.members_for(half * entry_ns(K.d), nitems, 1), nitems, [&](int64_t it) {
         alignas(64) double buf[kSoARows * kSoABlock];
-        const int64_t c0 = it * tile, c1 = std::min(nch, c0 + tile);
+        const int64_t c0 = it * kTile, c1 = std::min(nch, c0 + kTile);
         const int64_t i0 = c0 * kRows, i1 = std::min(n, c1 * kRows);
         // the item's rows of nonzero weight, in order, and their sums k_ii w_i, sum_{j>i} k_ij w_j
         int64_t live[kTile * kRows];
@@ -325,7 +317,7 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
         int64_t nl = 0;
         for (int64_t i = i0; i < i1; ++i)
             if (w[i] != 0.0) live[nl++] = i;
-        const int64_t ng = tile > 1 ? nl / kSoARows : 0;  // groups of kSoARows rows
+        const int64_t ng = nl / kSoARows;  // groups of kSoARows rows
         for (int64_t l = 0; l < nl; ++l) {
             diag[l] = 0.0;
             for (int64_t k = 0; k < 8; ++k) off[l][k] = 0.0;
@@ -388,7 +380,7 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
     const int64_t nb = soa_blocks(nc);
     // chunks are (rows, block) pairs, so the one-row calls of RPCholesky use every thread; a
     // chunk's rows are kSoARows rows evaluated together where that pays, else one
-    const int64_t g = by_rows(K) && nr >= kSoARows ? kSoARows : 1;
+    const int64_t g = nr >= kSoARows ? kSoARows : 1;
     const int64_t ng = (nr + g - 1) / g;
     Team team(n_threads);
     team.for_chunks_on(
@@ -416,7 +408,7 @@ void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, doub
     const SoAView& P = all.view();
     const int64_t n = K.n;
     const double inv = 1.0 / static_cast<double>(n);
-    const int64_t g = by_rows(K) && nr >= kSoARows ? kSoARows : 1;
+    const int64_t g = nr >= kSoARows ? kSoARows : 1;
     const int64_t ng = (nr + g - 1) / g;
     Team team(n_threads);
     team.for_chunks_on(

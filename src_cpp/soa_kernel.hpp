@@ -87,11 +87,10 @@ void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64
               double* out);
 
 // kSoARows rows at once: out[r * ld + b - a] = k_P(x_{rows[r]}, slot b), each entry equal to
-// soa_eval's bit for bit. From kSoARowsMinD coordinates on, the rows' coordinate sums are formed
-// together (each slot's coordinates loaded once for all the rows): the products over all pairs
-// (K w, w^T K w, Gram blocks, row means) use it there; below, one row at a time is as fast.
+// soa_eval's bit for bit, the rows' coordinate sums formed together (each slot's coordinates
+// loaded once for all the rows). The products over all pairs (K w, w^T K w, Gram blocks, row
+// means) use it at every d: measured faster than a row at a time from d = 1 on.
 constexpr int64_t kSoARows = 4;
-constexpr int64_t kSoARowsMinD = 1;  // measured: faster than a row at a time from d = 1 on
 void soa_eval_rows(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
                    int64_t e, double* out, int64_t ld);
 

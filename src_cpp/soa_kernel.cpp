@@ -58,6 +58,8 @@ namespace {
 using EvalFn = void (*)(const KernelSpec&, int64_t, const SoAView&, int64_t, int64_t, double*);
 using RowsFn = void (*)(const KernelSpec&, const int64_t*, const SoAView&, int64_t, int64_t,
                         double*, int64_t);
+using PackedFn = void (*)(const KernelSpec&, const int64_t*, const PackedBlock&, int64_t,
+                          double*, int64_t);
 
 enum class Isa { base, avx2, avx512 };
 
@@ -82,15 +84,15 @@ const Isa kIsa = pick();
 const EvalFn kEval = kIsa == Isa::avx512 ? isa_avx512::eval_block
                      : kIsa == Isa::avx2 ? isa_avx2::eval_block
                                          : isa_base::eval_block;
-const RowsFn kEvalRows = kIsa == Isa::avx512 ? isa_avx512::eval_rows
-                         : kIsa == Isa::avx2 ? isa_avx2::eval_rows
-                                             : isa_base::eval_rows;
 const RowsFn kEvalRows2 = kIsa == Isa::avx512 ? isa_avx512::eval_rows2
                           : kIsa == Isa::avx2 ? isa_avx2::eval_rows2
                                               : isa_base::eval_rows2;
+const PackedFn kEvalPacked = kIsa == Isa::avx512 ? isa_avx512::eval_rows_packed
+                             : kIsa == Isa::avx2 ? isa_avx2::eval_rows_packed
+                                                 : isa_base::eval_rows_packed;
 #else
 const EvalFn kEval = isa_base::eval_block;
-const RowsFn kEvalRows = isa_base::eval_rows;
+const PackedFn kEvalPacked = isa_base::eval_rows_packed;
 const RowsFn kEvalRows2 = isa_base::eval_rows2;
 #endif
 
@@ -113,11 +115,60 @@ inline double lanes_total(const double* acc) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+// A tile's rows, kSoARows at a time, against one packed block of slots [b0, b0 + B.len):
+// f(g, grp, real, from, bg) per group, bg[r * kSoABlock + b - from] = k_P(x_{grp[r]}, slot b0 + b)
+// for b in [from, B.len), `real` of the group's rows being the tile's (a last short group
+// repeats its last row: each entry is evaluated on its own, so the repeats are only dropped).
+// With `upper` (rows ascending, the upper triangle) a group's entries start at its first row's
+// diagonal and the groups starting past the block are skipped; else from = 0.
+template <class F>
+void tile_groups(const KernelSpec& K, const PackedBlock& B, int64_t b0, const int64_t* rows,
+                 int64_t nr, bool upper, double* buf, F&& f) {
+    for (int64_t g = 0; g * kSoARows < nr; ++g) {
+        const int64_t r0 = g * kSoARows, real = std::min(kSoARows, nr - r0);
+        if (upper && rows[r0] >= b0 + B.len) break;
+        const int64_t from = upper ? std::max<int64_t>(0, rows[r0] - b0) : 0;
+        int64_t grp[kSoARows];
+        for (int64_t r = 0; r < kSoARows; ++r) grp[r] = rows[r0 + std::min(r, real - 1)];
+        kEvalPacked(K, grp, B, from, buf, kSoABlock);
+        f(g, static_cast<const int64_t*>(grp), real, from, static_cast<const double*>(buf));
+    }
+}
+
+// Rows per tile of the products: 64 rows share each packed block of columns.
+constexpr int64_t kTileRows = kTile * 8;
+
 }  // namespace
 
-void soa_eval_rows(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
-                   int64_t e, double* out, int64_t ld) {
-    kEvalRows(K, rows, P, a, e, out, ld);
+void PackedBlock::pack(const SoAView& P, int64_t a, int64_t e) {
+    d = P.d;
+    len = e - a;
+    stein = P.T != nullptr;
+    cs = stein ? 2 * kPackLanes : kPackLanes;
+    gs = d * cs;
+    mean = P.mean != nullptr ? P.mean + a : nullptr;
+    const int64_t groups = (len + kPackLanes - 1) / kPackLanes;
+    const size_t need = static_cast<size_t>(groups * gs + 8);
+    if (buf_.size() < need) buf_.assign(need, 0.0);
+    auto addr = reinterpret_cast<uintptr_t>(buf_.data());
+    base_ = buf_.data() + ((64 - addr % 64) % 64) / sizeof(double);  // whole cache lines
+    for (int64_t g = 0; g < groups; ++g) {
+        const int64_t b0 = a + g * kPackLanes, lanes = std::min(kPackLanes, e - b0);
+        double* dst = base_ + g * gs;
+        for (int64_t c = 0; c < d; ++c, dst += cs) {
+            const double* U = P.U + c * P.cap + b0;
+            for (int64_t l = 0; l < kPackLanes; ++l) dst[l] = l < lanes ? U[l] : 0.0;
+            if (stein) {
+                const double* T = P.T + c * P.cap + b0;
+                for (int64_t l = 0; l < kPackLanes; ++l) dst[kPackLanes + l] = l < lanes ? T[l] : 0.0;
+            }
+        }
+    }
+}
+
+void soa_eval_rows_packed(const KernelSpec& K, const int64_t* rows, const PackedBlock& B,
+                          int64_t from, double* out, int64_t ld) {
+    kEvalPacked(K, rows, B, from, out, ld);
 }
 
 void soa_sums2(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a, int64_t e,
@@ -165,66 +216,34 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
     const AllPoints all(K);
     const SoAView& P = all.view();
     const int64_t n = K.n;
-    constexpr int64_t kRows = 8;
-    const int64_t nch = (n + kRows - 1) / kRows;
+    const int64_t nt = (n + kTileRows - 1) / kTileRows;
     Team team(n_threads);
     team.for_chunks_on(
-        team.members_for(static_cast<double>(n) * static_cast<double>(n) * entry_ns(K.d), nch, 1),
-        nch,
-        [&](int64_t c) {
+        team.members_for(static_cast<double>(n) * static_cast<double>(n) * entry_ns(K.d), nt, 1),
+        nt,
+        [&](int64_t t) {
             alignas(64) double buf[kSoARows * kSoABlock];
-            const int64_t i1 = std::min(n, (c + 1) * kRows);
-            int64_t i = c * kRows;
-            for (; i + kSoARows <= i1; i += kSoARows) {
-                const int64_t rows[kSoARows] = {i, i + 1, i + 2, i + 3};
-                double s[kSoARows] = {};
-                for (int64_t a = 0; a < n; a += kSoABlock) {
-                    const int64_t e = std::min(n, a + kSoABlock);
-                    kEvalRows(K, rows, P, a, e, buf, kSoABlock);
-                    for (int64_t r = 0; r < kSoARows; ++r) {
-                        const double* br = buf + r * kSoABlock;
-                        for (int64_t b = 0; b < e - a; ++b) s[r] += br[b] * w[a + b];
+            thread_local PackedBlock block;
+            const int64_t i0 = t * kTileRows, nr = std::min(n, i0 + kTileRows) - i0;
+            int64_t rows[kTileRows];
+            double s[kTileRows] = {};
+            for (int64_t r = 0; r < nr; ++r) rows[r] = i0 + r;
+            // each row's sum over the blocks in order, as a row at a time sums it
+            for (int64_t a = 0; a < n; a += kSoABlock) {
+                const int64_t e = std::min(n, a + kSoABlock);
+                block.pack(P, a, e);
+                tile_groups(K, block, a, rows, nr, false, buf,
+                            [&](int64_t g, const int64_t*, int64_t real, int64_t, const double* bg) {
+                    for (int64_t r = 0; r < real; ++r) {
+                        const double* br = bg + r * kSoABlock;
+                        double& sr = s[g * kSoARows + r];
+                        for (int64_t b = 0; b < e - a; ++b) sr += br[b] * w[a + b];
                     }
-                }
-                for (int64_t r = 0; r < kSoARows; ++r) out[i + r] = s[r];
+                });
             }
-            for (; i < i1; ++i) {
-                double s = 0.0;
-                for (int64_t a = 0; a < n; a += kSoABlock) {
-                    const int64_t e = std::min(n, a + kSoABlock);
-                    kEval(K, i, P, a, e, buf);
-                    for (int64_t b = 0; b < e - a; ++b) s += buf[b] * w[a + b];
-                }
-                out[i] = s;
-            }
+            for (int64_t r = 0; r < nr; ++r) out[i0 + r] = s[r];
         });
 }
-
-namespace {
-// f(b0, len): row i's entries k_P(x_i, x_j), j in [i, n), evaluated into buf one evaluator block
-// at a time (buf[b] = k_P(x_i, x_{b0 + b}); the first block starts at the diagonal, b0 = i)
-template <class F>
-void upper_row(const KernelSpec& K, const SoAView& P, int64_t i, double* buf, F&& f) {
-    for (int64_t b0 = i; b0 < K.n; b0 += kSoABlock) {
-        const int64_t b1 = std::min(K.n, b0 + kSoABlock);
-        kEval(K, i, P, b0, b1, buf);
-        f(b0, b1 - b0);
-    }
-}
-
-// The upper parts of kSoARows ascending rows, evaluated together block by block from the first
-// row's diagonal: f(r, b0, len, row_block) for r = 0, 1, ... per block, row_block[b] =
-// k_P(x_{rows[r]}, x_{b0 + b}); the entries left of row r's diagonal (b0 + b < rows[r]) are
-// evaluated too and must be skipped by f.
-template <class F>
-void upper_rows(const KernelSpec& K, const SoAView& P, const int64_t* rows, double* buf, F&& f) {
-    for (int64_t b0 = rows[0]; b0 < K.n; b0 += kSoABlock) {
-        const int64_t b1 = std::min(K.n, b0 + kSoABlock);
-        kEvalRows(K, rows, P, b0, b1, buf, kSoABlock);
-        for (int64_t r = 0; r < kSoARows; ++r) f(r, b0, b1 - b0, buf + r * kSoABlock);
-    }
-}
-}  // namespace
 
 int64_t soa_matvec_slots(int64_t n) {
     constexpr int64_t kSlots = 32;
@@ -245,40 +264,42 @@ void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_thr
     const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
     team.for_chunks_on(team.members_for(half * entry_ns(K.d), S, 1), S, [&](int64_t s) {
         alignas(64) double buf[kSoARows * kSoABlock];
+        thread_local PackedBlock block;
         double* a = acc.data() + s * n;
-        for (int64_t c = s; c < nch; c += S) {
+        // the slot's chunks s, s + S, ... taken kTile at a time: their rows (ascending) against
+        // one packed block after another from the first row on. Each a[j] still takes its rows'
+        // terms in row order, and a row's own sum goes to a[i] after every earlier row's term
+        // k_ji w_j (later chunks' rows are all past i): a chunk at a time gives the same sums.
+        for (int64_t c0 = s; c0 < nch; c0 += kTile * S) {
             // a slot holds 1/S of all rows (seconds of work at n = 2^17): Ctrl-C is polled
-            // every 8 rows (8 n evaluations), not once per slot
+            // every kTile chunks, not once per slot
             poll_cancel();
-            const int64_t i1 = std::min(n, (c + 1) * kRows);
-            int64_t i0 = c * kRows;
-            // per block the rows in order, so each a[j] takes its rows' terms in row order,
-            // as the row-by-row loop below adds them
-            for (; i0 + kSoARows <= i1; i0 += kSoARows) {
-                const int64_t rows[kSoARows] = {i0, i0 + 1, i0 + 2, i0 + 3};
-                double row[kSoARows] = {};
-                upper_rows(K, P, rows, buf, [&](int64_t r, int64_t b0, int64_t len,
-                                               const double* br) {
-                    const int64_t i = rows[r];
-                    const double wi = w[i];
-                    int64_t b = i > b0 ? i - b0 : 0;
-                    for (int64_t k = b; k < len; ++k) row[r] += br[k] * w[b0 + k];
-                    if (b0 + b == i) ++b;
-                    double* aj = a + b0;
-                    for (; b < len; ++b) aj[b] += br[b] * wi;
+            int64_t rows[kTileRows];
+            double row[kTileRows] = {};
+            int64_t nr = 0;
+            for (int64_t c = c0; c < nch && c < c0 + kTile * S; c += S)
+                for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) rows[nr++] = i;
+            for (int64_t b0 = rows[0]; b0 < n; b0 += kSoABlock) {
+                const int64_t b1 = std::min(n, b0 + kSoABlock);
+                block.pack(P, b0, b1);
+                tile_groups(K, block, b0, rows, nr, true, buf,
+                            [&](int64_t g, const int64_t* grp, int64_t real, int64_t from,
+                                const double* bg) {
+                    for (int64_t r = 0; r < real; ++r) {
+                        const int64_t i = grp[r];
+                        if (i >= b1) continue;  // its diagonal is in a later block
+                        const double* br = bg + r * kSoABlock - from;  // br[b], b >= from
+                        const double wi = w[i];
+                        int64_t b = i > b0 ? i - b0 : 0;
+                        double& ri = row[g * kSoARows + r];
+                        for (int64_t k = b; k < b1 - b0; ++k) ri += br[k] * w[b0 + k];
+                        if (b0 + b == i) ++b;
+                        double* aj = a + b0;
+                        for (; b < b1 - b0; ++b) aj[b] += br[b] * wi;
+                    }
                 });
-                for (int64_t r = 0; r < kSoARows; ++r) a[rows[r]] += row[r];
             }
-            for (int64_t i = i0; i < i1; ++i) {
-                const double wi = w[i];
-                double row = 0.0;
-                upper_row(K, P, i, buf, [&](int64_t b0, int64_t len) {
-                    for (int64_t b = 0; b < len; ++b) row += buf[b] * w[b0 + b];
-                    double* aj = a + b0;
-                    for (int64_t b = b0 == i ? 1 : 0; b < len; ++b) aj[b] += buf[b] * wi;
-                });
-                a[i] += row;
-            }
+            for (int64_t r = 0; r < nr; ++r) a[rows[r]] += row[r];
         }
     });
     const int64_t nb = soa_blocks(n);
@@ -309,6 +330,7 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
     const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
     team.for_chunks_on(team.members_for(half * entry_ns(K.d), nitems, 1), nitems, [&](int64_t it) {
         alignas(64) double buf[kSoARows * kSoABlock];
+        thread_local PackedBlock block;
         const int64_t c0 = it * kTile, c1 = std::min(nch, c0 + kTile);
         const int64_t i0 = c0 * kRows, i1 = std::min(n, c1 * kRows);
         // the item's rows of nonzero weight, in order, and their sums k_ii w_i, sum_{j>i} k_ij w_j
@@ -317,37 +339,24 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
         int64_t nl = 0;
         for (int64_t i = i0; i < i1; ++i)
             if (w[i] != 0.0) live[nl++] = i;
-        const int64_t ng = nl / kSoARows;  // groups of kSoARows rows
         for (int64_t l = 0; l < nl; ++l) {
             diag[l] = 0.0;
             for (int64_t k = 0; k < 8; ++k) off[l][k] = 0.0;
         }
-        if (ng > 0) {
-            for (int64_t b0 = live[0]; b0 < n; b0 += kSoABlock) {
-                const int64_t b1 = std::min(n, b0 + kSoABlock);
-                for (int64_t g = 0; g < ng; ++g) {
-                    const int64_t* rows = live + g * kSoARows;
-                    if (rows[0] >= b1) break;  // this and later groups start further on
-                    const int64_t first = std::max(b0, rows[0]);
-                    kEvalRows(K, rows, P, first, b1, buf, kSoABlock);
-                    for (int64_t r = 0; r < kSoARows; ++r) {
-                        const int64_t i = rows[r], l = g * kSoARows + r;
-                        if (i >= b1) continue;  // its diagonal is in a later block
-                        const double* br = buf + r * kSoABlock - first;  // br[j] for j in block
-                        int64_t j = std::max(first, i);
-                        if (j == i) diag[l] = br[j++] * w[i];
-                        dot_lanes(br, w, j, b1, off[l]);
-                    }
+        for (int64_t b0 = nl > 0 ? live[0] : n; b0 < n; b0 += kSoABlock) {
+            const int64_t b1 = std::min(n, b0 + kSoABlock);
+            block.pack(P, b0, b1);
+            tile_groups(K, block, b0, live, nl, true, buf,
+                        [&](int64_t g, const int64_t* grp, int64_t real, int64_t from,
+                            const double* bg) {
+                for (int64_t r = 0; r < real; ++r) {
+                    const int64_t i = grp[r], l = g * kSoARows + r;
+                    if (i >= b1) continue;  // its diagonal is in a later block
+                    const double* br = bg + r * kSoABlock - from - b0;  // br[j] for j in block
+                    int64_t j = std::max(b0 + from, i);
+                    if (j == i) diag[l] = br[j++] * w[i];
+                    dot_lanes(br, w, j, b1, off[l]);
                 }
-            }
-        }
-        for (int64_t l = ng * kSoARows; l < nl; ++l) {
-            const int64_t i = live[l];
-            // k_ii first in the row's first block, then the entries j > i
-            upper_row(K, P, i, buf, [&](int64_t b0, int64_t len) {
-                int64_t j = b0;
-                if (b0 == i) diag[l] = buf[0] * w[j++];
-                dot_lanes(buf - b0, w, j, b0 + len, off[l]);
             });
         }
         // each chunk's rows added in order, as a chunk at a time adds them
@@ -378,24 +387,32 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
         nc = K.n;
     }
     const int64_t nb = soa_blocks(nc);
-    // chunks are (rows, block) pairs, so the one-row calls of RPCholesky use every thread; a
-    // chunk's rows are kSoARows rows evaluated together where that pays, else one
-    const int64_t g = nr >= kSoARows ? kSoARows : 1;
-    const int64_t ng = (nr + g - 1) / g;
     Team team(n_threads);
-    team.for_chunks_on(
-        team.members_for(static_cast<double>(nr) * static_cast<double>(nc) * entry_ns(K.d),
-                         ng * nb, 1),
-        ng * nb, [&](int64_t c) {
-            const int64_t a0 = (c / nb) * g, lo = (c % nb) * kSoABlock;
-            const int64_t hi = std::min(nc, lo + kSoABlock);
-            if (g == kSoARows && a0 + kSoARows <= nr) {
-                kEvalRows(K, rows + a0, P, lo, hi, out + a0 * nc + lo, nc);
-                return;
-            }
-            for (int64_t a = a0; a < std::min(nr, a0 + g); ++a)
-                kEval(K, rows[a], P, lo, hi, out + a * nc + lo);
+    const double work = static_cast<double>(nr) * static_cast<double>(nc) * entry_ns(K.d);
+    if (nr < kSoARows) {
+        // (row, block) chunks, so the one-row calls of RPCholesky use every thread
+        team.for_chunks_on(team.members_for(work, nr * nb, 1), nr * nb, [&](int64_t c) {
+            const int64_t a = c / nb, lo = (c % nb) * kSoABlock, hi = std::min(nc, lo + kSoABlock);
+            kEval(K, rows[a], P, lo, hi, out + a * nc + lo);
         });
+        return;
+    }
+    // (tile of rows, block) chunks: the block packed once for the tile's rows
+    const int64_t nt = (nr + kTileRows - 1) / kTileRows;
+    team.for_chunks_on(team.members_for(work, nt * nb, 1), nt * nb, [&](int64_t c) {
+        alignas(64) double buf[kSoARows * kSoABlock];
+        thread_local PackedBlock block;
+        const int64_t t0 = (c / nb) * kTileRows, lo = (c % nb) * kSoABlock;
+        const int64_t hi = std::min(nc, lo + kSoABlock);
+        block.pack(P, lo, hi);
+        tile_groups(K, block, lo, rows + t0, std::min(nr - t0, kTileRows), false, buf,
+                    [&](int64_t g, const int64_t*, int64_t real, int64_t, const double* bg) {
+            for (int64_t r = 0; r < real; ++r) {
+                double* o = out + (t0 + g * kSoARows + r) * nc + lo;
+                for (int64_t b = 0; b < hi - lo; ++b) o[b] = bg[r * kSoABlock + b];
+            }
+        });
+    });
 }
 
 void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads) {
@@ -408,27 +425,28 @@ void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, doub
     const SoAView& P = all.view();
     const int64_t n = K.n;
     const double inv = 1.0 / static_cast<double>(n);
-    const int64_t g = nr >= kSoARows ? kSoARows : 1;
-    const int64_t ng = (nr + g - 1) / g;
+    const int64_t nt = (nr + kTileRows - 1) / kTileRows;
     Team team(n_threads);
     team.for_chunks_on(
-        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), ng, 1),
-        ng, [&](int64_t c) {
-            const int64_t a0 = c * g;
-            if (g == kSoARows && a0 + kSoARows <= nr) {  // soa_sum's order, kSoARows rows at once
-                alignas(64) double buf[kSoARows * kSoABlock];
-                double s[kSoARows] = {};
-                for (int64_t b0 = 0; b0 < n; b0 += kSoABlock) {
-                    const int64_t b1 = std::min(n, b0 + kSoABlock);
-                    kEvalRows(K, rows + a0, P, b0, b1, buf, kSoABlock);
-                    for (int64_t r = 0; r < kSoARows; ++r)
-                        for (int64_t b = 0; b < b1 - b0; ++b) s[r] += buf[r * kSoABlock + b];
-                }
-                for (int64_t r = 0; r < kSoARows; ++r) out[a0 + r] = s[r] * inv;
-                return;
+        team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nt, 1),
+        nt, [&](int64_t t) {
+            alignas(64) double buf[kSoARows * kSoABlock];
+            thread_local PackedBlock block;
+            const int64_t t0 = t * kTileRows, m = std::min(nr - t0, kTileRows);
+            double s[kTileRows] = {};
+            // soa_sum's order: each row's entries one after another, block by block
+            for (int64_t b0 = 0; b0 < n; b0 += kSoABlock) {
+                const int64_t b1 = std::min(n, b0 + kSoABlock);
+                block.pack(P, b0, b1);
+                tile_groups(K, block, b0, rows + t0, m, false, buf,
+                            [&](int64_t g, const int64_t*, int64_t real, int64_t,
+                                const double* bg) {
+                    for (int64_t r = 0; r < real; ++r)
+                        for (int64_t b = 0; b < b1 - b0; ++b)
+                            s[g * kSoARows + r] += bg[r * kSoABlock + b];
+                });
             }
-            for (int64_t a = a0; a < std::min(nr, a0 + g); ++a)
-                out[a] = soa_sum(K, rows[a], P, 0, n) * inv;
+            for (int64_t r = 0; r < m; ++r) out[t0 + r] = s[r] * inv;
         });
 }
 

@@ -86,13 +86,44 @@ inline int64_t soa_blocks(int64_t n) { return (n + kSoABlock - 1) / kSoABlock; }
 void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e,
               double* out);
 
-// kSoARows rows at once: out[r * ld + b - a] = k_P(x_{rows[r]}, slot b), each entry equal to
-// soa_eval's bit for bit, the rows' coordinate sums formed together (each slot's coordinates
-// loaded once for all the rows). The products over all pairs (K w, w^T K w, Gram blocks, row
-// means) use it at every d: measured faster than a row at a time from d = 1 on.
+// out[b - a] = k_P(x_i, slot b), evaluated by any path of the evaluator (one row, rows
+// together, a packed block), has the same bits whatever the range [a, e) it lies in: the vector
+// steps take a range's last entries zero-padded, never in a scalar tail. A test holds every
+// product's entries to the full Gram matrix's.
+
+// The products over all pairs (K w, w^T K w, Gram blocks of four rows or more, row means) take
+// tiles of rows, kSoARows at a time with their coordinate sums formed together, against one
+// packed block of columns after another.
 constexpr int64_t kSoARows = 4;
-void soa_eval_rows(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
-                   int64_t e, double* out, int64_t ld);
+
+// A block of up to kSoABlock slots of a view, repacked for the tiled products: each group of
+// kPackLanes slots holds its coordinates contiguously (slot b's coordinate c at
+// data()[(b / kPackLanes) * gs + c * cs + b % kPackLanes], its score coordinate kPackLanes
+// further; cs = 2 kPackLanes with scores, kPackLanes without; gs = d cs), lanes past len zero.
+// In a view slot b's coordinate c is at U[c * cap + b], so a tile of rows against a block would
+// stream 2 d runs of a few cache lines each, one per page at large n (at d = 100 the
+// products ran at a third of the matrix-product rate): the packed block is one sequential run
+// per group, and it is packed once for a tile's 64 rows.
+constexpr int64_t kPackLanes = 8;
+class PackedBlock {
+public:
+    int64_t d = 0, len = 0, cs = 0, gs = 0;
+    bool stein = false;
+    const double* mean = nullptr;  // slot b's mean at mean[b], or nullptr
+
+    // slots [a, e) of P, e - a <= kSoABlock
+    void pack(const SoAView& P, int64_t a, int64_t e);
+    const double* data() const { return base_; }
+
+private:
+    std::vector<double> buf_;
+    double* base_ = nullptr;
+};
+
+// kSoARows rows against the slots [from, len) of a packed block: out[r * ld + b - from] =
+// k_P(x_{rows[r]}, slot b of the block).
+void soa_eval_rows_packed(const KernelSpec& K, const int64_t* rows, const PackedBlock& B,
+                          int64_t from, double* out, int64_t ld);
 
 // sums[r] = soa_sum(K, rows[r], P, a, e) for r = 0, 1, bit for bit, the two rows evaluated
 // together (KT-SPLIT's pair against a child).

@@ -515,6 +515,35 @@ def test_rows_evaluated_together_equal_a_row_at_a_time_bit_for_bit(d, kind):
         np.testing.assert_array_equal(block, one_by_one)
 
 
+@pytest.mark.parametrize("kind", ["stein", "base", "centred"])
+def test_an_entry_does_not_depend_on_the_block_or_tile_that_evaluates_it(kind):
+    """The products evaluate packed tiles of rows against blocks whose bounds depend on the
+    product (a row's diagonal, a column subset, a tile's last short group); every entry must
+    equal, bit for bit, the same entry of the full Gram matrix, including the entries the
+    vector steps take at a block's end (zero-padded, never a scalar tail)."""
+    from stein_coreset.kernels import centred_kernel_matrix
+
+    rng = np.random.default_rng(11)
+    n, d = 301, 13
+    X = 0.7 + 1.5 * rng.standard_normal((n, d))
+    for base in (sc.IMQ(sigma=4.0), sc.IMQ(sigma=4.0, beta=-0.8), sc.Gaussian(sigma=4.0)):
+        if kind == "stein":
+            K = sc.SteinKernel(base).bind(X, -X, n_threads=2)
+        elif kind == "base":
+            K = sc.engine.KernelMatrix(base, X, n_threads=2)
+        else:
+            K = centred_kernel_matrix(base, X, n_threads=2)
+        dense = native.gram(K, np.arange(n, dtype=np.int64))
+        for nr, nc in ((1, 300), (3, 7), (5, 257), (70, 1), (66, 129)):
+            rows = rng.choice(n, nr, replace=False).astype(np.int64)
+            cols = rng.choice(n, nc, replace=False).astype(np.int64)
+            np.testing.assert_array_equal(native.gram(K, rows, cols), dense[np.ix_(rows, cols)])
+        for j in (0, 255, 256, 300):
+            np.testing.assert_array_equal(native.column(K, j), dense[j])
+        np.testing.assert_allclose(native.row_means(K, np.arange(n, dtype=np.int64)),
+                                   dense.mean(axis=1), rtol=1e-12, atol=1e-13)
+
+
 def test_quad_and_products_agree_with_the_dense_matrix_and_ignore_n_threads():
     rng = np.random.default_rng(3)
     X = 0.7 + 1.5 * rng.standard_normal((777, 20))

@@ -30,30 +30,25 @@ uint64_t halving_seed(uint64_t seed, int j, int64_t l) {
 // threads.
 constexpr int64_t kChunk = 512;
 
-// sum over slots [a, b) of the children (structure-of-arrays in L, R) of
-// k(x1, R_l) - k(x1, L_l) + k(x2, L_l) - k(x2, R_l)
-double walk_chunk(const KernelSpec& K, int64_t x1, int64_t x2, const SoAView& L, const SoAView& R,
-                  int64_t a, int64_t b) {
-    const int64_t rows[2] = {x1, x2};
-    double r[2], l[2];
-    soa_sums2(K, rows, R, a, b, r);
-    soa_sums2(K, rows, L, a, b, l);
-    return (r[0] - r[1]) - (l[0] - l[1]);
-}
+// Pairs whose walk sums over the children before them are formed together: 2 kBatch rows (the
+// pairs' points) as one tile against the packed children, so each child's coordinates are read
+// once per batch instead of once per pair (a pair alone is two rows against every child: at
+// d >= 8 that streamed the children from memory at a third of the evaluator's rate). A batch
+// never crosses a chunk.
+constexpr int64_t kBatch = 32;
+static_assert(kChunk % kBatch == 0 && kChunk % kSoABlock == 0, "a batch lies in one chunk");
 
 int64_t walk_chunks(int64_t len) { return (len + kChunk - 1) / kChunk; }
 
-// alpha = <psi, k(x1, .) - k(x2, .)> over the first `len` slots, from its per-chunk partials:
-// added in chunk order (one chunk: the partial itself)
-double walk_total(const double* partial, int64_t nchunks) {
-    double s = 0.0;
-    for (int64_t c = 0; c < nchunks; ++c) s += partial[c];
-    return s;
-}
-
 // One kernel halving of in[0..len) into left/right (floor(len/2) each), pair by pair: the walk
-// state of Alg. 1a. decide(k, alpha) is the whole per-pair rule; the inner product alpha is
-// computed by the caller (serially, or in parallel over the chunks of a step).
+// state of Alg. 1a. decide(k, alpha) is the whole per-pair rule. The inner product alpha of
+// pair k,
+//   alpha = sum over children l < k of k(x1, R_l) - k(x1, L_l) + k(x2, L_l) - k(x2, R_l),
+// is summed in chunks of kChunk children, each of its four sums child by child in order, each
+// chunk's (r1 - r2) - (l1 - l2) added in chunk order: for a batch of pairs [k0, k1) the sums over
+// the children [0, k0) come from one tile per chunk (batch_chunk, on any thread), and each pair
+// continues its last chunk's sums child by child over [k0, k) before deciding (batch_end). The
+// values are the same whichever batch and thread formed them.
 struct Halving {
     const KernelSpec& K;
     const int64_t* in;
@@ -63,8 +58,12 @@ struct Halving {
     const double* uniforms;
     int64_t* left;
     int64_t* right;
-    SoAPoints L, R;
+    PackedPoints L, R;
     double sig2 = 0.0;
+    // the batch's chunk sums over the children before it: sums[(r * 2 + side) * nck + c] for its
+    // row r (pair k0 + r / 2, point r % 2), side 0 the right children, 1 the left, chunk c
+    std::vector<double> sums;
+    int64_t nck = 0;
 
     Halving(const KernelSpec& K_, const int64_t* in_, int64_t len, double log_mult_,
             uint64_t seed, const double* u, int64_t* l, int64_t* r)
@@ -105,44 +104,106 @@ struct Halving {
         R.set(k, K, right[k]);
     }
 
-    double chunk(int64_t k, int64_t c) const {
-        return walk_chunk(K, in[2 * k], in[2 * k + 1], L.view(), R.view(), c * kChunk,
-                          std::min(k, (c + 1) * kChunk));
+    // the batch after k0: [k0, k1), within k0's chunk
+    int64_t batch_end_of(int64_t k0) const {
+        return std::min(pairs, (k0 / kBatch + 1) * kBatch);
     }
 
-    // pairs [k0, k1) of the halving on the calling thread
-    void run(int64_t k0, int64_t k1) {
-        std::vector<double> partial;
+    void batch_begin(int64_t k0, int64_t k1) {
+        nck = walk_chunks(k0);
+        sums.assign(static_cast<size_t>(2 * (k1 - k0) * 2 * nck), 0.0);
+    }
+
+    // chunk c (< nck) of the batch's sums: its rows against the children of chunk c before k0
+    void batch_chunk(int64_t k0, int64_t k1, int64_t c) {
+        alignas(64) double buf[kSoARows * kSoABlock];
+        const int64_t* rows = in + 2 * k0;
+        const int64_t nr = 2 * (k1 - k0);
+        for (int side = 0; side < 2; ++side) {
+            const PackedPoints& S = side == 0 ? R : L;
+            for (int64_t b0 = c * kChunk; b0 < std::min(k0, (c + 1) * kChunk); b0 += kSoABlock) {
+                const int64_t b1 = std::min(k0, b0 + kSoABlock);
+                const PackedView v = S.view(b0, b1);
+                for (int64_t r0 = 0; r0 < nr; r0 += kSoARows) {
+                    const int64_t real = std::min(kSoARows, nr - r0);
+                    int64_t grp[kSoARows];
+                    for (int64_t r = 0; r < kSoARows; ++r) grp[r] = rows[r0 + std::min(r, real - 1)];
+                    soa_eval_rows_packed(K, grp, v, 0, buf, kSoABlock);
+                    for (int64_t r = 0; r < real; ++r) {
+                        double& acc = sums[static_cast<size_t>(((r0 + r) * 2 + side) * nck + c)];
+                        const double* e = buf + r * kSoABlock;
+                        for (int64_t b = 0; b < b1 - b0; ++b) acc += e[b];
+                    }
+                }
+            }
+        }
+    }
+
+    // the batch's pairs in order, each continuing its sums over the children [k0, k)
+    void batch_end(int64_t k0, int64_t k1) {
+        alignas(64) double buf[2 * kPackLanes];
+        const int64_t c0 = k0 / kChunk;
         for (int64_t k = k0; k < k1; ++k) {
-            poll_cancel();  // Ctrl-C (cancel.hpp): a serial halving may take seconds
             double alpha = 0.0;
             if (!repeat(k)) {
-                const int64_t nc = walk_chunks(k);
-                partial.resize(static_cast<size_t>(nc));
-                for (int64_t c = 0; c < nc; ++c) partial[static_cast<size_t>(c)] = chunk(k, c);
-                alpha = walk_total(partial.data(), nc);
+                const int64_t r = 2 * (k - k0), nc = walk_chunks(k);
+                for (int64_t c = 0; c < nc; ++c) {
+                    double s[2][2];  // [side][point]
+                    for (int side = 0; side < 2; ++side)
+                        for (int p = 0; p < 2; ++p)
+                            s[side][p] = c < nck ? sums[static_cast<size_t>(
+                                                       ((r + p) * 2 + side) * nck + c)]
+                                                 : 0.0;
+                    if (c == c0) {
+                        for (int side = 0; side < 2; ++side) {
+                            const PackedPoints& S = side == 0 ? R : L;
+                            for (int64_t g = k0 / kPackLanes; g * kPackLanes < k; ++g) {
+                                const int64_t a = std::max(k0, g * kPackLanes) - g * kPackLanes;
+                                const int64_t e = std::min(k, (g + 1) * kPackLanes) - g * kPackLanes;
+                                soa_eval_rows2(K, in + 2 * k, S.group(g), a, e, buf, kPackLanes);
+                                for (int64_t b = 0; b < e - a; ++b) {
+                                    s[side][0] += buf[b];
+                                    s[side][1] += buf[kPackLanes + b];
+                                }
+                            }
+                        }
+                    }
+                    alpha += (s[0][0] - s[0][1]) - (s[1][0] - s[1][1]);
+                }
             }
             decide(k, alpha);
             progress_add(k + 1);
         }
     }
+
+    // pairs [k0, k1) of the halving on the calling thread
+    void run(int64_t k0, int64_t k1) {
+        while (k0 < k1) {
+            poll_cancel();  // Ctrl-C (cancel.hpp): a serial halving may take seconds
+            const int64_t e = std::min(k1, batch_end_of(k0));
+            batch_begin(k0, e);
+            for (int64_t c = 0; c < nck; ++c) batch_chunk(k0, e, c);
+            batch_end(k0, e);
+            k0 = e;
+        }
+    }
 };
 
-// The halvings hs[0..) of one round (fewer than the team) run together, pair k of each in step
-// k: one region step per pair index, its chunks the walk chunks of every halving (so even one
-// halving has a team's worth of chunks once its walk is long), the last arriver adds each
-// halving's partials in chunk order and takes its decisions. The team grows with the walk: pairs
-// [k0, k1) run on the members their work pays for. While the walks are short (a step would not
+// The halvings hs[0..) of one round (fewer than the team) run together, batch by batch: one
+// region step per batch of pair indices, its chunks the walk chunks of every halving before the
+// batch (so even one halving has a team's worth of chunks once its walk is long), the last
+// arriver taking each halving's decisions for the batch. The team grows with the walk: batches
+// from k0 on run on the members their work pays for. While the walks are short (a step would not
 // pay for more than H members), each halving runs its first pairs on a member of its own, with
 // no barrier at all, and the halvings meet for the rest: the early pairs of a round with several
 // halvings do not serialise. A halving's decisions do not depend on which path ran its pairs.
 void halve_together(Team& team, std::vector<Halving>& hs) {
     const int64_t H = static_cast<int64_t>(hs.size()), pairs = hs[0].pairs;
     const double entry = entry_ns(hs[0].K.d);
-    const int64_t maxc = walk_chunks(pairs);
-    std::vector<double> partial(static_cast<size_t>(H * std::max<int64_t>(maxc, 1)));
+    // a batch from k: 4 kBatch k entries in each halving
     auto members_at = [&](int64_t k) {
-        return team.members_for(static_cast<double>(4 * H * k) * entry, H * walk_chunks(k));
+        return team.members_for(static_cast<double>(4 * H * kBatch * k) * entry,
+                                H * walk_chunks(k));
     };
     int64_t first = 0;  // pairs [0, first) run halving by halving
     if (H > 1) {
@@ -153,27 +214,26 @@ void halve_together(Team& team, std::vector<Halving>& hs) {
         team.for_chunks_on(team.members_for(work, H, 1), H,
                            [&](int64_t l) { hs[static_cast<size_t>(l)].run(0, first); });
     }
+    // the batches from k0 on, until the team size changes (segments of whole chunks)
     for (int64_t k0 = first; k0 < pairs;) {
         const int M = members_at(k0);
-        int64_t k1 = k0 + 1;
+        int64_t k1 = std::min(pairs, (k0 / kChunk + 1) * kChunk);
         while (k1 < pairs && members_at(k1) == M) k1 = std::min(pairs, k1 + kChunk);
+        const int64_t nb = (k1 - k0 + kBatch - 1) / kBatch;  // k0 is a multiple of kBatch
+        auto lo = [&](int64_t s) { return k0 + s * kBatch; };
+        auto hi = [&](int64_t s) { return std::min(k1, lo(s) + kBatch); };
+        for (Halving& hv : hs) hv.batch_begin(lo(0), hi(0));
         team.steps(
-            M, k1 - k0, [&](int64_t s) { return H * walk_chunks(k0 + s); },
+            M, nb, [&](int64_t s) { return H * walk_chunks(lo(s)); },
             [&](int64_t s, int64_t c, int) {
-                const int64_t k = k0 + s, nc = walk_chunks(k);
+                const int64_t nc = walk_chunks(lo(s));
                 if (nc == 0) return;
-                const int64_t h = c / nc, w = c - h * nc;
-                const Halving& hv = hs[static_cast<size_t>(h)];
-                if (!hv.repeat(k)) partial[static_cast<size_t>(h * maxc + w)] = hv.chunk(k, w);
+                hs[static_cast<size_t>(c / nc)].batch_chunk(lo(s), hi(s), c % nc);
             },
             [&](int64_t s) {
-                const int64_t k = k0 + s, nc = walk_chunks(k);
-                for (int64_t h = 0; h < H; ++h) {
-                    Halving& hv = hs[static_cast<size_t>(h)];
-                    const double* p = &partial[static_cast<size_t>(h * maxc)];
-                    hv.decide(k, hv.repeat(k) ? 0.0 : walk_total(p, nc));
-                }
-                progress_add(H * (k + 1));
+                for (Halving& hv : hs) hv.batch_end(lo(s), hi(s));
+                if (s + 1 < nb)
+                    for (Halving& hv : hs) hv.batch_begin(lo(s + 1), hi(s + 1));
                 return true;
             });
         k0 = k1;

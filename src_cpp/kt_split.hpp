@@ -28,14 +28,14 @@ int64_t kt_split_size(int64_t N, int t);
 // std::mt19937_64 stream derived from (seed, j, l), so the result does not depend on the number
 // of threads; otherwise uniforms[j * (N / 2) + (pairs before coreset l) + k] is used for pair k.
 // n_threads: one team for the call. While a round has fewer coresets than threads, its halvings
-// run together pair by pair (one region step, one barrier per pair index; the walk's inner
-// products summed in fixed chunks, the team grown with the walk); after that, one halving per
-// thread.
+// run together batch by batch (one region step, one barrier per batch of 32 pair indices; the
+// walk's inner products summed in fixed chunks, the team grown with the walk); after that, one
+// halving per thread.
 void kt_split(const KernelSpec& K, const int64_t* idx, int64_t N, int t, double delta,
               uint64_t seed, const double* uniforms, int64_t* out, int n_threads);
 
 // How kt_split runs a round of `ncore` halvings of 2 half points each on a team of n_threads
-// (d: the dimension, for the work estimate): true, the halvings together pair by pair (fewer
+// (d: the dimension, for the work estimate): true, the halvings together batch by batch (fewer
 // halvings than threads, and work enough for a second member); false, one whole halving per
 // member. Never changes a result.
 bool kt_split_pairs_together(int n_threads, int64_t ncore, int64_t half, int64_t d);

@@ -58,7 +58,7 @@ namespace {
 using EvalFn = void (*)(const KernelSpec&, int64_t, const SoAView&, int64_t, int64_t, double*);
 using RowsFn = void (*)(const KernelSpec&, const int64_t*, const SoAView&, int64_t, int64_t,
                         double*, int64_t);
-using PackedFn = void (*)(const KernelSpec&, const int64_t*, const PackedBlock&, int64_t,
+using PackedFn = void (*)(const KernelSpec&, const int64_t*, const PackedView&, int64_t,
                           double*, int64_t);
 
 enum class Isa { base, avx2, avx512 };
@@ -115,14 +115,14 @@ inline double lanes_total(const double* acc) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-// A tile's rows, kSoARows at a time, against one packed block of slots [b0, b0 + B.len):
+// A tile's rows, kSoARows at a time, against packed slots [b0, b0 + B.len):
 // f(g, grp, real, from, bg) per group, bg[r * kSoABlock + b - from] = k_P(x_{grp[r]}, slot b0 + b)
 // for b in [from, B.len), `real` of the group's rows being the tile's (a last short group
 // repeats its last row: each entry is evaluated on its own, so the repeats are only dropped).
 // With `upper` (rows ascending, the upper triangle) a group's entries start at its first row's
 // diagonal and the groups starting past the block are skipped; else from = 0.
 template <class F>
-void tile_groups(const KernelSpec& K, const PackedBlock& B, int64_t b0, const int64_t* rows,
+void tile_groups(const KernelSpec& K, const PackedView& B, int64_t b0, const int64_t* rows,
                  int64_t nr, bool upper, double* buf, F&& f) {
     for (int64_t g = 0; g * kSoARows < nr; ++g) {
         const int64_t r0 = g * kSoARows, real = std::min(kSoARows, nr - r0);
@@ -140,51 +140,51 @@ constexpr int64_t kTileRows = kTile * 8;
 
 }  // namespace
 
-void PackedBlock::pack(const SoAView& P, int64_t a, int64_t e) {
-    d = P.d;
-    len = e - a;
-    stein = P.T != nullptr;
-    cs = stein ? 2 * kPackLanes : kPackLanes;
-    gs = d * cs;
-    mean = P.mean != nullptr ? P.mean + a : nullptr;
-    const int64_t groups = (len + kPackLanes - 1) / kPackLanes;
-    const size_t need = static_cast<size_t>(groups * gs + 8);
-    if (buf_.size() < need) buf_.assign(need, 0.0);
-    auto addr = reinterpret_cast<uintptr_t>(buf_.data());
-    base_ = buf_.data() + ((64 - addr % 64) % 64) / sizeof(double);  // whole cache lines
+void PackedPoints::shape(int64_t d, bool stein, bool centred, int64_t capacity) {
+    d_ = d;
+    stein_ = stein;
+    centred_ = centred;
+    cs_ = stein ? 2 * kPackLanes : kPackLanes;
+    gs_ = d * cs_;
+    const int64_t groups = (capacity + kPackLanes - 1) / kPackLanes;
+    buf_.assign(static_cast<size_t>(groups * gs_ + 8), 0.0);
+    const auto addr = reinterpret_cast<uintptr_t>(buf_.data());
+    off_ = ((64 - addr % 64) % 64) / sizeof(double);
+    if (centred) mean_.assign(static_cast<size_t>(groups * kPackLanes), 0.0);
+}
+
+PackedView PackedPoints::pack(const SoAView& P, int64_t a, int64_t e) {
+    const int64_t len = e - a, groups = (len + kPackLanes - 1) / kPackLanes;
+    // a block's storage is kept from call to call (a thread's tiles reuse it)
+    if (d_ != P.d || stein_ != (P.T != nullptr) || centred_ != (P.mean != nullptr) ||
+        static_cast<int64_t>(buf_.size()) < groups * P.d * (P.T ? 2 : 1) * kPackLanes + 8)
+        shape(P.d, P.T != nullptr, P.mean != nullptr, std::max(len, kSoABlock));
     for (int64_t g = 0; g < groups; ++g) {
         const int64_t b0 = a + g * kPackLanes, lanes = std::min(kPackLanes, e - b0);
-        double* dst = base_ + g * gs;
-        for (int64_t c = 0; c < d; ++c, dst += cs) {
+        double* dst = base() + g * gs_;
+        for (int64_t c = 0; c < d_; ++c, dst += cs_) {
             const double* U = P.U + c * P.cap + b0;
             for (int64_t l = 0; l < kPackLanes; ++l) dst[l] = l < lanes ? U[l] : 0.0;
-            if (stein) {
+            if (stein_) {
                 const double* T = P.T + c * P.cap + b0;
-                for (int64_t l = 0; l < kPackLanes; ++l) dst[kPackLanes + l] = l < lanes ? T[l] : 0.0;
+                for (int64_t l = 0; l < kPackLanes; ++l)
+                    dst[kPackLanes + l] = l < lanes ? T[l] : 0.0;
             }
         }
     }
+    if (centred_)
+        for (int64_t b = 0; b < len; ++b) mean_[static_cast<size_t>(b)] = P.mean[a + b];
+    return view(0, len);
 }
 
-void soa_eval_rows_packed(const KernelSpec& K, const int64_t* rows, const PackedBlock& B,
+void soa_eval_rows_packed(const KernelSpec& K, const int64_t* rows, const PackedView& B,
                           int64_t from, double* out, int64_t ld) {
     kEvalPacked(K, rows, B, from, out, ld);
 }
 
-void soa_sums2(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a, int64_t e,
-               double* sums) {
-    alignas(64) double buf[2 * kSoABlock];
-    double s0 = 0.0, s1 = 0.0;
-    for (int64_t b0 = a; b0 < e; b0 += kSoABlock) {
-        const int64_t b1 = std::min(e, b0 + kSoABlock), len = b1 - b0;
-        kEvalRows2(K, rows, P, b0, b1, buf, kSoABlock);
-        for (int64_t b = 0; b < len; ++b) {  // two independent chains, each soa_sum's order
-            s0 += buf[b];
-            s1 += buf[kSoABlock + b];
-        }
-    }
-    sums[0] = s0;
-    sums[1] = s1;
+void soa_eval_rows2(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
+                    int64_t e, double* out, int64_t ld) {
+    kEvalRows2(K, rows, P, a, e, out, ld);
 }
 
 void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e,
@@ -223,7 +223,7 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
         nt,
         [&](int64_t t) {
             alignas(64) double buf[kSoARows * kSoABlock];
-            thread_local PackedBlock block;
+            thread_local PackedPoints block;
             const int64_t i0 = t * kTileRows, nr = std::min(n, i0 + kTileRows) - i0;
             int64_t rows[kTileRows];
             double s[kTileRows] = {};
@@ -231,8 +231,8 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
             // each row's sum over the blocks in order, as a row at a time sums it
             for (int64_t a = 0; a < n; a += kSoABlock) {
                 const int64_t e = std::min(n, a + kSoABlock);
-                block.pack(P, a, e);
-                tile_groups(K, block, a, rows, nr, false, buf,
+                const PackedView pk = block.pack(P, a, e);
+                tile_groups(K, pk, a, rows, nr, false, buf,
                             [&](int64_t g, const int64_t*, int64_t real, int64_t, const double* bg) {
                     for (int64_t r = 0; r < real; ++r) {
                         const double* br = bg + r * kSoABlock;
@@ -264,7 +264,7 @@ void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_thr
     const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
     team.for_chunks_on(team.members_for(half * entry_ns(K.d), S, 1), S, [&](int64_t s) {
         alignas(64) double buf[kSoARows * kSoABlock];
-        thread_local PackedBlock block;
+        thread_local PackedPoints block;
         double* a = acc.data() + s * n;
         // the slot's chunks s, s + S, ... taken kTile at a time: their rows (ascending) against
         // one packed block after another from the first row on. Each a[j] still takes its rows'
@@ -281,8 +281,8 @@ void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_thr
                 for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) rows[nr++] = i;
             for (int64_t b0 = rows[0]; b0 < n; b0 += kSoABlock) {
                 const int64_t b1 = std::min(n, b0 + kSoABlock);
-                block.pack(P, b0, b1);
-                tile_groups(K, block, b0, rows, nr, true, buf,
+                const PackedView pk = block.pack(P, b0, b1);
+                tile_groups(K, pk, b0, rows, nr, true, buf,
                             [&](int64_t g, const int64_t* grp, int64_t real, int64_t from,
                                 const double* bg) {
                     for (int64_t r = 0; r < real; ++r) {
@@ -330,7 +330,7 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
     const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
     team.for_chunks_on(team.members_for(half * entry_ns(K.d), nitems, 1), nitems, [&](int64_t it) {
         alignas(64) double buf[kSoARows * kSoABlock];
-        thread_local PackedBlock block;
+        thread_local PackedPoints block;
         const int64_t c0 = it * kTile, c1 = std::min(nch, c0 + kTile);
         const int64_t i0 = c0 * kRows, i1 = std::min(n, c1 * kRows);
         // the item's rows of nonzero weight, in order, and their sums k_ii w_i, sum_{j>i} k_ij w_j
@@ -345,8 +345,8 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
         }
         for (int64_t b0 = nl > 0 ? live[0] : n; b0 < n; b0 += kSoABlock) {
             const int64_t b1 = std::min(n, b0 + kSoABlock);
-            block.pack(P, b0, b1);
-            tile_groups(K, block, b0, live, nl, true, buf,
+            const PackedView pk = block.pack(P, b0, b1);
+            tile_groups(K, pk, b0, live, nl, true, buf,
                         [&](int64_t g, const int64_t* grp, int64_t real, int64_t from,
                             const double* bg) {
                 for (int64_t r = 0; r < real; ++r) {
@@ -401,11 +401,11 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
     const int64_t nt = (nr + kTileRows - 1) / kTileRows;
     team.for_chunks_on(team.members_for(work, nt * nb, 1), nt * nb, [&](int64_t c) {
         alignas(64) double buf[kSoARows * kSoABlock];
-        thread_local PackedBlock block;
+        thread_local PackedPoints block;
         const int64_t t0 = (c / nb) * kTileRows, lo = (c % nb) * kSoABlock;
         const int64_t hi = std::min(nc, lo + kSoABlock);
-        block.pack(P, lo, hi);
-        tile_groups(K, block, lo, rows + t0, std::min(nr - t0, kTileRows), false, buf,
+        const PackedView pk = block.pack(P, lo, hi);
+        tile_groups(K, pk, lo, rows + t0, std::min(nr - t0, kTileRows), false, buf,
                     [&](int64_t g, const int64_t*, int64_t real, int64_t, const double* bg) {
             for (int64_t r = 0; r < real; ++r) {
                 double* o = out + (t0 + g * kSoARows + r) * nc + lo;
@@ -431,14 +431,14 @@ void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, doub
         team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nt, 1),
         nt, [&](int64_t t) {
             alignas(64) double buf[kSoARows * kSoABlock];
-            thread_local PackedBlock block;
+            thread_local PackedPoints block;
             const int64_t t0 = t * kTileRows, m = std::min(nr - t0, kTileRows);
             double s[kTileRows] = {};
             // soa_sum's order: each row's entries one after another, block by block
             for (int64_t b0 = 0; b0 < n; b0 += kSoABlock) {
                 const int64_t b1 = std::min(n, b0 + kSoABlock);
-                block.pack(P, b0, b1);
-                tile_groups(K, block, b0, rows + t0, m, false, buf,
+                const PackedView pk = block.pack(P, b0, b1);
+                tile_groups(K, pk, b0, rows + t0, m, false, buf,
                             [&](int64_t g, const int64_t*, int64_t real, int64_t,
                                 const double* bg) {
                     for (int64_t r = 0; r < real; ++r)

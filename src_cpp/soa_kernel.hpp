@@ -91,44 +91,81 @@ void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64
 // steps take a range's last entries zero-padded, never in a scalar tail. A test holds every
 // product's entries to the full Gram matrix's.
 
-// The products over all pairs (K w, w^T K w, Gram blocks of four rows or more, row means) take
-// tiles of rows, kSoARows at a time with their coordinate sums formed together, against one
-// packed block of columns after another.
-constexpr int64_t kSoARows = 4;
-
-// A block of up to kSoABlock slots of a view, repacked for the tiled products: each group of
-// kPackLanes slots holds its coordinates contiguously (slot b's coordinate c at
-// data()[(b / kPackLanes) * gs + c * cs + b % kPackLanes], its score coordinate kPackLanes
-// further; cs = 2 kPackLanes with scores, kPackLanes without; gs = d cs), lanes past len zero.
-// In a view slot b's coordinate c is at U[c * cap + b], so a tile of rows against a block would
-// stream 2 d runs of a few cache lines each, one per page at large n (at d = 100 the
-// products ran at a third of the matrix-product rate): the packed block is one sequential run
-// per group, and it is packed once for a tile's 64 rows.
+// Packed slots: each group of kPackLanes slots holds its coordinates contiguously (slot b's
+// coordinate c at data[(b / kPackLanes) * gs + c * cs + b % kPackLanes], its score coordinate
+// kPackLanes further; cs = 2 kPackLanes with scores, kPackLanes without; gs = d cs). In a view
+// slot b's coordinate c is at U[c * cap + b], so a tile of rows against a block would stream
+// 2 d runs of a few cache lines each, one per page at large n (at d = 100 the products ran at a
+// third of the matrix-product rate): packed, a group is one sequential run.
 constexpr int64_t kPackLanes = 8;
-class PackedBlock {
-public:
+
+// A read-only run of len packed slots from a group boundary (what the tiled evaluator reads).
+struct PackedView {
     int64_t d = 0, len = 0, cs = 0, gs = 0;
+    const double* data = nullptr;
     bool stein = false;
     const double* mean = nullptr;  // slot b's mean at mean[b], or nullptr
-
-    // slots [a, e) of P, e - a <= kSoABlock
-    void pack(const SoAView& P, int64_t a, int64_t e);
-    const double* data() const { return base_; }
-
-private:
-    std::vector<double> buf_;
-    double* base_ = nullptr;
 };
 
-// kSoARows rows against the slots [from, len) of a packed block: out[r * ld + b - from] =
-// k_P(x_{rows[r]}, slot b of the block).
-void soa_eval_rows_packed(const KernelSpec& K, const int64_t* rows, const PackedBlock& B,
+// Owned packed slots: the growing children of a halving (set slot by slot), or a block of a
+// view repacked for a tile of rows (pack). Slots not set read as zero.
+class PackedPoints {
+public:
+    PackedPoints() = default;
+    PackedPoints(const KernelSpec& K, int64_t capacity) { init(K, capacity); }
+
+    void init(const KernelSpec& K, int64_t capacity) {
+        shape(K.d, K.T != nullptr, K.mean != nullptr, capacity);
+    }
+    // slot b <- point i of K
+    void set(int64_t b, const KernelSpec& K, int64_t i) {
+        double* dst = base() + (b / kPackLanes) * gs_ + b % kPackLanes;
+        for (int64_t c = 0; c < d_; ++c) dst[c * cs_] = K.U[i * d_ + c];
+        if (stein_)
+            for (int64_t c = 0; c < d_; ++c) dst[c * cs_ + kPackLanes] = K.T[i * d_ + c];
+        if (centred_) mean_[static_cast<size_t>(b)] = K.mean[i];
+    }
+    // slots 0..e-a-1 <- slots [a, e) of P, e - a <= kSoABlock; returns view(0, e - a)
+    PackedView pack(const SoAView& P, int64_t a, int64_t e);
+
+    // slots [a, e), a a multiple of kPackLanes
+    PackedView view(int64_t a, int64_t e) const {
+        return PackedView{d_,    e - a, cs_, gs_, base() + (a / kPackLanes) * gs_, stein_,
+                          centred_ ? mean_.data() + a : nullptr};
+    }
+    // group g (slots [g kPackLanes, (g + 1) kPackLanes)) as a view of capacity cs: its
+    // coordinate c of slot b is U[c * cs + b], the score's kPackLanes further, as packed
+    SoAView group(int64_t g) const {
+        const double* u = base() + g * gs_;
+        return SoAView{d_, cs_, u, stein_ ? u + kPackLanes : nullptr,
+                       centred_ ? mean_.data() + g * kPackLanes : nullptr};
+    }
+
+private:
+    void shape(int64_t d, bool stein, bool centred, int64_t capacity);
+
+    int64_t d_ = 0, cs_ = 0, gs_ = 0;
+    bool stein_ = false, centred_ = false;
+    std::vector<double> buf_, mean_;
+    size_t off_ = 0;  // buf_'s first 64-byte boundary when shaped (an offset: copies stay valid)
+    double* base() { return buf_.data() + off_; }
+    const double* base() const { return buf_.data() + off_; }
+};
+
+// The products over all pairs (K w, w^T K w, Gram blocks of four rows or more, row means) take
+// tiles of 64 rows, kSoARows at a time with their coordinate sums formed together, against one
+// block of columns after another, each packed once for the tile.
+constexpr int64_t kSoARows = 4;
+
+// kSoARows rows against the slots [from, B.len) of packed slots: out[r * ld + b - from] =
+// k_P(x_{rows[r]}, slot b of B).
+void soa_eval_rows_packed(const KernelSpec& K, const int64_t* rows, const PackedView& B,
                           int64_t from, double* out, int64_t ld);
 
-// sums[r] = soa_sum(K, rows[r], P, a, e) for r = 0, 1, bit for bit, the two rows evaluated
-// together (KT-SPLIT's pair against a child).
-void soa_sums2(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a, int64_t e,
-               double* sums);
+// Two rows against the slots [a, e) of P: out[r * ld + b - a] = k_P(x_{rows[r]}, slot b)
+// (KT-SPLIT's pair against the children its batch has not yet summed).
+void soa_eval_rows2(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
+                    int64_t e, double* out, int64_t ld);
 
 // sum_{b in [a, e)} k_P(x_i, slot b), any length, summed block by block in order.
 double soa_sum(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e);

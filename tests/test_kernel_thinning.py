@@ -76,6 +76,24 @@ def test_kt_split_equals_reference_halving(t, grouped):
         np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_a_long_kt_split_equals_reference_halving_across_batches_and_chunks(n_threads):
+    """The walk's inner products are formed for batches of 32 pairs from a tile over the
+    children before the batch, summed in chunks of 512 children, each pair continuing its last
+    chunk child by child: 1150 pairs cross batch and chunk bounds (and, on two threads, the
+    round whose two halvings run together), with repeats and d = 12, against the definition."""
+    rng = np.random.default_rng(8)
+    X = 0.5 + 1.3 * rng.standard_normal((1500, 12))
+    K = sc.SteinKernel(sc.IMQ(sigma=5.0)).bind(X, -X, n_threads=n_threads)
+    seq = rng.integers(0, K.n, size=2300)
+    seq[1000:1040] = seq[1000]  # pairs of one point inside a batch
+    u = rng.random((2, seq.size // 2))
+    got = kt_split(K, seq, 2, delta=0.5, uniforms=u)
+    want = _reference_split(K.dense(), seq, 2, 0.5, u)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
 def test_kt_split_per_step_delta_uses_delta_in_every_threshold():
     """delta_rule="per_step": a = max(b sigma sqrt(2 log(2 / delta)), b^2) in every round
     (goodpoints.jax's kernel_halve), against the reference walk."""

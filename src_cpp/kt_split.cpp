@@ -60,8 +60,10 @@ struct Halving {
     int64_t* right;
     PackedPoints L, R;
     double sig2 = 0.0;
-    // the batch's chunk sums over the children before it: sums[(r * 2 + side) * nck + c] for its
-    // row r (pair k0 + r / 2, point r % 2), side 0 the right children, 1 the left, chunk c
+    // the batch's pairs of two points (a repeated point needs no walk), their points as rows
+    // (pair live[r / 2], point r % 2), and the chunk sums of those rows over the children before
+    // the batch: sums[(r * 2 + side) * nck + c], side 0 the right children, 1 the left
+    std::vector<int64_t> live, rows;
     std::vector<double> sums;
     int64_t nck = 0;
 
@@ -111,14 +113,21 @@ struct Halving {
 
     void batch_begin(int64_t k0, int64_t k1) {
         nck = walk_chunks(k0);
-        sums.assign(static_cast<size_t>(2 * (k1 - k0) * 2 * nck), 0.0);
+        live.clear();
+        rows.clear();
+        for (int64_t k = k0; k < k1; ++k) {
+            if (repeat(k)) continue;
+            live.push_back(k);
+            rows.push_back(in[2 * k]);
+            rows.push_back(in[2 * k + 1]);
+        }
+        sums.assign(rows.size() * 2 * static_cast<size_t>(nck), 0.0);
     }
 
     // chunk c (< nck) of the batch's sums: its rows against the children of chunk c before k0
-    void batch_chunk(int64_t k0, int64_t k1, int64_t c) {
+    void batch_chunk(int64_t k0, int64_t c) {
         alignas(64) double buf[kSoARows * kSoABlock];
-        const int64_t* rows = in + 2 * k0;
-        const int64_t nr = 2 * (k1 - k0);
+        const int64_t nr = static_cast<int64_t>(rows.size());
         for (int side = 0; side < 2; ++side) {
             const PackedPoints& S = side == 0 ? R : L;
             for (int64_t b0 = c * kChunk; b0 < std::min(k0, (c + 1) * kChunk); b0 += kSoABlock) {
@@ -143,10 +152,11 @@ struct Halving {
     void batch_end(int64_t k0, int64_t k1) {
         alignas(64) double buf[2 * kPackLanes];
         const int64_t c0 = k0 / kChunk;
+        size_t next = 0;  // the next pair of `live`
         for (int64_t k = k0; k < k1; ++k) {
             double alpha = 0.0;
-            if (!repeat(k)) {
-                const int64_t r = 2 * (k - k0), nc = walk_chunks(k);
+            if (next < live.size() && live[next] == k) {
+                const int64_t r = 2 * static_cast<int64_t>(next++), nc = walk_chunks(k);
                 for (int64_t c = 0; c < nc; ++c) {
                     double s[2][2];  // [side][point]
                     for (int side = 0; side < 2; ++side)
@@ -182,7 +192,7 @@ struct Halving {
             poll_cancel();  // Ctrl-C (cancel.hpp): a serial halving may take seconds
             const int64_t e = std::min(k1, batch_end_of(k0));
             batch_begin(k0, e);
-            for (int64_t c = 0; c < nck; ++c) batch_chunk(k0, e, c);
+            for (int64_t c = 0; c < nck; ++c) batch_chunk(k0, c);
             batch_end(k0, e);
             k0 = e;
         }
@@ -228,7 +238,7 @@ void halve_together(Team& team, std::vector<Halving>& hs) {
             [&](int64_t s, int64_t c, int) {
                 const int64_t nc = walk_chunks(lo(s));
                 if (nc == 0) return;
-                hs[static_cast<size_t>(c / nc)].batch_chunk(lo(s), hi(s), c % nc);
+                hs[static_cast<size_t>(c / nc)].batch_chunk(lo(s), c % nc);
             },
             [&](int64_t s) {
                 for (Halving& hv : hs) hv.batch_end(lo(s), hi(s));

@@ -8,9 +8,9 @@ runs), its evaluations per second, and the rate of its d-dependent part (q, <t_i
 <u_i - u_j, t_i - t_j>), counted as the four matrix products a BLAS formulation needs (8 d flops
 per entry) over the time above the d = 1 run, as a share of the matrix-product rate NumPy reaches
 here (a 4096 x 4096 float64 product). Then ``sc.mmd`` of n points against 256 of them (and at
-2^16, this build only), and skt at d = 100. With --compare, every measurement alternates between
-the two interpreters (this script run under each), and the ratios are printed: old time / new
-time.
+2^16, this build only), skt at d = 100 and KT-SPLIT (t = 4) at d = 4 and 50. With --compare,
+every measurement alternates between the two interpreters (this script run under each), and
+the ratios are printed: old time / new time.
 """
 
 from __future__ import annotations
@@ -53,6 +53,11 @@ def measure(what: str, n: int, d: int, repeat: int) -> float:
         return _median(lambda: sc.mmd(X, Y, kernel=base, max_pairs=None), repeat)
     if what == "skt":
         return _median(lambda: sc.compress(X, -X, 128, method="skt", seed=1), repeat)
+    if what == "kt_split":
+        from stein_coreset.algorithms import kt_split
+
+        K = sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(2 * d)))).bind(X, -X)
+        return _median(lambda: kt_split(K, np.arange(n), 4, 0.5, rng=1), repeat)
     raise ValueError(what)
 
 
@@ -105,7 +110,8 @@ def main() -> None:
         if args.compare:
             cells += [f"{t[1]:.3f}", f"{t[1] / t[0]:.2f}x"]
         print("| " + " | ".join(cells) + " |")
-    for what, nn, d in (("mmd", 1 << 14, 4), ("skt", 1 << 14, 100)):
+    for what, nn, d in (("mmd", 1 << 14, 4), ("skt", 1 << 14, 100), ("kt_split", 1 << 14, 4),
+                        ("kt_split", 1 << 14, 50)):
         t = timed(what, nn, d, 1)  # one run each: the previous main's mmd was plain NumPy
         line = f"{what} n = {nn}, d = {d}: {t[0]:.3f} s"
         if args.compare:

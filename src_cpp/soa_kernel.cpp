@@ -23,7 +23,8 @@ namespace sc {
 
 #ifdef SC_MULTI_ISA
 namespace isa_avx512 {
-// 256-bit vectors, which run faster than 512-bit ones for this sqrt/div-bound loop
+// the compiler's own vectorisation at 256 bits (faster than 512 for the square-root and division
+// loops); the written vectors of the IMQ's reciprocal square root and of the tiles use 512
 #if defined(__clang__)
 #define SC_TARGET __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq,avx512bw")))
 #else

@@ -136,6 +136,22 @@ void tile_groups(const KernelSpec& K, const PackedView& B, int64_t b0, const int
     }
 }
 
+// s[r] += e[r * kSoABlock + b] * w[b] (no w: e alone) for b = 0 .. len - 1 in order, r <
+// kSoARows: each row's sum in its own order, the rows' chains interleaved (a chain alone waits an
+// add's latency per entry, more than an entry costs at small d)
+inline void rows_dot(const double* e, const double* w, int64_t len, double* s) {
+    double a[kSoARows];
+    for (int64_t r = 0; r < kSoARows; ++r) a[r] = s[r];
+    if (w != nullptr) {
+        for (int64_t b = 0; b < len; ++b)
+            for (int64_t r = 0; r < kSoARows; ++r) a[r] += e[r * kSoABlock + b] * w[b];
+    } else {
+        for (int64_t b = 0; b < len; ++b)
+            for (int64_t r = 0; r < kSoARows; ++r) a[r] += e[r * kSoABlock + b];
+    }
+    for (int64_t r = 0; r < kSoARows; ++r) s[r] = a[r];
+}
+
 // Rows per tile of the products: 64 rows share each packed block of columns.
 constexpr int64_t kTileRows = kTile * 8;
 
@@ -227,19 +243,15 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
             thread_local PackedPoints block;
             const int64_t i0 = t * kTileRows, nr = std::min(n, i0 + kTileRows) - i0;
             int64_t rows[kTileRows];
-            double s[kTileRows] = {};
+            double s[kTileRows + kSoARows] = {};  // room for a last short group's repeats
             for (int64_t r = 0; r < nr; ++r) rows[r] = i0 + r;
             // each row's sum over the blocks in order, as a row at a time sums it
             for (int64_t a = 0; a < n; a += kSoABlock) {
                 const int64_t e = std::min(n, a + kSoABlock);
                 const PackedView pk = block.pack(P, a, e);
                 tile_groups(K, pk, a, rows, nr, false, buf,
-                            [&](int64_t g, const int64_t*, int64_t real, int64_t, const double* bg) {
-                    for (int64_t r = 0; r < real; ++r) {
-                        const double* br = bg + r * kSoABlock;
-                        double& sr = s[g * kSoARows + r];
-                        for (int64_t b = 0; b < e - a; ++b) sr += br[b] * w[a + b];
-                    }
+                            [&](int64_t g, const int64_t*, int64_t, int64_t, const double* bg) {
+                    rows_dot(bg, w + a, e - a, s + g * kSoARows);
                 });
             }
             for (int64_t r = 0; r < nr; ++r) out[i0 + r] = s[r];
@@ -434,17 +446,14 @@ void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, doub
             alignas(64) double buf[kSoARows * kSoABlock];
             thread_local PackedPoints block;
             const int64_t t0 = t * kTileRows, m = std::min(nr - t0, kTileRows);
-            double s[kTileRows] = {};
+            double s[kTileRows + kSoARows] = {};  // room for a last short group's repeats
             // soa_sum's order: each row's entries one after another, block by block
             for (int64_t b0 = 0; b0 < n; b0 += kSoABlock) {
                 const int64_t b1 = std::min(n, b0 + kSoABlock);
                 const PackedView pk = block.pack(P, b0, b1);
                 tile_groups(K, pk, b0, rows + t0, m, false, buf,
-                            [&](int64_t g, const int64_t*, int64_t real, int64_t,
-                                const double* bg) {
-                    for (int64_t r = 0; r < real; ++r)
-                        for (int64_t b = 0; b < b1 - b0; ++b)
-                            s[g * kSoARows + r] += bg[r * kSoABlock + b];
+                            [&](int64_t g, const int64_t*, int64_t, int64_t, const double* bg) {
+                    rows_dot(bg, nullptr, b1 - b0, s + g * kSoARows);
                 });
             }
             for (int64_t r = 0; r < m; ++r) out[t0 + r] = s[r] * inv;

@@ -15,15 +15,19 @@ void coreset_sums(const KernelSpec& K, const int64_t* C, int64_t L, int64_t m, d
     Team team(n_threads);
     // L loops in a row, one per coreset: the workers stay awake from one to the next, so the
     // wake-up is paid once, not L times
-    const int M = team.members_for(static_cast<double>(m * m) * entry_ns(K.d), m, L);
+    constexpr int64_t kRows = 16;  // rows per chunk, evaluated as one tile
+    const int64_t nch = (m + kRows - 1) / kRows;
+    const int M = team.members_for(static_cast<double>(m * m) * entry_ns(K.d), nch, L);
     std::vector<double> rows(static_cast<size_t>(m));
     SoAPoints P;
     for (int64_t l = 0; l < L; ++l) {
         const int64_t* I = C + l * m;
         P.gather(K, I, m);
         const SoAView v = P.view();
-        team.for_chunks_on(
-            M, m, [&](int64_t a) { rows[static_cast<size_t>(a)] = soa_sum(K, I[a], v, 0, m); });
+        team.for_chunks_on(M, nch, [&](int64_t c) {
+            const int64_t a = c * kRows;
+            soa_row_sums(K, I + a, std::min(kRows, m - a), v, m, rows.data() + a);
+        });
         double s = 0.0;
         for (int64_t a = 0; a < m; ++a) s += rows[static_cast<size_t>(a)];
         out[l] = s;
@@ -66,8 +70,10 @@ int64_t kt_swap_refine(const KernelSpec& K, int64_t* I, int64_t m, int passes, i
         team.for_chunks_on(
             team.members_for(static_cast<double>(n * m) * entry_ns(K.d), nr, 1),
             nr, [&](int64_t c) {
-                for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i)
-                    g[static_cast<size_t>(i)] = soa_sum(K, i, v, 0, m);
+                int64_t rows[kRows];
+                const int64_t i0 = c * kRows, nr_c = std::min(n - i0, kRows);
+                for (int64_t r = 0; r < nr_c; ++r) rows[r] = i0 + r;
+                soa_row_sums(K, rows, nr_c, v, m, g.data() + i0);
             });
     }
     const AllPoints all(K);

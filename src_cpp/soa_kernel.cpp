@@ -432,6 +432,26 @@ void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads) {
     gram(K, &j, 1, nullptr, 0, out, n_threads);
 }
 
+void soa_row_sums(const KernelSpec& K, const int64_t* rows, int64_t nr, const SoAView& P,
+                  int64_t len, double* out) {
+    alignas(64) double buf[kSoARows * kSoABlock];
+    thread_local PackedPoints block;
+    for (int64_t t0 = 0; t0 < nr; t0 += kTileRows) {
+        const int64_t m = std::min(nr - t0, kTileRows);
+        double s[kTileRows + kSoARows] = {};  // room for a last short group's repeats
+        // soa_sum's order: each row's entries one after another, block by block
+        for (int64_t b0 = 0; b0 < len; b0 += kSoABlock) {
+            const int64_t b1 = std::min(len, b0 + kSoABlock);
+            const PackedView pk = block.pack(P, b0, b1);
+            tile_groups(K, pk, b0, rows + t0, m, false, buf,
+                        [&](int64_t g, const int64_t*, int64_t, int64_t, const double* bg) {
+                rows_dot(bg, nullptr, b1 - b0, s + g * kSoARows);
+            });
+        }
+        for (int64_t r = 0; r < m; ++r) out[t0 + r] = s[r];
+    }
+}
+
 void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, double* out,
                       int n_threads) {
     const AllPoints all(K);
@@ -443,20 +463,9 @@ void kernel_row_means(const KernelSpec& K, const int64_t* rows, int64_t nr, doub
     team.for_chunks_on(
         team.members_for(static_cast<double>(nr) * static_cast<double>(n) * entry_ns(K.d), nt, 1),
         nt, [&](int64_t t) {
-            alignas(64) double buf[kSoARows * kSoABlock];
-            thread_local PackedPoints block;
             const int64_t t0 = t * kTileRows, m = std::min(nr - t0, kTileRows);
-            double s[kTileRows + kSoARows] = {};  // room for a last short group's repeats
-            // soa_sum's order: each row's entries one after another, block by block
-            for (int64_t b0 = 0; b0 < n; b0 += kSoABlock) {
-                const int64_t b1 = std::min(n, b0 + kSoABlock);
-                const PackedView pk = block.pack(P, b0, b1);
-                tile_groups(K, pk, b0, rows + t0, m, false, buf,
-                            [&](int64_t g, const int64_t*, int64_t, int64_t, const double* bg) {
-                    rows_dot(bg, nullptr, b1 - b0, s + g * kSoARows);
-                });
-            }
-            for (int64_t r = 0; r < m; ++r) out[t0 + r] = s[r] * inv;
+            soa_row_sums(K, rows + t0, m, P, n, out + t0);
+            for (int64_t r = 0; r < m; ++r) out[t0 + r] *= inv;
         });
 }
 

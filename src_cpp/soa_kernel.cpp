@@ -152,6 +152,24 @@ inline void rows_dot(const double* e, const double* w, int64_t len, double* s) {
     for (int64_t r = 0; r < kSoARows; ++r) s[r] = a[r];
 }
 
+// A thread's storage for packed blocks: kept from call to call while a block takes at most
+// kKeepPackedBytes (d <= 256 with scores), a fresh one per use beyond (a kept block lives as
+// long as its thread: at d = 10^4 it would hold 40 MB on every member of every team).
+constexpr double kKeepPackedBytes = 1 << 20;
+class PackedScratch {
+public:
+    PackedPoints& for_view(const SoAView& P) {
+        const double bytes = static_cast<double>(kSoABlock) * static_cast<double>(P.d) *
+                             (P.T != nullptr ? 2.0 : 1.0) * sizeof(double);
+        if (bytes > kKeepPackedBytes) return own_;
+        thread_local PackedPoints kept;
+        return kept;
+    }
+
+private:
+    PackedPoints own_;
+};
+
 // Rows per tile of the products: 64 rows share each packed block of columns.
 constexpr int64_t kTileRows = kTile * 8;
 
@@ -240,7 +258,8 @@ void soa_matvec(const KernelSpec& K, const double* w, double* out, int n_threads
         nt,
         [&](int64_t t) {
             alignas(64) double buf[kSoARows * kSoABlock];
-            thread_local PackedPoints block;
+            PackedScratch scratch;
+            PackedPoints& block = scratch.for_view(P);
             const int64_t i0 = t * kTileRows, nr = std::min(n, i0 + kTileRows) - i0;
             int64_t rows[kTileRows];
             double s[kTileRows + kSoARows] = {};  // room for a last short group's repeats
@@ -277,7 +296,8 @@ void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_thr
     const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
     team.for_chunks_on(team.members_for(half * entry_ns(K.d), S, 1), S, [&](int64_t s) {
         alignas(64) double buf[kSoARows * kSoABlock];
-        thread_local PackedPoints block;
+        PackedScratch scratch;
+        PackedPoints& block = scratch.for_view(P);
         double* a = acc.data() + s * n;
         // the slot's chunks s, s + S, ... taken kTile at a time: their rows (ascending) against
         // one packed block after another from the first row on. Each a[j] still takes its rows'
@@ -343,7 +363,8 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
     const double half = 0.5 * static_cast<double>(n) * static_cast<double>(n + 1);
     team.for_chunks_on(team.members_for(half * entry_ns(K.d), nitems, 1), nitems, [&](int64_t it) {
         alignas(64) double buf[kSoARows * kSoABlock];
-        thread_local PackedPoints block;
+        PackedScratch scratch;
+        PackedPoints& block = scratch.for_view(P);
         const int64_t c0 = it * kTile, c1 = std::min(nch, c0 + kTile);
         const int64_t i0 = c0 * kRows, i1 = std::min(n, c1 * kRows);
         // the item's rows of nonzero weight, in order, and their sums k_ii w_i, sum_{j>i} k_ij w_j
@@ -414,7 +435,8 @@ void gram(const KernelSpec& K, const int64_t* rows, int64_t nr, const int64_t* c
     const int64_t nt = (nr + kTileRows - 1) / kTileRows;
     team.for_chunks_on(team.members_for(work, nt * nb, 1), nt * nb, [&](int64_t c) {
         alignas(64) double buf[kSoARows * kSoABlock];
-        thread_local PackedPoints block;
+        PackedScratch scratch;
+        PackedPoints& block = scratch.for_view(P);
         const int64_t t0 = (c / nb) * kTileRows, lo = (c % nb) * kSoABlock;
         const int64_t hi = std::min(nc, lo + kSoABlock);
         const PackedView pk = block.pack(P, lo, hi);
@@ -435,7 +457,8 @@ void kernel_column(const KernelSpec& K, int64_t j, double* out, int n_threads) {
 void soa_row_sums(const KernelSpec& K, const int64_t* rows, int64_t nr, const SoAView& P,
                   int64_t len, double* out) {
     alignas(64) double buf[kSoARows * kSoABlock];
-    thread_local PackedPoints block;
+    PackedScratch scratch;
+    PackedPoints& block = scratch.for_view(P);
     for (int64_t t0 = 0; t0 < nr; t0 += kTileRows) {
         const int64_t m = std::min(nr - t0, kTileRows);
         double s[kTileRows + kSoARows] = {};  // room for a last short group's repeats

@@ -515,8 +515,9 @@ def test_rows_evaluated_together_equal_a_row_at_a_time_bit_for_bit(d, kind):
         np.testing.assert_array_equal(block, one_by_one)
 
 
+@pytest.mark.parametrize("d", [13, 300])  # 300: blocks too large for a thread to keep
 @pytest.mark.parametrize("kind", ["stein", "base", "centred"])
-def test_an_entry_does_not_depend_on_the_block_or_tile_that_evaluates_it(kind):
+def test_an_entry_does_not_depend_on_the_block_or_tile_that_evaluates_it(kind, d):
     """The products evaluate packed tiles of rows against blocks whose bounds depend on the
     product (a row's diagonal, a column subset, a tile's last short group); every entry must
     equal, bit for bit, the same entry of the full Gram matrix, including the entries the
@@ -524,9 +525,10 @@ def test_an_entry_does_not_depend_on_the_block_or_tile_that_evaluates_it(kind):
     from stein_coreset.kernels import centred_kernel_matrix
 
     rng = np.random.default_rng(11)
-    n, d = 301, 13
+    n = 301
     X = 0.7 + 1.5 * rng.standard_normal((n, d))
-    for base in (sc.IMQ(sigma=4.0), sc.IMQ(sigma=4.0, beta=-0.8), sc.Gaussian(sigma=4.0)):
+    s = float(np.sqrt(d))
+    for base in (sc.IMQ(sigma=s), sc.IMQ(sigma=s, beta=-0.8), sc.Gaussian(sigma=s)):
         if kind == "stein":
             K = sc.SteinKernel(base).bind(X, -X, n_threads=2)
         elif kind == "base":

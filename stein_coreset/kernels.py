@@ -86,6 +86,13 @@ class RadialKernel:
         """Return ``(kappa(q), kappa'(q), q * kappa''(q))`` elementwise for squared distances q."""
         raise NotImplementedError
 
+    def dksd_radial(self, xp, q, qpos, qsafe):
+        """``(kappa, kappa', kappa'')`` at q for the DKSD pass, kappa'' taken as 0 where q = 0
+        (``qpos`` is ``q > 0``, ``qsafe`` is q with 1 where it is 0); src_cpp/radial.inc's
+        ``dksd_radial``. This default divides :meth:`radial`'s ``q kappa''`` by q."""
+        k0, k1, qk2 = self.radial(xp, q)
+        return k0, k1, xp.where(qpos, qk2 / qsafe, 0.0)
+
     def __call__(self, X, Y=None, M=None):
         """Base-kernel Gram matrix k(X_i, Y_j), shape (n, n')."""
         xp, dev = aa.namespace(X=X, Y=Y)
@@ -177,6 +184,20 @@ class IMQ(RadialKernel):
         k1 = (beta / s2) * k0 * ib
         zib = xp.where(z < 1.0, z * xp.where(z < 1.0, ib, 0.0), 1.0 - ib)
         return k0, k1, (beta * (beta - 1.0) / s2) * zib * k0 * ib
+
+    def dksd_radial(self, xp, q, qpos, qsafe):
+        if self._beta != -0.5 or type(self).radial is not IMQ.radial:
+            # a subclass with its own radial is evaluated by its formula, never as IMQ
+            return super().dksd_radial(xp, q, qpos, qsafe)
+        # radial.inc's dksd_imq_half, in its order of operations: kappa = bb^(-1/2) with
+        # bb = 1 + q / s2, kappa' = (beta / s2) kappa^3, kappa'' = beta (beta - 1) / s2^2
+        # kappa^5 (q kappa'' / q in one step, half the passes of the default); where q / s2
+        # overflows every term is 0
+        is2 = 1.0 / self.sigma**2
+        k0 = 1.0 / xp.sqrt(1.0 + q * is2)
+        ib = k0 * k0
+        k1 = (-0.5 * is2) * k0 * ib
+        return k0, k1, xp.where(qpos, (0.75 * is2 * is2) * k0 * ib * ib, 0.0)
 
     def __repr__(self):
         return f"IMQ(sigma={self.sigma:.6g}, beta={self._beta:.6g})"

@@ -63,8 +63,7 @@ def _groups(comps):
 
 def _radial_terms(xp, base, q, qpos, qsafe):
     """(kappa, kappa', kappa'') of ``base`` at q, kappa'' = 0 where q = 0."""
-    k0, k1, qk2 = base.radial(xp, q)
-    return k0, k1, xp.where(qpos, qk2 / qsafe, 0.0)
+    return base.dksd_radial(xp, q, qpos, qsafe)
 
 
 def _offdiag_product(xp, K, R, a0, a1, offdiag):
@@ -289,8 +288,7 @@ def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, vectorise=True):
             base, lam = comps[r]
             key = id(base)
             if key not in cache:
-                k0, k1, qk2 = base.radial(xp, q)
-                cache[key] = (k0, k1, xp.where(qpos, qk2 / qsafe, 0.0))
+                cache[key] = _radial_terms(xp, base, q, qpos, qsafe)
             k0, k1, k2 = cache[key]
             if kind == "diag":
                 dr = Ua[:, r : r + 1] - U[None, :, r]

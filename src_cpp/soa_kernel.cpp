@@ -170,6 +170,29 @@ private:
     PackedPoints own_;
 };
 
+// The upper triangle of ascending rows[0..nr) against the points of P, one packed block of
+// columns after another from the first row's diagonal on: f(l, i, j0, b1, e) for each row
+// l (the point i = rows[l]) and block whose columns [j0, b1) lie on or right of its diagonal
+// (j0 = i in the row's first block), e[j] = k_P(x_i, x_j) for j in [j0, b1); blocks in order.
+template <class F>
+void upper_tiles(const KernelSpec& K, const SoAView& P, PackedPoints& block, const int64_t* rows,
+                 int64_t nr, double* buf, F&& f) {
+    for (int64_t b0 = nr > 0 ? rows[0] : K.n; b0 < K.n; b0 += kSoABlock) {
+        const int64_t b1 = std::min(K.n, b0 + kSoABlock);
+        const PackedView pk = block.pack(P, b0, b1);
+        tile_groups(K, pk, b0, rows, nr, true, buf,
+                    [&](int64_t g, const int64_t* grp, int64_t real, int64_t from,
+                        const double* bg) {
+            for (int64_t r = 0; r < real; ++r) {
+                const int64_t i = grp[r];
+                if (i >= b1) continue;  // its diagonal is in a later block
+                f(g * kSoARows + r, i, std::max(b0 + from, i), b1,
+                  bg + r * kSoABlock - from - b0);
+            }
+        });
+    }
+}
+
 // Rows per tile of the products: 64 rows share each packed block of columns.
 constexpr int64_t kTileRows = kTile * 8;
 
@@ -312,26 +335,13 @@ void soa_matvec_sym(const KernelSpec& K, const double* w, double* out, int n_thr
             int64_t nr = 0;
             for (int64_t c = c0; c < nch && c < c0 + kTile * S; c += S)
                 for (int64_t i = c * kRows; i < std::min(n, (c + 1) * kRows); ++i) rows[nr++] = i;
-            for (int64_t b0 = rows[0]; b0 < n; b0 += kSoABlock) {
-                const int64_t b1 = std::min(n, b0 + kSoABlock);
-                const PackedView pk = block.pack(P, b0, b1);
-                tile_groups(K, pk, b0, rows, nr, true, buf,
-                            [&](int64_t g, const int64_t* grp, int64_t real, int64_t from,
-                                const double* bg) {
-                    for (int64_t r = 0; r < real; ++r) {
-                        const int64_t i = grp[r];
-                        if (i >= b1) continue;  // its diagonal is in a later block
-                        const double* br = bg + r * kSoABlock - from;  // br[b], b >= from
-                        const double wi = w[i];
-                        int64_t b = i > b0 ? i - b0 : 0;
-                        double& ri = row[g * kSoARows + r];
-                        for (int64_t k = b; k < b1 - b0; ++k) ri += br[k] * w[b0 + k];
-                        if (b0 + b == i) ++b;
-                        double* aj = a + b0;
-                        for (; b < b1 - b0; ++b) aj[b] += br[b] * wi;
-                    }
-                });
-            }
+            upper_tiles(K, P, block, rows, nr, buf,
+                        [&](int64_t l, int64_t i, int64_t j0, int64_t b1, const double* e) {
+                double& ri = row[l];
+                for (int64_t j = j0; j < b1; ++j) ri += e[j] * w[j];
+                const double wi = w[i];
+                for (int64_t j = j0 == i ? j0 + 1 : j0; j < b1; ++j) a[j] += e[j] * wi;
+            });
             for (int64_t r = 0; r < nr; ++r) a[rows[r]] += row[r];
         }
     });
@@ -377,22 +387,11 @@ double soa_quad(const KernelSpec& K, const double* w, int n_threads) {
             diag[l] = 0.0;
             for (int64_t k = 0; k < 8; ++k) off[l][k] = 0.0;
         }
-        for (int64_t b0 = nl > 0 ? live[0] : n; b0 < n; b0 += kSoABlock) {
-            const int64_t b1 = std::min(n, b0 + kSoABlock);
-            const PackedView pk = block.pack(P, b0, b1);
-            tile_groups(K, pk, b0, live, nl, true, buf,
-                        [&](int64_t g, const int64_t* grp, int64_t real, int64_t from,
-                            const double* bg) {
-                for (int64_t r = 0; r < real; ++r) {
-                    const int64_t i = grp[r], l = g * kSoARows + r;
-                    if (i >= b1) continue;  // its diagonal is in a later block
-                    const double* br = bg + r * kSoABlock - from - b0;  // br[j] for j in block
-                    int64_t j = std::max(b0 + from, i);
-                    if (j == i) diag[l] = br[j++] * w[i];
-                    dot_lanes(br, w, j, b1, off[l]);
-                }
-            });
-        }
+        upper_tiles(K, P, block, live, nl, buf,
+                    [&](int64_t l, int64_t i, int64_t j, int64_t b1, const double* e) {
+            if (j == i) diag[l] = e[j++] * w[i];
+            dot_lanes(e, w, j, b1, off[l]);
+        });
         // each chunk's rows added in order, as a chunk at a time adds them
         int64_t l = 0;
         for (int64_t c = c0; c < c1; ++c) {

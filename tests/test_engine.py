@@ -490,26 +490,30 @@ def test_the_developer_page_shows_the_capability_table_as_generated():
     assert table.strip() == capability_table().strip()
 
 
+def _bound(kind, base, X):
+    """The Stein kernel, the base kernel or the centred base kernel of ``base`` on X."""
+    from stein_coreset.kernels import centred_kernel_matrix
+
+    if kind == "stein":
+        return sc.SteinKernel(base).bind(X, -X, n_threads=2)
+    if kind == "base":
+        return sc.engine.KernelMatrix(base, X, n_threads=2)
+    return centred_kernel_matrix(base, X, n_threads=2)
+
+
 @pytest.mark.parametrize("d", [1, 3, 8, 13, 60])
 @pytest.mark.parametrize("kind", ["stein", "base", "centred"])
 def test_rows_evaluated_together_equal_a_row_at_a_time_bit_for_bit(d, kind):
     """The products evaluate four rows at once (their coordinate sums together); a Gram block
     of many rows must equal, entry for entry and bit for bit, the columns evaluated one row at
     a time, whatever the kernel, the dimension and a length that is no multiple of a vector."""
-    from stein_coreset.kernels import centred_kernel_matrix
-
     rng = np.random.default_rng(d)
     n = 203
     X = 0.7 + 1.5 * rng.standard_normal((n, d))
     rows = np.array([0, 1, 2, 3, 5, 202, 100, 7, 9], dtype=np.int64)
     for base in (sc.IMQ(sigma=2.0), sc.IMQ(sigma=1.5, beta=-0.3), sc.Gaussian(sigma=3.0),
                  sc.Matern(sigma=3.0, nu=1.5), sc.Matern(sigma=3.0, nu=2.5)):
-        if kind == "stein":
-            K = sc.SteinKernel(base).bind(X, -X, n_threads=2)
-        elif kind == "base":
-            K = sc.engine.KernelMatrix(base, X, n_threads=2)
-        else:
-            K = centred_kernel_matrix(base, X, n_threads=2)
+        K = _bound(kind, base, X)
         block = native.gram(K, rows)
         one_by_one = np.stack([native.column(K, int(i)) for i in rows])
         np.testing.assert_array_equal(block, one_by_one)
@@ -522,19 +526,12 @@ def test_an_entry_does_not_depend_on_the_block_or_tile_that_evaluates_it(kind, d
     product (a row's diagonal, a column subset, a tile's last short group); every entry must
     equal, bit for bit, the same entry of the full Gram matrix, including the entries the
     vector steps take at a block's end (zero-padded, never a scalar tail)."""
-    from stein_coreset.kernels import centred_kernel_matrix
-
     rng = np.random.default_rng(11)
     n = 301
     X = 0.7 + 1.5 * rng.standard_normal((n, d))
     s = float(np.sqrt(d))
     for base in (sc.IMQ(sigma=s), sc.IMQ(sigma=s, beta=-0.8), sc.Gaussian(sigma=s)):
-        if kind == "stein":
-            K = sc.SteinKernel(base).bind(X, -X, n_threads=2)
-        elif kind == "base":
-            K = sc.engine.KernelMatrix(base, X, n_threads=2)
-        else:
-            K = centred_kernel_matrix(base, X, n_threads=2)
+        K = _bound(kind, base, X)
         dense = native.gram(K, np.arange(n, dtype=np.int64))
         for nr, nc in ((1, 300), (3, 7), (5, 257), (70, 1), (66, 129)):
             rows = rng.choice(n, nr, replace=False).astype(np.int64)

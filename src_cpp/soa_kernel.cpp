@@ -250,17 +250,6 @@ void soa_eval(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64
     kEval(K, i, P, a, e, out);
 }
 
-double soa_sum(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e) {
-    alignas(64) double buf[kSoABlock];
-    double s = 0.0;
-    for (int64_t b0 = a; b0 < e; b0 += kSoABlock) {
-        const int64_t b1 = std::min(e, b0 + kSoABlock);
-        kEval(K, i, P, b0, b1, buf);
-        for (int64_t b = 0; b < b1 - b0; ++b) s += buf[b];
-    }
-    return s;
-}
-
 double soa_entry(const KernelSpec& K, int64_t i, int64_t j) {
     // point j of the row-major arrays is a structure-of-arrays view of capacity 1
     const SoAView one{K.d, 1, K.U + j * K.d, K.T ? K.T + j * K.d : nullptr,
@@ -461,7 +450,7 @@ void soa_row_sums(const KernelSpec& K, const int64_t* rows, int64_t nr, const So
     for (int64_t t0 = 0; t0 < nr; t0 += kTileRows) {
         const int64_t m = std::min(nr - t0, kTileRows);
         double s[kTileRows + kSoARows] = {};  // room for a last short group's repeats
-        // soa_sum's order: each row's entries one after another, block by block
+        // each row's entries one after another, block by block
         for (int64_t b0 = 0; b0 < len; b0 += kSoABlock) {
             const int64_t b1 = std::min(len, b0 + kSoABlock);
             const PackedView pk = block.pack(P, b0, b1);

@@ -167,11 +167,9 @@ void soa_eval_rows_packed(const KernelSpec& K, const int64_t* rows, const Packed
 void soa_eval_rows2(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,
                     int64_t e, double* out, int64_t ld);
 
-// sum_{b in [a, e)} k_P(x_i, slot b), any length, summed block by block in order.
-double soa_sum(const KernelSpec& K, int64_t i, const SoAView& P, int64_t a, int64_t e);
-
-// out[r] = soa_sum(K, rows[r], P, 0, len) for r < nr, bit for bit: tiles of the rows against
-// each block of P packed once per tile, on the calling thread (callers split the rows).
+// out[r] = sum_{b < len} k_P(x_{rows[r]}, slot b) for r < nr, each row's entries added one
+// after another in slot order: tiles of the rows against each block of P packed once per tile,
+// on the calling thread (callers split the rows).
 void soa_row_sums(const KernelSpec& K, const int64_t* rows, int64_t nr, const SoAView& P,
                   int64_t len, double* out);
 

@@ -33,24 +33,11 @@ constexpr int64_t kChunk = 512;
 // Pairs whose walk sums over the children before them are formed together: 2 kBatch rows (the
 // pairs' points) as one tile against the packed children, so each child's coordinates are read
 // once per batch instead of once per pair (a pair alone is two rows against every child: at
-// d >= 8 that streamed the children from memory at a third of the evaluator's rate). A batch
-// never crosses a chunk.
+// d = 50, n = 2^14 that took three times as long). A batch never crosses a chunk.
 constexpr int64_t kBatch = 32;
 static_assert(kChunk % kBatch == 0 && kChunk % kSoABlock == 0, "a batch lies in one chunk");
 
 int64_t walk_chunks(int64_t len) { return (len + kChunk - 1) / kChunk; }
-
-// acc(r) += e[r * kSoABlock + b] for b = 0 .. len - 1 in order, for the rows r < real (at most
-// kSoARows): each row's sum in its own order, the rows' chains interleaved (a chain alone waits
-// an add's latency per entry, more than an entry costs at small d)
-template <class Acc>
-inline void add_rows(const double* e, int64_t len, int64_t real, Acc&& acc) {
-    double s[kSoARows] = {};
-    for (int64_t r = 0; r < real; ++r) s[r] = acc(r);
-    for (int64_t b = 0; b < len; ++b)
-        for (int64_t r = 0; r < kSoARows; ++r) s[r] += e[r * kSoABlock + b];
-    for (int64_t r = 0; r < real; ++r) acc(r) = s[r];
-}
 
 // One kernel halving of in[0..len) into left/right (floor(len/2) each), pair by pair: the walk
 // state of Alg. 1a. decide(k, alpha) is the whole per-pair rule. The inner product alpha of
@@ -150,9 +137,13 @@ struct Halving {
                     int64_t grp[kSoARows];
                     for (int64_t r = 0; r < kSoARows; ++r) grp[r] = rows[r0 + std::min(r, real - 1)];
                     soa_eval_rows_packed(K, grp, v, 0, buf, kSoABlock);
-                    add_rows(buf, b1 - b0, real, [&](int64_t r) -> double& {
+                    auto at = [&](int64_t r) -> double& {
                         return sums[static_cast<size_t>(((r0 + r) * 2 + side) * nck + c)];
-                    });
+                    };
+                    double s[kSoARows] = {};
+                    for (int64_t r = 0; r < real; ++r) s[r] = at(r);
+                    rows_dot(buf, nullptr, b1 - b0, s);
+                    for (int64_t r = 0; r < real; ++r) at(r) = s[r];
                 }
             }
         }

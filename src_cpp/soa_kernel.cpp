@@ -136,22 +136,6 @@ void tile_groups(const KernelSpec& K, const PackedView& B, int64_t b0, const int
     }
 }
 
-// s[r] += e[r * kSoABlock + b] * w[b] (no w: e alone) for b = 0 .. len - 1 in order, r <
-// kSoARows: each row's sum in its own order, the rows' chains interleaved (a chain alone waits an
-// add's latency per entry, more than an entry costs at small d)
-inline void rows_dot(const double* e, const double* w, int64_t len, double* s) {
-    double a[kSoARows];
-    for (int64_t r = 0; r < kSoARows; ++r) a[r] = s[r];
-    if (w != nullptr) {
-        for (int64_t b = 0; b < len; ++b)
-            for (int64_t r = 0; r < kSoARows; ++r) a[r] += e[r * kSoABlock + b] * w[b];
-    } else {
-        for (int64_t b = 0; b < len; ++b)
-            for (int64_t r = 0; r < kSoARows; ++r) a[r] += e[r * kSoABlock + b];
-    }
-    for (int64_t r = 0; r < kSoARows; ++r) s[r] = a[r];
-}
-
 // A thread's storage for packed blocks: kept from call to call while a block takes at most
 // kKeepPackedBytes (d <= 256 with scores), a fresh one per use beyond (a kept block lives as
 // long as its thread: at d = 10^4 it would hold 40 MB on every member of every team).

@@ -162,6 +162,22 @@ constexpr int64_t kSoARows = 4;
 void soa_eval_rows_packed(const KernelSpec& K, const int64_t* rows, const PackedView& B,
                           int64_t from, double* out, int64_t ld);
 
+// s[r] += e[r * kSoABlock + b] * w[b] (no w: e alone) for b = 0 .. len - 1 in order, r <
+// kSoARows: each row's sum in its own order, the rows' chains interleaved (a chain alone waits an
+// add's latency per entry, more than an entry costs at small d)
+inline void rows_dot(const double* e, const double* w, int64_t len, double* s) {
+    double a[kSoARows];
+    for (int64_t r = 0; r < kSoARows; ++r) a[r] = s[r];
+    if (w != nullptr) {
+        for (int64_t b = 0; b < len; ++b)
+            for (int64_t r = 0; r < kSoARows; ++r) a[r] += e[r * kSoABlock + b] * w[b];
+    } else {
+        for (int64_t b = 0; b < len; ++b)
+            for (int64_t r = 0; r < kSoARows; ++r) a[r] += e[r * kSoABlock + b];
+    }
+    for (int64_t r = 0; r < kSoARows; ++r) s[r] = a[r];
+}
+
 // Two rows against the slots [a, e) of P: out[r * ld + b - a] = k_P(x_{rows[r]}, slot b)
 // (KT-SPLIT's pair against the children its batch has not yet summed).
 void soa_eval_rows2(const KernelSpec& K, const int64_t* rows, const SoAView& P, int64_t a,

@@ -7,15 +7,6 @@ Building blocks live in :mod:`stein_coreset.algorithms`, estimators in
 
 import importlib.metadata
 
-try:
-    from . import _core  # noqa: F401
-except ImportError as e:  # pragma: no cover - only hit when importing an unbuilt source tree
-    raise ImportError(
-        "stein_coreset's compiled extension (_core) is missing: this is the source tree, not an "
-        "installed package. Install it with `pip install .` and run from another directory, "
-        "or run the tests with `python -m pytest` (tests/conftest.py imports the installed copy)."
-    ) from e
-
 from .compress import Coreset, available_methods, compress
 from .diagnostics import DiagnosticWarning
 from .discrepancy import energy_distance, ksd, mmd

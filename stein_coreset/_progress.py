@@ -3,7 +3,7 @@
 Three shapes: :func:`progress_bar` wraps a Python loop; :func:`counter_bar` is a bar advanced
 to a count (a device loop reporting between launches); :func:`polled` draws a bar for a C++ loop
 that runs without the GIL, from a thread that polls a counter the loop increments
-(``_core.progress_units``, src_cpp/progress.hpp). Bars of stages shorter than
+(``_core.progress_units``, engine/cpu/src_cpp/progress.hpp). Bars of stages shorter than
 :data:`DELAY_S` never appear.
 """
 

@@ -41,9 +41,9 @@ def _cgroup_cpu_limit() -> int | None:
 def _openmp_limit() -> int | None:
     """The OpenMP team-size limit in force: OMP_NUM_THREADS, or a threadpoolctl limit."""
     try:
-        from . import _core
+        from .engine.cpu import bridge
 
-        limit = int(_core.omp_max_threads())  # 0: a build without OpenMP
+        limit = bridge.omp_max_threads()  # 0: a build without OpenMP
         if limit > 0:
             return limit
     except (ImportError, AttributeError):
@@ -100,9 +100,9 @@ def cancel_running() -> None:
     """Ask every C++ loop running in this process, on any thread, to stop (each raises
     KeyboardInterrupt); the next call from the main thread clears the request. For Ctrl-C
     while other threads (Dask's threaded scheduler) run the library's loops."""
-    from . import _core
+    from .engine.cpu import bridge
 
-    _core.cancel_running()
+    bridge.cancel_running()
 
 
 def cancel_loops_briefly(seconds: float = 0.1) -> None:
@@ -112,8 +112,8 @@ def cancel_loops_briefly(seconds: float = 0.1) -> None:
     thread (where a call would clear the request itself)."""
     import time
 
-    from . import _core
+    from .engine.cpu import bridge
 
-    _core.cancel_running()
+    bridge.cancel_running()
     time.sleep(seconds)
-    _core.cancel_clear()
+    bridge.cancel_clear()

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -21,21 +19,11 @@ from . import _validation as val
 from ._progress import resolve as resolve_progress
 from ._progress import stage
 from ._threads import effective_n_threads
-from .algorithms.amd import factor_bytes
-from .algorithms.resample import resample
+from .coreset import Coreset, equal_draw_counts
 from .diagnostics import check_orientation, check_scores
 from .discrepancy import finite_discrepancy
-from .engine import Whitening
-from .kernels import DEFAULT_KERNEL, RadialKernel, SteinKernel, centred_kernel_matrix
-from .methods import (
-    LD_DEFAULT_TAU,
-    METHODS,
-    RANKED_METHODS,
-    STOP_AUTO_FIXED_MAX_N,
-    Method,
-    Option,
-    Problem,
-)
+from .kernels import DEFAULT_KERNEL, RadialKernel, SteinKernel
+from .methods import METHODS, RANKED_METHODS, Method, Option
 
 __all__ = [
     "compress",
@@ -45,175 +33,8 @@ __all__ = [
     "METHODS",
     "RANKED_METHODS",
     "available_methods",
+    "equal_draw_counts",
 ]
-
-
-@dataclass
-class Coreset:
-    """Result of :func:`compress`: a weighted subset of the input points.
-
-    Attributes
-    ----------
-    indices : (k,) int array of distinct indices into X (k <= size), in X's namespace.
-    weights : (k,) float array summing to 1 (equal, simplex or constant-preserving).
-    points : (k, d) array, ``X[indices]``.
-    kind : "equal" | "simplex" | "constant".
-    method : the method name.
-    ksd : MMD_{k_p} of the weighted coreset to P when scores were given, else None.
-    info : dict of run details (sizes, rounds, timings, dropped rows, the kernel, ...).
-    draw_indices : (size,) int array or None
-        Equal-weighted results (``kind == "equal"``): the ``size`` picks with repeats kept, in
-        increasing index order (chain order), so ``X[draw_indices]`` is the equal-weight sample.
-        ``None`` for simplex and constant weights (see :meth:`resample_equal`).
-    draws : (size, d) array or None
-        ``X[draw_indices]``: the equal-weight sample, usable anywhere a sample is (its plain mean
-        is the coreset's weighted mean). ``None`` unless ``kind == "equal"``.
-
-    Notes
-    -----
-    ``indices`` / ``weights`` / ``points`` are the support view (each distinct point once, a
-    point picked k times out of m has weight k/m); ``draws`` is the sample view. Any recipe that
-    ignores weights must use ``draws`` (or ``resample_equal()`` for simplex weights).
-
-    See Also
-    --------
-    compress : the function that returns it.
-    stein_coreset.integrations.arviz.weighted_mean : weighted posterior summaries.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import stein_coreset as sc
-    >>> X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((256, 2))
-    >>> res = sc.compress(X, -X, 16, "sr", seed=0)       # simplex weights (Alg. 5)
-    >>> res
-    Coreset(method='sr', kind='simplex', size=16, winner='recombination', ksd=0.06032)
-    >>> res.points.shape, round(float(res.weights.sum()), 4), res.draws is None
-    ((16, 2), 1.0, True)
-    >>> res.resample_equal(16, seed=0).draws.shape       # an equal-weight sample of 16
-    (16, 2)
-    >>> res.dense(256).shape                             # weights over all input points
-    (256,)
-    """
-
-    indices: Any
-    weights: Any
-    points: Any
-    kind: str
-    method: str
-    ksd: float | None
-    info: dict = field(default_factory=dict)
-    draw_indices: Any = None
-    draws: Any = None
-
-    def dense(self, n: int):
-        """The (n,) weight vector over all input points (zero off the coreset).
-
-        ``n`` is an integer at least the largest index + 1; a vector larger than memory is a
-        ValueError naming n, before it is allocated."""
-        xp = aa.namespace(w=self.weights)[0]
-        dev = aa.device_of(self.weights)
-        n = val.check_int(n, "n", lo=1)  # not 64.9, "64" or True
-        idx_max = int(xp.max(self.indices)) if self.indices.shape[0] else -1
-        if idx_max >= n:
-            raise ValueError(f"n = {n} is smaller than the largest index {idx_max}")
-        val.check_buffer(8.0 * n * (1 if isinstance(self.weights, np.ndarray) else 2), "n",
-                         f"the dense weight vector over n = {n} points", like=self.weights)
-        host = np.zeros(n)
-        host[aa.to_host(self.indices, np.int64)] = aa.to_host(self.weights)
-        return aa.from_host(host, xp=xp, device=dev)
-
-    def resample_equal(self, size: int | None = None, seed=None) -> Coreset:
-        """An equal-weighted version of this coreset: ``size`` draws (default: the number of
-        distinct points for simplex weights; this coreset's own draws when it is already equal)
-        by stratified residual resampling of the weights (App. E.3, deterministic for a seed).
-
-        Returns a ``Coreset`` of kind "equal" whose ``draws`` are the sample (``ksd`` None: it
-        needs the scores; ``info["resampled_from"]`` names the source kind). Constant-preserving
-        (signed) weights cannot be resampled and raise ``ValueError``.
-        """
-
-        rng = val.check_random_state(seed, "seed")  # checked even when nothing is drawn
-        if self.kind == "equal" and size is None:
-            return self
-        w = aa.to_host(self.weights)
-        if (w < 0).any():
-            raise ValueError(
-                f"resample_equal: this {self.kind!r} coreset has negative weights, which cannot "
-                "be resampled; use its weights (res.weights) or a simplex method (sr, lsr)"
-            )
-        m = len(self) if size is None else val.check_int(size, "size", lo=1)
-        pick = resample(w, m, rng)
-        xp, dev = aa.namespace(idx=self.indices)
-        idx_host = aa.to_host(self.indices, np.int64)
-        draw_idx = idx_host[pick]
-        uniq, first, counts = np.unique(pick, return_index=True, return_counts=True)
-        take = aa.from_host(uniq.astype(np.int64), xp=xp, device=dev)
-        draw_pos = aa.from_host(pick.astype(np.int64), xp=xp, device=dev)
-        info = dict(self.info, resampled_from=self.kind)
-        return Coreset(
-            indices=aa.from_host(idx_host[uniq], xp=xp, device=dev),
-            weights=aa.from_host(counts / float(m), xp=xp, device=dev),
-            points=xp.take(self.points, take, axis=0),
-            kind="equal",
-            method=self.method,
-            ksd=None,
-            info=info,
-            draw_indices=aa.from_host(draw_idx, xp=xp, device=dev),
-            draws=xp.take(self.points, draw_pos, axis=0),
-        )
-
-    def __len__(self):
-        return int(self.indices.shape[0])
-
-    def summary(self) -> str:
-        """One line on what the run did: the result, then each stage's KSD in order and which
-        candidate won (``info["stages"]``), and the input diagnostics' suspect if any."""
-        k = "n/a (no scores)" if self.ksd is None else f"{self.ksd:.4g}"
-        line = f"{self.method}: {len(self)} points ({self.kind} weights), KSD {k}"
-        stages = self.info.get("stages")
-        if stages:
-            parts = []
-            for name, st in stages.items():
-                if name == "winner":
-                    continue
-                v = st.get("ksd")
-                parts.append(f"{name} {'n/a' if v is None else f'{v:.3g}'}")
-            line += f"; stages: {', '.join(parts)}; {stages['winner']} won"
-        suspect = (self.info.get("diagnostics") or {}).get("suspect")
-        if suspect:
-            line += f"; WARNING: the scores look {suspect} (info['diagnostics'])"
-        return line
-
-    def __repr__(self):
-        k = "None" if self.ksd is None else f"{self.ksd:.4g}"
-        extra = "" if self.draws is None else f", draws={int(self.draws.shape[0])}"
-        stages = self.info.get("stages")
-        if stages:
-            extra += f", winner={stages['winner']!r}"
-        suspect = (self.info.get("diagnostics") or {}).get("suspect")
-        if suspect:
-            extra += f", suspect={suspect!r}"
-        return (
-            f"Coreset(method={self.method!r}, kind={self.kind!r}, size={len(self)}{extra}, "
-            f"ksd={k})"
-        )
-
-
-def equal_draw_counts(weights, size: int, method: str, *, search: bool = False) -> np.ndarray:
-    """The pick counts ``m * weights`` of an equal-weighted result of m picks, as integers.
-
-    ``m`` is ``size``; with ``search=True`` (a caller that does not know m, e.g. a method that
-    rounded its size down) the largest m <= size whose counts are whole numbers summing to m.
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    for m in range(int(size), max(w.size, 1) - 1 if search else int(size) - 1, -1):
-        counts = np.rint(w * m).astype(np.int64)
-        if counts.sum() == m and (counts >= 1).all() and np.allclose(counts, w * m, atol=1e-6):
-            return counts
-    raise RuntimeError(
-        f"internal error: method {method!r} returned weights that are not counts / {size}"
-    )
 
 
 def available_methods() -> list[str]:
@@ -270,37 +91,6 @@ def _check_kernel_type(kernel):
         )
 
 
-def _stein_problem(stein, X, S, n_threads: int) -> Problem:
-    K = stein.bind(X, S, n_threads=n_threads, check_input=False)
-    if not K.diag_is_finite():
-        raise ValueError(
-            "S: the Stein kernel overflowed on the diagonal (|S|^2 k(0) is not finite); "
-            "the scores are too large for float64 — rescale X and S"
-        )
-    return Problem(K.n, K=K, n_threads=n_threads)
-
-
-def _centred_problem(stein, X, S, n_threads: int) -> Problem:
-    K = centred_kernel_matrix(stein.base, X, stein.M, n_threads=n_threads, check_input=False)
-    return Problem(K.n, K=K, n_threads=n_threads)
-
-
-def _base_problem(stein, X, S, n_threads: int) -> Problem:
-    """Radial in the M-norm: the base kernel on whitened points."""
-    xp, dev = aa.namespace(X=X)
-    U = Whitening(stein.M, X.shape[1], xp, dev).points(X)
-    return Problem(int(X.shape[0]), base=stein.base, U=U, n_threads=n_threads)
-
-
-#: A method's ``target`` -> the :class:`~stein_coreset.methods.Problem` its pipeline runs on.
-_TARGETS = {
-    "stein": _stein_problem,
-    "centred": _centred_problem,
-    "base": _base_problem,
-    "none": lambda stein, X, S, n_threads: Problem(int(X.shape[0]), n_threads=n_threads),
-}
-
-
 def _resolve_kernel(kernel, X, n_threads: int) -> SteinKernel:
     """The Stein kernel of this call with its bandwidth (and a ``"scale"`` preconditioner) fixed
     on X (a new object when anything is resolved; the caller's kernel is never changed). Its
@@ -337,92 +127,11 @@ def _kernel_info(requested, stein: SteinKernel) -> dict:
     return out
 
 
-def _check_rank(rank, method: str, spec: Method, size: int, n: int, what: str = "rank") -> int:
-    if spec.thin == "rt" and spec.debias != "ld" and not 1 <= rank <= size - 1:
-        raise ValueError(
-            f"{what} must be between 1 and size - 1 = {size - 1} for method {method!r} "
-            f"(the Recombination test-vector count), got {rank}"
-        )
-    if spec.thin == "ct" and spec.debias != "ld" and not 1 <= rank <= size:
-        raise ValueError(
-            f"{what} must be between 1 and size = {size} for method {method!r} "
-            f"(the Cholesky pivot count), got {rank}"
-        )
-    return rank
-
-
-#: AMD steps beyond which its O(1/T^2) suboptimality bound is below double precision (2^-52).
-MAX_AMD_STEPS = 2**26
-
-
-def _check_counts(method: str, spec: Method, opts: dict, n: int, rank: int | None) -> None:
-    """Caps on the counts the Low-rank Debiasing methods can use, checked before any work."""
-    if spec.debias != "ld":
-        return
-    r = rank if rank is not None else max(1, round(math.sqrt(n)))
-    cap = max(3, math.ceil(n / r))
-    if opts["rounds"] > cap:
-        raise ValueError(
-            f"rounds = {opts['rounds']} is more than method {method!r} can use: max(3, "
-            f"ceil(n / rank)) = {cap} for n = {n} and rank = {r} (beyond it the rounds together "
-            "draw more RPCholesky pivots than there are points; pass rank = n for an exact "
-            "factor instead)"
-        )
-    steps = opts.get("steps")
-    if steps is not None and steps > MAX_AMD_STEPS:
-        raise ValueError(
-            f"steps = {steps} is more than AMD can use: beyond {MAX_AMD_STEPS} = 2^26 steps its "
-            "O(1/T^2) suboptimality bound is below double precision"
-        )
-
-
-def _check_cross_terms(xp, X, S) -> None:
-    """The Stein kernel's cross terms (x_i - x_j) . s_j must stay finite in float64: refuse, with
-    the argument named, points spread so far (or scores so large) that they overflow (before:
-    "w has NaN or inf entries" from deep inside Low-rank Debiasing for one row at 1e308)."""
-    spread = float(xp.max(xp.max(X, axis=0) - xp.min(X, axis=0)))
-    top = float(xp.max(xp.abs(S)))
-    d = int(X.shape[1])
-    if not math.isfinite(spread) or (
-        top > 0 and math.log(spread or 1.0) + math.log(top) + math.log(4 * d) > _LOG_MAX
-    ):
-        raise ValueError(
-            f"X: the points span {spread:.3g} and the scores S reach {top:.3g}; their products "
-            "in the Stein kernel overflow float64: rescale X (and S accordingly)"
-        )
-
-
-_LOG_MAX = math.log(np.finfo(np.float64).max)
-
-
-def _check_memory(method: str, spec: Method, n: int, size: int, rank: int | None,
-                  like=None) -> None:
-    """Refuse, before any work, a run whose largest buffers exceed the memory they live in (the
-    machine's, or the free memory of the CUDA device holding ``like``).
-
-    The estimate is an upper bound on the peak of the buffers: Low-rank Debiasing's
-    (n, r) factor (float64, and the copy AMD steps on: :func:`~stein_coreset.algorithms.amd.
-    factor_bytes`); for RT / CT the (n', r) float64
-    RPCholesky factor (n' <= n the support of the debiasing weights) and RT's (n', r + 1) moment
-    matrix beside it, then for the final reweighting the (p, p) kernel block of the support
-    (p <= r + 1 for RT, p <= r for CT), its Cholesky factor and an eigendecomposition fallback
-    (four (p, p) arrays). The other steps need O(n + size) memory.
-    """
-    peak, what, arg = 0.0, [], "size"
-    if spec.debias == "ld":
-        r_ld = rank if rank is not None else max(1, round(math.sqrt(n)))
-
-        peak = factor_bytes(n, r_ld, np if like is None else aa.namespace(X=like)[0])
-        what.append(f"the ({n}, {r_ld}) Low-rank Debiasing factor")
-        arg = "rank" if rank is not None else "size"
-    if spec.thin in ("rt", "ct"):
-        if spec.debias == "ld" or rank is None:
-            r = size - 1 if spec.thin == "rt" else size
-        else:
-            r, arg = rank, "rank"
-        p = min(n, r + 1 if spec.thin == "rt" else r)
-        peak = max(peak, 8.0 * n * r * (2 if spec.thin == "rt" else 1), 32.0 * p * p)
-        what.append(f"the ({n}, {r}) RPCholesky factor and ({p}, {p}) kernel blocks")
+def _check_memory(method: str, spec: Method, n: int, size: int, rank, like) -> None:
+    """Refuse, before any work, a run whose largest buffers (the method's estimate,
+    :meth:`~stein_coreset.methods.Method.peak`, an upper bound) exceed the memory they live in
+    (the machine's, or the free memory of the CUDA device holding ``like``)."""
+    peak, what, arg = spec.peak(n, size, rank, aa.namespace(X=like)[0])
     if what:
         val.check_buffer(
             peak, arg,
@@ -620,22 +329,23 @@ def compress(
     check_orientation(n, int(X.shape[1]))
     size = val.check_size(size, n)
     if rank is not None:
-        rank = _check_rank(val.check_size(rank, n, "rank"), method, spec, size, n)
-    elif tau is not None or spec.debias == "ld":
+        rank = spec.check_rank(method, val.check_size(rank, n, "rank"), size)
+    elif tau is not None or spec.default_tau is not None:
         if tau is None:
-            tau = LD_DEFAULT_TAU
+            tau = spec.default_tau
         rank = min(n, max(1, math.ceil(n**tau - 1e-9)))
-        _check_rank(rank, method, spec, size, n, f"rank = ceil(n^tau) = {rank}")
+        spec.check_rank(method, rank, size, f"rank = ceil(n^tau) = {rank}")
         info["rank_from_tau"] = rank
         info["tau"] = tau
-    if opts.get("stop") == "auto":
-        opts["stop"] = "fixed" if n <= STOP_AUTO_FIXED_MAX_N else "ksd"
-        info["stop"] = opts["stop"]
+    for name, opt in spec.options.items():  # values that depend on n ("auto")
+        if opt.resolve is not None and (value := opt.resolve(opts[name], n)) != opts[name]:
+            opts[name] = info[name] = value
     if weights is not None:
         weights = val.check_weights(weights, n, xp, simplex=True, device=dev)
-    if spec.target == "stein":
-        _check_cross_terms(xp, X, S)
-    _check_counts(method, spec, opts, n, rank)
+    if spec.target.check is not None:
+        spec.target.check(xp, X, S)
+    for check in spec.checks:
+        check(method, opts, n, rank)
     _check_memory(method, spec, n, size, rank, like=X)
 
     # -- the kernel, resolved once: selection and res.ksd use the same one ----------------
@@ -653,7 +363,7 @@ def compress(
         args["weights"] = weights
     if spec.takes_progress:
         args["progress"] = progress
-    problem = _TARGETS[spec.target](stein, X, S, n_threads)
+    problem = spec.target.build(stein, X, S, n_threads)
     idx, w, extra = spec.run(problem, size, rng, **args)
     info.update(extra)
     info["n_threads"] = n_threads
@@ -686,7 +396,7 @@ def compress(
                                else check_scores(X, S))
     indices = aa.from_host(original, xp=xp, device=dev)
     draw_indices = draws = None
-    if spec.kind == "equal":  # the m picks, repeats kept (chain order)
+    if spec.equal_weighted:  # the m picks, repeats kept (chain order)
         counts = equal_draw_counts(w, int(info.get("size_used", size)), method)
         draw_indices = aa.from_host(np.repeat(original, counts), xp=xp, device=dev)
         draws = xp.take(X, aa.from_host(np.repeat(local, counts), xp=xp, device=dev), axis=0)

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import stein_coreset as sc
-from stein_coreset import _core
-from stein_coreset.engine import BACKENDS, KernelMatrix, get_backend, native
+from stein_coreset.engine import BACKENDS, KernelMatrix, get_backend
+from stein_coreset.engine.cpu import _core, bridge
+from stein_coreset.engine.cuda import config as cuda_config
 
 
 def _chain(n=300, d=3, seed=1):
@@ -92,17 +93,18 @@ def test_loops_without_a_reference_refuse_a_user_kernel_with_a_clear_error():
 # ---- without a GPU: the CUDA source and the shared uniforms -------------------------------
 
 def test_cuda_source_compiles_with_nvrtc():
-    from stein_coreset._cuda import nvrtc
+    from stein_coreset.engine.cuda import nvrtc
 
     if nvrtc.find_nvrtc() is None:
         pytest.skip("no libnvrtc (pip install nvidia-cuda-nvrtc-cu12)")
     ptx = nvrtc.compile_ptx("compute_90")
     entries = set(re.findall(r"\.entry (\w+)", ptx))
-    from stein_coreset._cuda import DKSD_REGISTER_D, SOURCES, cuda_source
+    from stein_coreset.engine.cuda.config import DKSD_REGISTER_D
+    from stein_coreset.engine.cuda.source import MODULES, cuda_source
 
-    assert SOURCES == ("kernels.cu", "dksd.cu")
+    assert tuple(MODULES) == ("kernels", "dksd")
     dksd = set(re.findall(r"\.entry (\w+)", nvrtc.compile_ptx("compute_90",
-                                                              cuda_source("dksd.cu"))))
+                                                              cuda_source("dksd"))))
     assert dksd == {"dksd_rows"} | {f"dksd_rows_{'full_' if full else ''}d{d}"
                                     for full in (False, True)
                                     for d in range(1, DKSD_REGISTER_D[full] + 1)}
@@ -110,7 +112,7 @@ def test_cuda_source_compiles_with_nvrtc():
     assert {"kp_gram", "kp_diag", "kp_matvec_partial", "sum_rows", "kp_index_sum", "st_step",
             "kts_step", "kts_swap_step", "st_persistent", "kts_persistent",
             "wrpc_persistent", "ksls_init", "ksls_persistent"} <= entries
-    from stein_coreset._cuda import AMD_KPL
+    from stein_coreset.engine.cuda.config import AMD_KPL
 
     assert {f"amd_lowrank_k{k}" for k in AMD_KPL} <= entries
     # the scalar math is the shared header's, not a copy
@@ -123,7 +125,8 @@ def test_persistent_kernels_fit_one_block_per_multiprocessor():
     per multiprocessor must be resident at once (else it deadlocks): ptxas's registers and
     static shared memory for sm_90 (64K registers, 48 KiB static shared memory per block), and
     no spills in the AMD kernels, whose rows live in registers."""
-    from stein_coreset._cuda import BLOCK, nvrtc
+    from stein_coreset.engine.cuda import nvrtc
+    from stein_coreset.engine.cuda.config import BLOCK
 
     if nvrtc.find_nvrtc() is None:
         pytest.skip("no libnvrtc")
@@ -142,11 +145,13 @@ def test_dksd_rows_keep_their_adjoint_sums_in_registers():
     """The DKSD pass's variants for a compile-time d hold a row's adjoint sums in registers
     (their loops unrolled): no stack frame and no spills for sm_90; one of each exists for
     every d up to DKSD_REGISTER_D."""
-    from stein_coreset._cuda import DKSD_REGISTER_D, cuda_source, nvrtc
+    from stein_coreset.engine.cuda import nvrtc
+    from stein_coreset.engine.cuda.config import DKSD_REGISTER_D
+    from stein_coreset.engine.cuda.source import cuda_source
 
     if nvrtc.find_nvrtc() is None:
         pytest.skip("no libnvrtc")
-    use = nvrtc.resource_usage("sm_90", cuda_source("dksd.cu"))
+    use = nvrtc.resource_usage("sm_90", cuda_source("dksd"))
     names = [f"dksd_rows_{'full_' if full else ''}d{d}" for full in (False, True)
              for d in range(1, DKSD_REGISTER_D[full] + 1)]
     for name in names:
@@ -156,9 +161,10 @@ def test_dksd_rows_keep_their_adjoint_sums_in_registers():
 
 def test_fused_amd_keeps_sixteen_warps_a_multiprocessor_up_to_rank_256():
     """The fused AMD kernel streams F's rows; its blocks grow to the driver's limit for it
-    (``_cuda.amd_grid``), which its registers set: up to rank 256 (KPL <= 8) at most 128 a
+    (``cuda_amd.amd_grid``), which its registers set: up to rank 256 (KPL <= 8) at most 128 a
     thread, so 16 warps of a multiprocessor keep F's loads in flight (8 did at 256 threads)."""
-    from stein_coreset._cuda import WARP, nvrtc
+    from stein_coreset.engine.cuda import nvrtc
+    from stein_coreset.engine.cuda.config import WARP
 
     if nvrtc.find_nvrtc() is None:
         pytest.skip("no libnvrtc")
@@ -169,7 +175,7 @@ def test_fused_amd_keeps_sixteen_warps_a_multiprocessor_up_to_rank_256():
 
 
 def test_nvrtc_reports_a_syntax_error_with_its_log():
-    from stein_coreset._cuda import nvrtc
+    from stein_coreset.engine.cuda import nvrtc
 
     if nvrtc.find_nvrtc() is None:
         pytest.skip("no libnvrtc")
@@ -184,10 +190,10 @@ def test_kt_split_uniforms_reproduce_the_seeded_split(N, t):
     rng = np.random.default_rng(N)
     idx = rng.integers(0, 300, N).astype(np.int64)
     seed = 1234567
-    a = _core.kt_split(native.handle(K), idx, t, 0.5, seed, None, 1)
+    a = _core.kt_split(bridge.handle(K), idx, t, 0.5, seed, None, 1)
     u = _core.kt_split_uniforms(N, t, seed)
     assert u.shape == (t * (N // 2),) and np.all((u >= 0) & (u < 1))
-    b = _core.kt_split(native.handle(K), idx, t, 0.5, 0, u, 1)
+    b = _core.kt_split(bridge.handle(K), idx, t, 0.5, 0, u, 1)
     np.testing.assert_array_equal(a, b)
 
 
@@ -248,7 +254,7 @@ def loop_mode(request, monkeypatch):
 
 
 def test_loop_mode_is_validated(monkeypatch):
-    from stein_coreset._cuda import loop_mode
+    from stein_coreset.engine.cuda.config import loop_mode
 
     assert loop_mode() in ("persistent", "graph")
     monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", "threads")
@@ -261,8 +267,8 @@ def test_cuda_stein_thinning_picks_what_the_cpp_loop_picks(base, loop_mode):
 
     cp, Kc, Kg = _pair(base)
     for m in (1, 7, 700, 1000):  # 1000 > n: repeats; > one graph of steps
-        np.testing.assert_array_equal(Kg.backend.stein_thinning(Kg, m),
-                                      Kc.backend.stein_thinning(Kc, m))
+        np.testing.assert_array_equal(Kg.stein_thinning(m),
+                                      Kc.stein_thinning(m))
 
 
 @pytest.mark.parametrize("kind", ["stein", "centred"])
@@ -271,8 +277,8 @@ def test_cuda_kt_split_matches_cpp_for_the_same_seed(kind, N, t, loop_mode):
 
     cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0), centred=kind == "centred")
     idx = np.random.default_rng(N).integers(0, Kc.n, N).astype(np.int64)
-    a = Kc.backend.kt_split(Kc, idx, t, 0.5, 99)
-    b = Kg.backend.kt_split(Kg, idx, t, 0.5, 99)
+    a = Kc.kt_split(idx, t, 0.5, 99)
+    b = Kg.kt_split(idx, t, 0.5, 99)
     assert b.shape == a.shape
     # the same uniforms: a decision could flip only where u falls within rounding of its
     # probability (the walk's sums are added in another order), about 1e-13 per pair
@@ -283,15 +289,14 @@ def test_cuda_kt_split_matches_cpp_for_the_same_seed(kind, N, t, loop_mode):
 def test_cuda_kt_halvings_match_cpp(B, N, per_launch, loop_mode, monkeypatch):
     """A COMPRESS level's halvings as one device round (and, per_launch, a persistent round
     taking the rows that many at a time) split each row as the C++ does."""
-    from stein_coreset import _cuda
 
     if per_launch:
-        monkeypatch.setattr(_cuda, "KTS_MAX_CORESETS", per_launch)
+        monkeypatch.setattr(cuda_config, "KTS_MAX_CORESETS", per_launch)
     cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0))
     blocks = np.random.default_rng(B).integers(0, Kc.n, size=(B, N)).astype(np.int64)
     seeds = np.arange(1, B + 1, dtype=np.uint64) * 0x9E3779B9
-    a = Kc.backend.kt_halvings(Kc, blocks, 0.1, seeds)
-    b = Kg.backend.kt_halvings(Kg, blocks, 0.1, seeds)
+    a = Kc.kt_halvings(blocks, 0.1, seeds)
+    b = Kg.kt_halvings(blocks, 0.1, seeds)
     assert b.shape == a.shape == (B, 2, N // 2)
     assert np.mean(np.all(a == b, axis=(1, 2))) == 1.0  # as for kt_split: rounding may flip
 
@@ -299,10 +304,9 @@ def test_cuda_kt_halvings_match_cpp(B, N, per_launch, loop_mode, monkeypatch):
 @pytest.mark.parametrize("fmt", [0, 1])
 def test_cuda_kt_swap_ls_matches_cpp(fmt, monkeypatch):
     """KT-Swap-LS on the device (persistent loop): the C++'s support, weights and w^T K w."""
-    from stein_coreset import _cuda
 
     monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", "persistent")
-    monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", 7)  # several launches
+    monkeypatch.setattr(cuda_config, "PERSISTENT_STEPS", 7)  # several launches
     cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0))
     rng = np.random.default_rng(fmt)
     supp = rng.choice(Kc.n, 30, replace=False)
@@ -313,8 +317,8 @@ def test_cuda_kt_swap_ls_matches_cpp(fmt, monkeypatch):
     dense[supp] = w / w.sum()
     order = np.concatenate([supp, supp[:10]])
     a, b = dense.copy(), dense.copy()
-    Da = Kc.backend.kt_swap_ls(Kc, a, order, fmt)
-    Db = Kg.backend.kt_swap_ls(Kg, b, order, fmt)
+    Da = Kc.kt_swap_ls(a, order, fmt)
+    Db = Kg.kt_swap_ls(b, order, fmt)
     np.testing.assert_array_equal(np.flatnonzero(a), np.flatnonzero(b))
     np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-15)
     assert Db == pytest.approx(Da, rel=1e-10)
@@ -331,8 +335,8 @@ def test_cuda_kt_swap_matches_cpp(passes, sorted_sweeps):
     cp, Kc, Kg = _pair(sc.IMQ(sigma=2.0))
     I0 = np.random.default_rng(3).integers(0, Kc.n, 40).astype(np.int64)
     a, b = I0.copy(), I0.copy()
-    na = Kc.backend.kt_swap_refine(Kc, a, passes, sorted_sweeps)
-    nb = Kg.backend.kt_swap_refine(Kg, b, passes, sorted_sweeps)
+    na = Kc.kt_swap_refine(a, passes, sorted_sweeps)
+    nb = Kg.kt_swap_refine(b, passes, sorted_sweeps)
     np.testing.assert_array_equal(a, b)
     assert na == nb
 
@@ -366,11 +370,11 @@ def test_cuda_refuses_a_block_larger_than_the_device_before_allocating():
 def test_cuda_fused_amd_gives_the_cpp_weights(n, r, monkeypatch):
     """AMD on a low-rank K' (Alg. F.2) by the fused kernel (STEIN_CORESET_CUDA_AMD=fused),
     across persistent launches, against the C++ loop and the device's array-API loop."""
-    from stein_coreset import _cuda
     from stein_coreset.algorithms.amd import LowRankPlusDiagonal, amd
+    from stein_coreset.engine.cuda import amd as cuda_amd
 
     cp = _cupy()
-    monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", 64)
+    monkeypatch.setattr(cuda_config, "PERSISTENT_STEPS", 64)
     rng = np.random.default_rng(n)
     F = 0.3 * rng.standard_normal((n, r))
     dg = np.sum(F * F, axis=1) + rng.random(n)
@@ -384,9 +388,9 @@ def test_cuda_fused_amd_gives_the_cpp_weights(n, r, monkeypatch):
     monkeypatch.setenv("STEIN_CORESET_CUDA_AMD", "xp")
     xp = cp.asnumpy(amd(opg, 150, cp.asarray(w0)))
     # the device's exp and log round differently from glibc's: the bound is how far F's float32
-    # rounding moves the weights (_cuda.amd_rounding_tolerance, ~2e-3 here), far above that
+    # rounding moves the weights (cuda_amd.amd_rounding_tolerance, ~2e-3 here), far above that
     # and far below a wrong kernel's error
-    tol = _cuda.amd_rounding_tolerance(F, dg - np.sum(F * F, axis=1), 150)
+    tol = cuda_amd.amd_rounding_tolerance(F, dg - np.sum(F * F, axis=1), 150)
     np.testing.assert_allclose(fused, ref, rtol=tol, atol=1e-300)
     np.testing.assert_allclose(xp, ref, rtol=tol, atol=1e-300)
 
@@ -402,7 +406,7 @@ def test_cuda_lskt_with_fused_amd_matches_cpu(monkeypatch):
 
 
 def test_cuda_amd_mode_is_validated(monkeypatch):
-    from stein_coreset._cuda import amd_mode
+    from stein_coreset.engine.cuda.config import amd_mode
 
     monkeypatch.delenv("STEIN_CORESET_CUDA_AMD", raising=False)
     assert amd_mode() == "fused"

@@ -1,11 +1,11 @@
 """The ``cuda`` backend's kernels and their host driver, run on the CPU simulator.
 
-tests/support/cudasim compiles stein_coreset/_cuda/kernels.cu with g++ against a model of CUDA's
-execution (threads, __syncthreads, shared memory per block, concurrent blocks for the grid
-barriers, graphs as replayed launches) and stands in for CuPy, so
-:class:`stein_coreset._cuda.CudaKernel` runs unchanged. Every kernel is checked against the C++
-evaluator and loops on the same input, as tests/test_cuda_backend.py does on a GPU, but on any
-machine with a C++ compiler: a kernel's logic is tested in CI, which has no GPU.
+tests/support/cudasim compiles the CUDA sources of stein_coreset/engine/cuda/src_cuda with g++
+against a model of CUDA's execution (threads, __syncthreads, shared memory per block, concurrent
+blocks for the grid barriers, graphs as replayed launches) and stands in for CuPy, so
+:class:`stein_coreset.engine.cuda.kernel.CudaKernel` runs unchanged. Every kernel is checked
+against the C++ evaluator and loops on the same input, as tests/test_cuda_backend.py does on a
+GPU, but on any machine with a C++ compiler: a kernel's logic is tested in CI, which has no GPU.
 """
 
 import shutil
@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 import stein_coreset as sc
-from stein_coreset.engine import KernelMatrix, get_backend, native
+from stein_coreset.engine import KernelMatrix, get_backend
+from stein_coreset.engine.cpu import bridge
+from stein_coreset.engine.cuda import config as cuda_config
 from stein_coreset.kernels import centred_kernel_matrix
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
@@ -45,7 +47,7 @@ def _chain(n=N, d=3, seed=7):
 
 def _pair(cp, base=BASES[0], kind="stein", n=N, d=3):
     """(C++ kernel matrix, the CudaKernel of the same matrix on the simulator)."""
-    from stein_coreset._cuda import CudaKernel
+    from stein_coreset.engine.cuda.kernel import CudaKernel
 
     X, S = _chain(n, d)
     if kind == "centred":
@@ -99,19 +101,18 @@ def test_simulated_stein_thinning_picks_what_the_cpp_loop_picks(sim, base, loop_
     Kc, Kg = _pair(sim, base)
     for m in (1, 7, 40):
         np.testing.assert_array_equal(CUDA.stein_thinning(_OnDevice(Kg), m),
-                                      Kc.backend.stein_thinning(Kc, m))
+                                      Kc.stein_thinning(m))
 
 
 def test_simulated_persistent_stein_thinning_spans_launches(sim, monkeypatch):
     """More steps than one persistent launch: the state carried between launches."""
-    from stein_coreset import _cuda
 
-    monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", 9)
-    monkeypatch.setattr(_cuda, "GRAPH_STEPS", 4)
+    monkeypatch.setattr(cuda_config, "PERSISTENT_STEPS", 9)
+    monkeypatch.setattr(cuda_config, "GRAPH_STEPS", 4)
     Kc, Kg = _pair(sim)
     for mode in ("persistent", "graph"):
         monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", mode)
-        np.testing.assert_array_equal(Kg.stein_thinning(31), Kc.backend.stein_thinning(Kc, 31))
+        np.testing.assert_array_equal(Kg.stein_thinning(31), Kc.stein_thinning(31))
 
 
 @pytest.mark.parametrize("kind", ["stein", "centred"])
@@ -119,7 +120,7 @@ def test_simulated_persistent_stein_thinning_spans_launches(sim, monkeypatch):
 def test_simulated_kt_split_matches_cpp_for_the_same_seed(sim, kind, n_idx, t, loop_mode):
     Kc, Kg = _pair(sim, kind=kind)
     idx = np.random.default_rng(n_idx).integers(0, Kc.n, n_idx).astype(np.int64)
-    a = Kc.backend.kt_split(Kc, idx, t, 0.5, 99)
+    a = Kc.kt_split(idx, t, 0.5, 99)
     b = CUDA.kt_split(_OnDevice(Kg), idx, t, 0.5, 99)
     assert b.shape == a.shape
     np.testing.assert_array_equal(a, b)
@@ -130,15 +131,14 @@ def test_simulated_kt_halvings_match_cpp(sim, loop_mode, per_launch, monkeypatch
     """COMPRESS's level of halvings as one device round (coreset l the row l, its uniforms
     from its own seed): each row split as the C++ splits it, also when a persistent round
     takes the rows a few coresets at a time (per_launch)."""
-    from stein_coreset import _cuda
 
     if per_launch:
-        monkeypatch.setattr(_cuda, "KTS_MAX_CORESETS", per_launch)
+        monkeypatch.setattr(cuda_config, "KTS_MAX_CORESETS", per_launch)
     Kc, Kg = _pair(sim)
     blocks = np.random.default_rng(2).integers(0, Kc.n, size=(5, 96)).astype(np.int64)
     blocks[3] = np.sort(blocks[3] % 6)  # repeated points
     seeds = np.array([3, 1, 4, 1, 5], dtype=np.uint64) * 2654435761
-    a = Kc.backend.kt_halvings(Kc, blocks, 0.25, seeds)
+    a = Kc.kt_halvings(blocks, 0.25, seeds)
     b = CUDA.kt_halvings(_OnDevice(Kg), blocks, 0.25, seeds)
     assert b.shape == a.shape == (5, 2, 48)
     np.testing.assert_array_equal(a, b)
@@ -150,7 +150,7 @@ def test_simulated_kt_swap_matches_cpp(sim, passes, sorted_sweeps):
     Kc, Kg = _pair(sim)
     I0 = np.random.default_rng(3).integers(0, Kc.n, 12).astype(np.int64)
     a, b = I0.copy(), I0.copy()
-    na = Kc.backend.kt_swap_refine(Kc, a, passes, sorted_sweeps)
+    na = Kc.kt_swap_refine(a, passes, sorted_sweeps)
     nb = CUDA.kt_swap_refine(_OnDevice(Kg), b, passes, sorted_sweeps)
     np.testing.assert_array_equal(a, b)
     assert na == nb > 0
@@ -163,9 +163,8 @@ def test_simulated_kt_swap_ls_matches_cpp(sim, kind, fmt, steps_per_launch, monk
     """KT-Swap-LS (Alg. G.2) on the device: the C++'s swaps, weights (to the last bits: same
     terms in the same order) and final w^T K w, simplex (fmt 0) or constant-preserving (1),
     in one launch or spread over several; a visited point of weight 0 or 1 is skipped."""
-    from stein_coreset import _cuda
 
-    monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", steps_per_launch)
+    monkeypatch.setattr(cuda_config, "PERSISTENT_STEPS", steps_per_launch)
     monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP", "persistent")
     Kc, Kg = _pair(sim, kind=kind)
     rng = np.random.default_rng(fmt)
@@ -177,7 +176,7 @@ def test_simulated_kt_swap_ls_matches_cpp(sim, kind, fmt, steps_per_launch, monk
     dense[supp] = w / w.sum()
     order = np.concatenate([supp, supp[:5], [int(np.flatnonzero(dense == 0)[0])]])
     a, b = dense.copy(), dense.copy()
-    Da = Kc.backend.kt_swap_ls(Kc, a, order, fmt)
+    Da = Kc.kt_swap_ls(a, order, fmt)
     Db = CUDA.kt_swap_ls(_OnDevice(Kg), b, order, fmt)
     assert not np.array_equal(np.flatnonzero(a), np.sort(supp))  # some swaps happened
     np.testing.assert_array_equal(np.flatnonzero(a), np.flatnonzero(b))
@@ -194,16 +193,16 @@ def test_simulated_argmin_loops_on_fewer_blocks_pick_the_same(sim, blocks, monke
     monkeypatch.setenv("STEIN_CORESET_CUDA_LOOP_BLOCKS", blocks)
     Kc, Kg = _pair(sim)
     np.testing.assert_array_equal(CUDA.stein_thinning(_OnDevice(Kg), 40),
-                                  Kc.backend.stein_thinning(Kc, 40))
+                                  Kc.stein_thinning(40))
     idx = np.random.default_rng(5).integers(0, Kc.n, 128).astype(np.int64)
     np.testing.assert_array_equal(CUDA.kt_split(_OnDevice(Kg), idx, 3, 0.5, 99),
-                                  Kc.backend.kt_split(Kc, idx, 3, 0.5, 99))
+                                  Kc.kt_split(idx, 3, 0.5, 99))
     dense = np.zeros(Kc.n)
     supp = np.random.default_rng(6).choice(Kc.n, 14, replace=False)
     dense[supp] = 1.0 / 14
     order = np.concatenate([supp, supp[:5]])
     a, b = dense.copy(), dense.copy()
-    Da = Kc.backend.kt_swap_ls(Kc, a, order, 0)
+    Da = Kc.kt_swap_ls(a, order, 0)
     Db = CUDA.kt_swap_ls(_OnDevice(Kg), b, order, 0)
     np.testing.assert_array_equal(np.flatnonzero(a), np.flatnonzero(b))
     assert Db == pytest.approx(Da, rel=1e-12)
@@ -215,7 +214,7 @@ def test_simulated_argmin_loops_on_fewer_blocks_pick_the_same(sim, blocks, monke
 
 
 def test_loop_blocks_caps_the_grid_and_refuses_nonsense(monkeypatch):
-    from stein_coreset._cuda import loop_blocks
+    from stein_coreset.engine.cuda.config import loop_blocks
 
     monkeypatch.delenv("STEIN_CORESET_CUDA_LOOP_BLOCKS", raising=False)
     assert loop_blocks(132) == 132
@@ -254,7 +253,7 @@ def test_simulated_weighted_rpcholesky_matches_cpp(sim, kind, n, rank, chunks):
     swd = sim.asarray(sw)
     bounds = np.linspace(0, rank, chunks + 1).astype(int)
     for i0, i1 in zip(bounds[:-1], bounds[1:], strict=True):
-        rc = native.weighted_rpcholesky_steps(Kc, sw, dc, Fc, pc, i0, i1, u[i0:i1], tol)
+        rc = bridge.weighted_rpcholesky_steps(Kc, sw, dc, Fc, pc, i0, i1, u[i0:i1], tol)
         rg = Kg.weighted_rpcholesky(swd, dd, Fd, pd, i0, i1, u[i0:i1], tol)
         assert rg == rc
     np.testing.assert_array_equal(np.asarray(pd), pc)
@@ -266,7 +265,7 @@ def test_simulated_weighted_rpcholesky_matches_cpp(sim, kind, n, rank, chunks):
 def test_simulated_weighted_rpcholesky_stops_where_the_cpp_stops(sim):
     """A kernel matrix of rank 4 (four distinct points, repeated): the residual vanishes and
     both loops stop at the same step, with the same pivots."""
-    from stein_coreset._cuda import CudaKernel
+    from stein_coreset.engine.cuda.kernel import CudaKernel
 
     X = np.repeat(np.random.default_rng(2).standard_normal((4, 3)), 12, axis=0)
     Kc = KernelMatrix(sc.Gaussian(sigma=1.5), X)
@@ -274,7 +273,7 @@ def test_simulated_weighted_rpcholesky_stops_where_the_cpp_stops(sim):
                     sim.asarray(Kc.U))
     sw, d, Ft, piv, u, tol = _rpc_state(Kc, 48, 10, seed=5)
     dd, Fd, pd = sim.asarray(d), sim.asarray(Ft), sim.asarray(piv)
-    rc = native.weighted_rpcholesky_steps(Kc, sw, d, Ft, piv, 0, 10, u, tol)
+    rc = bridge.weighted_rpcholesky_steps(Kc, sw, d, Ft, piv, 0, 10, u, tol)
     rg = Kg.weighted_rpcholesky(sim.asarray(sw), dd, Fd, pd, 0, 10, u, tol)
     assert rg == rc < 10
     np.testing.assert_array_equal(np.asarray(pd)[:rc], piv[:rc])
@@ -302,14 +301,15 @@ def _amd_problem(n, r, seed=0):
 ])
 def test_simulated_fused_amd_matches_the_cpp_steps(sim, n, r, t0, steps):
     """The fused AMD kernel's iterates are the C++ loop's, up to the order of double sums."""
-    from stein_coreset import _core, _cuda
+    from stein_coreset.engine.cpu import _core
+    from stein_coreset.engine.cuda import amd as cuda_amd
 
     F, res, w0 = _amd_problem(n, r)
     eta = 0.05
     wc, vc = w0.copy(), w0.copy()
     _core.amd_lowrank(F, res, wc, vc, t0, steps, eta, 1)
     wd, vd = sim.asarray(w0), sim.asarray(w0)
-    _cuda.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, t0, steps, eta)
+    cuda_amd.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, t0, steps, eta)
     np.testing.assert_allclose(np.asarray(wd), wc, rtol=1e-12, atol=0)
     np.testing.assert_allclose(np.asarray(vd), vc, rtol=1e-12, atol=0)
     assert np.all(np.asarray(wd)[::7] == 0.0)  # off the support for good
@@ -320,16 +320,17 @@ def test_simulated_fused_amd_matches_the_cpp_steps(sim, n, r, t0, steps):
 def test_simulated_fused_amd_spans_launches_and_underflow(sim, monkeypatch):
     """Steps split over persistent launches carry F^T w, F^T v and the pending normalisation
     between them; a large step size drives weights to underflow (log domain, v_i = 0)."""
-    from stein_coreset import _core, _cuda
+    from stein_coreset.engine.cpu import _core
+    from stein_coreset.engine.cuda import amd as cuda_amd
 
-    monkeypatch.setattr(_cuda, "PERSISTENT_STEPS", 4)
+    monkeypatch.setattr(cuda_config, "PERSISTENT_STEPS", 4)
     F, res, w0 = _amd_problem(70, 6, seed=1)
     for eta, steps in ((0.05, 11), (400.0, 9)):
         wc, vc = w0.copy(), w0.copy()
         _core.amd_lowrank(F, res, wc, vc, 0, steps, eta, 1)
         wd, vd = sim.asarray(w0), sim.asarray(w0)
         seen = []
-        _cuda.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, 0, steps, eta, seen.append)
+        cuda_amd.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, 0, steps, eta, seen.append)
         assert seen == sorted({min(s, steps) for s in range(4, steps + 4, 4)})
         np.testing.assert_allclose(np.asarray(wd), wc, rtol=1e-11, atol=1e-300)
         np.testing.assert_allclose(np.asarray(vd), vc, rtol=1e-11, atol=1e-300)
@@ -346,16 +347,17 @@ def test_simulated_fused_amd_with_larger_blocks_matches_the_cpp_steps(monkeypatc
     only the order of the double sums: the iterates are the C++ loop's."""
     from support import cudasim
 
-    from stein_coreset import _core, _cuda
+    from stein_coreset.engine.cpu import _core
+    from stein_coreset.engine.cuda import amd as cuda_amd
 
     sim = cudasim.install(monkeypatch, max_threads=64)
-    assert _cuda.amd_grid(n, 3, 64) == grid
+    assert cuda_amd.amd_grid(n, 3, 64) == grid
     F, res, w0 = _amd_problem(n, r, seed=2)
     eta, steps = 0.05, 7
     wc, vc = w0.copy(), w0.copy()
     _core.amd_lowrank(F, res, wc, vc, 2, steps, eta, 1)
     wd, vd = sim.asarray(w0), sim.asarray(w0)
-    _cuda.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, 2, steps, eta)
+    cuda_amd.amd_lowrank(sim.asarray(F), sim.asarray(res), wd, vd, 2, steps, eta)
     assert {(nb, t) for name, nb, t in sim.launch_log if name.startswith("amd")} == {grid}
     np.testing.assert_allclose(np.asarray(wd), wc, rtol=1e-12, atol=0)
     np.testing.assert_allclose(np.asarray(vd), vc, rtol=1e-12, atol=0)
@@ -365,33 +367,35 @@ def test_simulated_fused_amd_with_larger_blocks_matches_the_cpp_steps(monkeypatc
 def test_fused_amd_grid_grows_blocks_while_warps_have_rows():
     """One block per multiprocessor (fewer for tiny n), BLOCK threads, grown by whole warps
     up to the kernel's limit while each warp keeps about a batch of WARP rows."""
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import amd as cuda_amd
+    from stein_coreset.engine.cuda import config as cuda_config
 
-    W, B = _cuda.CONFIG.warp, _cuda.CONFIG.block
-    assert _cuda.amd_grid(1 << 20, 132, 512) == (132, 512)
-    assert _cuda.amd_grid(1 << 20, 132, 1024) == (132, 1024)
-    assert _cuda.amd_grid(1 << 16, 132, 1024) == (132, 16 * W)  # 31 rows a warp
-    assert _cuda.amd_grid(1 << 12, 132, 1024) == (132, B)
-    assert _cuda.amd_grid(100, 132, 1024) == (13, B)
-    assert _cuda.amd_grid(1 << 20, 132, 320) == (132, 320)  # the kernel's registers bound it
+    W, B = cuda_config.CONFIG.warp, cuda_config.CONFIG.block
+    assert cuda_amd.amd_grid(1 << 20, 132, 512) == (132, 512)
+    assert cuda_amd.amd_grid(1 << 20, 132, 1024) == (132, 1024)
+    assert cuda_amd.amd_grid(1 << 16, 132, 1024) == (132, 16 * W)  # 31 rows a warp
+    assert cuda_amd.amd_grid(1 << 12, 132, 1024) == (132, B)
+    assert cuda_amd.amd_grid(100, 132, 1024) == (13, B)
+    assert cuda_amd.amd_grid(1 << 20, 132, 320) == (132, 320)  # the kernel's registers bound it
     for n in (1, 7, 1000, 1 << 14, 1 << 17, 1 << 22):
         for sms, most in ((1, 1024), (16, 320), (132, 736), (144, 1024)):
-            nb, threads = _cuda.amd_grid(n, sms, most)
+            nb, threads = cuda_amd.amd_grid(n, sms, most)
             assert 1 <= nb <= sms and threads % W == 0
-            assert B <= threads <= min(_cuda.AMD_MAX_BLOCK, most)
+            assert B <= threads <= min(cuda_config.AMD_MAX_BLOCK, most)
             if threads > B:  # every warp of the grid still gets close to a batch of rows
                 assert n / (nb * (threads // W - 1)) > W
 
 
 def test_fused_amd_refuses_a_rank_it_does_not_hold(sim):
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import amd as cuda_amd
+    from stein_coreset.engine.cuda import config as cuda_config
 
     F, res, w0 = _amd_problem(10, 3)
-    big = sim.zeros((10, _cuda.CONFIG.warp * _cuda.AMD_KPL[-1] + 1), dtype=np.float32)
+    big = sim.zeros((10, cuda_config.CONFIG.warp * cuda_config.AMD_KPL[-1] + 1), dtype=np.float32)
     with pytest.raises(ValueError, match="rank"):
-        _cuda.amd_lowrank(big, sim.asarray(res), sim.asarray(w0), sim.asarray(w0), 0, 2, 0.1)
+        cuda_amd.amd_lowrank(big, sim.asarray(res), sim.asarray(w0), sim.asarray(w0), 0, 2, 0.1)
     with pytest.raises(ValueError, match="contiguous"):
-        _cuda.amd_lowrank(sim.asarray(F), sim.asarray(res), sim.asarray(w0)[::2],
+        cuda_amd.amd_lowrank(sim.asarray(F), sim.asarray(res), sim.asarray(w0)[::2],
                           sim.asarray(w0), 0, 2, 0.1)
 
 
@@ -403,7 +407,7 @@ def _dksd_problem(n, d, full, comps, seed=5):
     if comps == "shared":
         codes, sig, bet = [0] * d, [1.3] * d, [-0.5] * d
     else:  # one base kernel per component: every compiled one in turn (and IMQ beta -0.3)
-        from stein_coreset._cuda import KNOWN_BASES
+        from stein_coreset.engine.cuda.source import KNOWN_BASES
 
         known = sorted(KNOWN_BASES.values())
         codes = np.resize(known + [KNOWN_BASES["IMQ"]], d)
@@ -422,11 +426,12 @@ def test_simulated_dksd_pass_is_the_cpp_pass(sim, full, comps, need_grad, n, d):
     the same terms (radial.inc), a row's pairs in column order (the C++ sums them in vectorised
     column blocks, so the last bits differ); the adjoint sums in registers (d <= 8 diagonal, 4
     full) or in device memory (d = 5 full, d = 9)."""
-    from stein_coreset import _core, _cuda
+    from stein_coreset.engine.cpu import _core
+    from stein_coreset.engine.cuda import dksd as cuda_dksd
 
     U, V, F, codes, sig, bet, lam = _dksd_problem(n, d, full, comps)
     ref = _core.dksd_pass(U, V, F.reshape(-1), full, codes, sig, bet, lam, need_grad, 2)
-    got = _cuda.dksd_pass(sim.asarray(U), sim.asarray(V), sim.asarray(F), full, codes, sig,
+    got = cuda_dksd.dksd_pass(sim.asarray(U), sim.asarray(V), sim.asarray(F), full, codes, sig,
                           bet, lam, need_grad)
     assert got[0] == pytest.approx(ref[0], rel=1e-12, abs=1e-15)
     if not need_grad:
@@ -438,48 +443,50 @@ def test_simulated_dksd_pass_is_the_cpp_pass(sim, full, comps, need_grad, n, d):
 
 
 def test_simulated_dksd_pass_refuses_what_it_cannot_run(sim):
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import dksd as cuda_dksd
 
     U, V, F, codes, sig, bet, lam = _dksd_problem(6, 2, False, "shared")
     a = [sim.asarray(U), sim.asarray(V), sim.asarray(F)]
     with pytest.raises(ValueError, match="one entry per coordinate"):
-        _cuda.dksd_pass(*a, False, codes[:1], sig, bet, lam, False)
+        cuda_dksd.dksd_pass(*a, False, codes[:1], sig, bet, lam, False)
     with pytest.raises(ValueError, match="unknown base kernel code"):
-        _cuda.dksd_pass(*a, False, np.array([0, 7], dtype=np.intc), sig, bet, lam, False)
+        cuda_dksd.dksd_pass(*a, False, np.array([0, 7], dtype=np.intc), sig, bet, lam, False)
     with pytest.raises(ValueError, match="F must have 12 entries"):
-        _cuda.dksd_pass(*a[:2], sim.asarray(F[:3]), False, codes, sig, bet, lam, False)
+        cuda_dksd.dksd_pass(*a[:2], sim.asarray(F[:3]), False, codes, sig, bet, lam, False)
     with pytest.raises(ValueError, match="at least 2 points"):
-        _cuda.dksd_pass(a[0][:1], a[1][:1], a[2][:1], False, codes, sig, bet, lam, False)
+        cuda_dksd.dksd_pass(a[0][:1], a[1][:1], a[2][:1], False, codes, sig, bet, lam, False)
 
 
 def test_every_compiled_base_kernel_is_simulated():
-    """The CUDA source knows the base kernels the C++ knows (one list, src_cpp/base_kernels.inc,
+    """The CUDA source knows the base kernels the C++ knows (one list,
+    engine/shared/base_kernels.inc,
     which both include), with codes 0, 1, 2, ..., and BASES holds each of them, so the tests
     above compare every compiled kernel's CUDA entries with its C++ ones."""
-    from stein_coreset import _cuda
-    from stein_coreset.engine import COMPILED_KERNELS, native
+    from stein_coreset.engine import COMPILED_KERNELS
+    from stein_coreset.engine.cpu import bridge
+    from stein_coreset.engine.cuda import source as cuda_src
 
-    codes = native.BASE_KERNEL_CODES
-    assert _cuda.KNOWN_BASES == codes
+    codes = bridge.BASE_KERNEL_CODES
+    assert cuda_src.KNOWN_BASES == codes
     assert sorted(codes.values()) == list(range(len(codes)))
     assert {b.code for b in BASES} == set(codes.values())
     assert {type(b) for b in BASES} == set(COMPILED_KERNELS)
-    assert "enum BaseKind" not in _cuda.nvrtc_prelude()  # it comes from the shared list
-    src = _cuda.cuda_source()
-    assert src.startswith(_cuda.nvrtc_prelude()) and src.count("enum BaseKind") == 1
+    assert "enum BaseKind" not in cuda_src.nvrtc_prelude()  # it comes from the shared list
+    src = cuda_src.cuda_source()
+    assert src.startswith(cuda_src.nvrtc_prelude()) and src.count("enum BaseKind") == 1
 
 
 def test_simulator_catches_a_wrong_kernel(monkeypatch):
     """The comparison can fail: Stein thinning that adds k_P once instead of twice is caught."""
     from support import cudasim
 
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import source as cuda_src
 
-    assert _cuda.cuda_source().count("s += 2.0 * kp_entry(K, j, i);") == 2
+    assert cuda_src.cuda_source().count("s += 2.0 * kp_entry(K, j, i);") == 2
     cp = cudasim.install(monkeypatch, edit=lambda src: src.replace(
         "s += 2.0 * kp_entry(K, j, i);", "s += kp_entry(K, j, i);"))
     Kc, Kg = _pair(cp)
-    assert not np.array_equal(Kg.stein_thinning(40), Kc.backend.stein_thinning(Kc, 40))
+    assert not np.array_equal(Kg.stein_thinning(40), Kc.stein_thinning(40))
 
 
 def test_simulator_catches_a_missing_warp_reduction(monkeypatch):
@@ -487,17 +494,19 @@ def test_simulator_catches_a_missing_warp_reduction(monkeypatch):
     shuffles are simulated, not assumed)."""
     from support import cudasim
 
-    from stein_coreset import _core, _cuda
+    from stein_coreset.engine.cpu import _core
+    from stein_coreset.engine.cuda import amd as cuda_amd
+    from stein_coreset.engine.cuda import source as cuda_src
 
-    assert _cuda.cuda_source().count("g = warp_sum(g);") == 1
+    assert cuda_src.cuda_source().count("g = warp_sum(g);") == 1
     cp = cudasim.install(monkeypatch, edit=lambda src: src.replace("g = warp_sum(g);", ""))
     F, res, w0 = _amd_problem(60, 20)
     wc, vc = w0.copy(), w0.copy()
     _core.amd_lowrank(F, res, wc, vc, 0, 5, 0.05, 1)
     wd = cp.asarray(w0)
-    _cuda.amd_lowrank(cp.asarray(F), cp.asarray(res), wd, cp.asarray(w0), 0, 5, 0.05)
+    cuda_amd.amd_lowrank(cp.asarray(F), cp.asarray(res), wd, cp.asarray(w0), 0, 5, 0.05)
     # outside the tolerance the device check uses (F's float32 rounding, to first order)
-    tol = _cuda.amd_rounding_tolerance(F, res, 5, 0.05)
+    tol = cuda_amd.amd_rounding_tolerance(F, res, 5, 0.05)
     assert 0 < tol < 1e-3
     assert not np.allclose(np.asarray(wd), wc, rtol=tol, atol=0)
 
@@ -543,27 +552,27 @@ def test_a_persistent_grid_larger_than_the_device_holds_is_refused_at_launch(mon
     whose block no longer fits a multiprocessor is refused when its grid is sized."""
     from support import cudasim
 
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import launch as cuda_launch
 
     cp = cudasim.install(monkeypatch, blocks_per_sm=2)
     Kc, Kg = _pair(cp)
     fn = Kg._fn("st_persistent")
     stream = cp.cuda.Stream()
     args, bar = _st_persistent_args(cp, Kg, 7)
-    with pytest.raises(_cuda.PersistentLaunchError,
+    with pytest.raises(cuda_launch.PersistentLaunchError,
                        match=r"st_persistent: a grid of 7 blocks of 16 threads exceeds the 6"):
-        _cuda.launch_persistent(fn, "st_persistent", 7, 16, args, stream, bar, 0)
-    params, keep = _cuda._kernel_params(args)
+        cuda_launch.launch_persistent(fn, "st_persistent", 7, 16, args, stream, bar, 0)
+    params, keep = cuda_launch._kernel_params(args)
     with pytest.raises(cudasim.CUDADriverError, match="COOPERATIVE_LAUNCH_TOO_LARGE"):
         cp.cuda.driver.launchCooperativeKernel(fn.kernel.ptr, 7, 1, 1, 16, 1, 1, 0, 0,
                                                cudasim.ctypes.addressof(params))
     args, bar = _st_persistent_args(cp, Kg, 6)
-    _cuda.launch_persistent(fn, "st_persistent", 6, 16, args, stream, bar, 0)
-    np.testing.assert_array_equal(np.asarray(args[-2]), Kc.backend.stein_thinning(Kc, 20))
+    cuda_launch.launch_persistent(fn, "st_persistent", 6, 16, args, stream, bar, 0)
+    np.testing.assert_array_equal(np.asarray(args[-2]), Kc.stein_thinning(20))
 
     monkeypatch.setattr(cp.cuda.driver, "occupancyMaxActiveBlocksPerMultiprocessor",
                         lambda ptr, threads, smem: 0)
-    with pytest.raises(_cuda.PersistentLaunchError,
+    with pytest.raises(cuda_launch.PersistentLaunchError,
                        match="st_persistent: a block of 16 threads does not fit"):
         Kg.stein_thinning(5)
 
@@ -606,8 +615,8 @@ def test_two_threads_launching_persistent_loops_at_once_both_finish(monkeypatch)
     for w in workers:
         w.join(timeout=120)
     assert not errors, errors
-    np.testing.assert_array_equal(got[1], Kc1.backend.stein_thinning(Kc1, 60))
-    np.testing.assert_array_equal(got[2], Kc2.backend.stein_thinning(Kc2, 60))
+    np.testing.assert_array_equal(got[1], Kc1.stein_thinning(60))
+    np.testing.assert_array_equal(got[2], Kc2.stein_thinning(60))
 
 
 def test_a_grid_barrier_that_never_completes_raises_naming_the_kernel(monkeypatch):
@@ -616,14 +625,15 @@ def test_a_grid_barrier_that_never_completes_raises_naming_the_kernel(monkeypatc
     host raises naming the kernel, instead of hanging."""
     from support import cudasim
 
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import launch as cuda_launch
+    from stein_coreset.engine.cuda import source as cuda_src
 
     call = "if (!grid_barrier(bar, nb)) return;"
-    assert _cuda.cuda_source().count(call) == 8
+    assert cuda_src.cuda_source().count(call) == 8
     cp = cudasim.install(monkeypatch, barrier_s=1.0, edit=lambda src: src.replace(
         call, "if (!grid_barrier(bar, nb + 1)) return;"))
     Kc, Kg = _pair(cp)
-    with pytest.raises(_cuda.PersistentLaunchError,
+    with pytest.raises(cuda_launch.PersistentLaunchError,
                        match="st_persistent: its grid barrier waited past its budget"):
         Kg.stein_thinning(10)
 
@@ -647,12 +657,13 @@ extern "C" __global__ void test_argmin(const double* v, long long n, double* pva
 
 
 def _device_argmin(cp, v):
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import config as cuda_config
+    from stein_coreset.engine.cuda import source as cuda_src
 
-    fn = _cuda._module(0).get_function("test_argmin")
-    nb = -(-v.size // _cuda.CONFIG.block)
+    fn = cuda_src.module(0).get_function("test_argmin")
+    nb = -(-v.size // cuda_config.CONFIG.block)
     out = cp.zeros(1, dtype=np.int64)
-    fn((nb,), (_cuda.CONFIG.block,), (cp.asarray(v), np.int64(v.size), cp.empty(nb),
+    fn((nb,), (cuda_config.CONFIG.block,), (cp.asarray(v), np.int64(v.size), cp.empty(nb),
                                       cp.empty(nb, dtype=np.int64), cp.zeros(1, dtype=np.uint32),
                                       out))
     return int(out[0])
@@ -680,7 +691,7 @@ def test_a_nan_never_wins_the_device_argmin(monkeypatch):
 def test_device_argmin_loops_refuse_a_nan_before_the_loop(sim, where):
     """A NaN (or inf) in the points or scores on the device is a ValueError before Stein
     thinning, KT-Swap or KT-Swap-LS runs, not a loop over NaNs."""
-    from stein_coreset._cuda import CudaKernel
+    from stein_coreset.engine.cuda.kernel import CudaKernel
 
     Kc, Kg = _pair(sim)
     U, T = np.array(Kc.U), np.array(Kc.T)

@@ -1,13 +1,12 @@
-"""The kernel engine (KernelMatrix + _core) and its threading policy (src_cpp/parallel.hpp).
+"""The kernel engine (KernelMatrix + _core) and its threading policy
+(engine/cpu/src_cpp/parallel.hpp).
 
 Every C++ loop runs on a team of ``n_threads`` owned by the call and combines fixed chunks in
 order, so results must not depend on the thread count, nor on other Python threads calling the
 library at the same time.
 """
 
-import ast
 import os
-import pathlib
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset.algorithms import kernel_thinning, kt_split, stein_thinning
-from stein_coreset.engine import native
+from stein_coreset.engine.cpu import bridge
 
 # n above the engine's parallel thresholds (2048 points per greedy step), not a multiple of the
 # 256-point blocks, so the last, short block and the per-block combines are exercised
@@ -55,14 +54,14 @@ def test_kernel_primitives_are_bit_identical_across_n_threads():
     K1 = sc.SteinKernel(sc.IMQ(sigma=1.3)).bind(X, S, n_threads=1)
     K3 = K1.with_threads(3)
     # one host copy, one SoA layout
-    assert K3.n_threads == 3 and native.handle(K3) is native.handle(K1)
+    assert K3.n_threads == 3 and bridge.handle(K3) is bridge.handle(K1)
     rows = np.array([0, 17, 4096, 8999])
     w = np.random.default_rng(0).dirichlet(np.ones(K1.n))
     np.testing.assert_array_equal(K1.column(4097), K3.column(4097))
-    np.testing.assert_array_equal(native.gram(K1, rows), native.gram(K3, rows))
-    np.testing.assert_array_equal(native.gram(K1, rows, rows[::-1]),
-                                  native.gram(K3, rows, rows[::-1]))
-    np.testing.assert_array_equal(native.matvec(K1, w), native.matvec(K3, w))
+    np.testing.assert_array_equal(bridge.gram(K1, rows), bridge.gram(K3, rows))
+    np.testing.assert_array_equal(bridge.gram(K1, rows, rows[::-1]),
+                                  bridge.gram(K3, rows, rows[::-1]))
+    np.testing.assert_array_equal(bridge.matvec(K1, w), bridge.matvec(K3, w))
     np.testing.assert_array_equal(K1.row_means(rows), K3.row_means(rows))
     C = np.arange(0, 9000, 30, dtype=np.int64).reshape(2, -1)
     np.testing.assert_array_equal(K1.coreset_sums(C), K3.coreset_sums(C))
@@ -130,8 +129,8 @@ def test_matvec_from_the_upper_triangle_is_the_product_for_any_team():
     k_ij added to rows i and j: half the evaluations): the row-by-row product to rounding, for a
     base, a centred and a Stein kernel (n over two evaluator blocks, not a multiple of the row
     chunk, fewer chunks than slots too), the same bits on 1 and 3 threads."""
-    from stein_coreset import _core
     from stein_coreset.engine import KernelMatrix
+    from stein_coreset.engine.cpu import _core
 
     X, S = _chain(700, 3, 1)
     rng = np.random.default_rng(6)
@@ -140,11 +139,11 @@ def test_matvec_from_the_upper_triangle_is_the_product_for_any_team():
         for K in (KernelMatrix(sc.IMQ(sigma=1.5), X[:n]),
                   sc.kernels.centred_kernel_matrix(sc.Gaussian(sigma=2.0), X[:n]),
                   sc.SteinKernel(sc.Matern(sigma=2.0, nu=2.5)).bind(X[:n], S[:n])):
-            rows = _core.matvec_soa(native.handle(K), w, 1, False)
+            rows = _core.matvec_soa(bridge.handle(K), w, 1, False)
             G = np.asarray(K.block(np.arange(n)))
             scale = np.abs(G) @ np.abs(w)  # the rounding of each entry's sum
             got = np.asarray(K.matvec(w))
-            np.testing.assert_array_equal(got, _core.matvec_soa(native.handle(K), w, 1, True))
+            np.testing.assert_array_equal(got, _core.matvec_soa(bridge.handle(K), w, 1, True))
             assert np.all(np.abs(got - rows) <= 1e-14 * scale)
             assert np.all(np.abs(got - G @ w) <= 1e-14 * scale)
             np.testing.assert_array_equal(np.asarray(K.with_threads(3).matvec(w)), got)
@@ -178,7 +177,8 @@ def test_four_python_threads_calling_compress_match_serial_calls(chain):
         np.testing.assert_array_equal(np.asarray(a.weights), np.asarray(b.weights), err_msg=m)
 
 
-# ---- the median bandwidth on the engine (src_cpp/pairwise.hpp) ------------------------------
+# ---- the median bandwidth on the engine (engine/cpu/src_cpp/pairwise.hpp)
+# ------------------------------
 
 
 def _numpy_median_distance(U):
@@ -210,8 +210,8 @@ def _median_inputs():
 def test_cpp_median_pairwise_distance_equals_the_numpy_definition_bit_for_bit():
     import array_api_compat.numpy as np_xp
 
-    from stein_coreset import _core
     from stein_coreset.engine import squared_distances
+    from stein_coreset.engine.cpu import _core
 
     for U in _median_inputs():
         m = U.shape[0]
@@ -279,7 +279,8 @@ def test_median_bandwidth_of_equal_points_still_raises():
     ids=["yield", "tree"],
 )
 def test_team_wait_and_barrier_switches_give_the_same_selections(chain, env, threads):
-    # STEIN_CORESET_TEAM_WAIT=yield and STEIN_CORESET_TEAM_BARRIER=tree (src_cpp/parallel.hpp)
+    # STEIN_CORESET_TEAM_WAIT=yield and STEIN_CORESET_TEAM_BARRIER=tree
+    # (engine/cpu/src_cpp/parallel.hpp)
     # change how idle threads wait and how a step's end is counted, never what they compute
     X, S = chain
     code = (
@@ -339,157 +340,6 @@ def test_usable_cores_honours_threadpoolctl_limits():
         assert usable_cores() == 1
 
 
-# ---- the layout: who may import _core -------------------------------------------------------
-
-_ENGINE_MODULES = {"engine/native.py", "_threads.py"}
-# the package's __init__ imports _core only to fail early, with a clear message, in a source tree
-_BUILD_CHECK = {"__init__.py"}
-
-
-def _imports_core(tree) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            if node.module and node.module.split(".")[-1] == "_core":
-                return True
-            if any(a.name == "_core" for a in node.names):
-                return True
-        elif isinstance(node, ast.Import):
-            if any(a.name.split(".")[-1] == "_core" for a in node.names):
-                return True
-    return False
-
-
-def test_only_the_engine_modules_import_core():
-    import stein_coreset
-
-    root = pathlib.Path(stein_coreset.__file__).parent
-    src = pathlib.Path(__file__).resolve().parents[1] / "stein_coreset"
-    if src.is_dir():
-        root = src  # the source tree (an editable install points there anyway)
-    offenders = []
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        if rel in _ENGINE_MODULES or rel in _BUILD_CHECK:
-            continue
-        if _imports_core(ast.parse(path.read_text(), filename=str(path))):
-            offenders.append(rel)
-    assert offenders == [], f"only {sorted(_ENGINE_MODULES)} may import _core: {offenders}"
-
-
-def _module_level_imports(path, root):
-    """The package modules a module imports when it is loaded (function-level imports and
-    ``if TYPE_CHECKING:`` blocks excluded), as paths relative to ``root``."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    pkg = path.parent.relative_to(root).parts
-    out = set()
-
-    def visit(stmts):
-        for node in stmts:
-            if isinstance(node, ast.If):
-                if "TYPE_CHECKING" not in ast.unparse(node.test):
-                    visit(node.body)
-                    visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-            elif isinstance(node, ast.ImportFrom) and node.level > 0:
-                base = pkg[: len(pkg) - node.level + 1] + tuple((node.module or "").split("."))
-                base = tuple(p for p in base if p)
-                for alias in node.names:
-                    for cand in (base + (alias.name,), base):
-                        mod = root.joinpath(*cand)
-                        if mod.with_suffix(".pyx").is_file():  # _core: an extension, a leaf
-                            break
-                        if mod.with_suffix(".py").is_file():
-                            out.add(mod.with_suffix(".py").relative_to(root).as_posix())
-                            break
-                        if (mod / "__init__.py").is_file():
-                            out.add((mod / "__init__.py").relative_to(root).as_posix())
-                            break
-
-    visit(tree.body)
-    return out
-
-
-def test_the_package_import_graph_has_no_cycle():
-    # kernels -> engine -> (_validation, _core): nothing imports back up
-    root = pathlib.Path(__file__).resolve().parents[1] / "stein_coreset"
-    if not root.is_dir():
-        pytest.skip("needs the source tree")
-    graph = {
-        p.relative_to(root).as_posix(): _module_level_imports(p, root) for p in root.rglob("*.py")
-    }
-    state = {}
-
-    def visit(mod, stack):
-        state[mod] = "open"
-        for dep in sorted(graph.get(mod, ())):
-            if state.get(dep) == "open":
-                pytest.fail("import cycle: " + " -> ".join(stack[stack.index(dep) :] + [dep]))
-            if dep not in state:
-                visit(dep, stack + [dep])
-        state[mod] = "done"
-
-    for mod in sorted(graph):
-        if mod not in state:
-            visit(mod, [mod])
-    engine = [m for m in graph if m.startswith("engine/")]
-    assert "engine/__init__.py" in graph["kernels.py"]
-    assert not any("kernels.py" in graph[m] for m in engine)
-    assert "engine/__init__.py" not in graph["_validation.py"]
-
-
-# ---- backends are objects: nobody outside the engine tests a backend's name ------------------
-
-def _compares_a_backend_name(tree) -> list[int]:
-    from stein_coreset.engine import BACKENDS
-
-    lines = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare):
-            for side in (node.left, *node.comparators):
-                values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
-                if any(isinstance(v, ast.Constant) and v.value in BACKENDS for v in values):
-                    lines.append(node.lineno)
-    return lines
-
-
-def test_no_module_outside_the_engine_branches_on_a_backend_name():
-    import stein_coreset
-
-    root = pathlib.Path(stein_coreset.__file__).parent
-    offenders = {}
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith(("engine/", "_cuda/")):
-            continue
-        lines = _compares_a_backend_name(ast.parse(path.read_text(), filename=str(path)))
-        if lines:
-            offenders[rel] = lines
-    assert offenders == {}, f"backend names compared outside stein_coreset/engine: {offenders}"
-
-
-def test_the_detector_sees_a_backend_name_branch():
-    tree = ast.parse('if K.backend.name == "cuda":\n    pass\nif b in ("cpu", "xp"):\n    pass\n')
-    assert _compares_a_backend_name(tree) == [1, 3]
-
-
-def test_the_capability_table_lists_every_operation_on_every_backend():
-    from stein_coreset.engine import BACKENDS, OPERATIONS, capability_table
-
-    table = capability_table().splitlines()
-    assert table[0] == "| operation | " + " | ".join(f"`{b}`" for b in BACKENDS) + " |"
-    assert len(table) == 2 + len(OPERATIONS)
-    assert all(row.count("|") == len(BACKENDS) + 2 for row in table)
-
-
-def test_the_developer_page_shows_the_capability_table_as_generated():
-    from stein_coreset.engine import capability_table
-
-    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "engine.md").read_text()
-    table = page.split("<!-- capability-table -->\n")[1].split("<!-- /capability-table -->")[0]
-    assert table.strip() == capability_table().strip()
-
-
 def _bound(kind, base, X):
     """The Stein kernel, the base kernel or the centred base kernel of ``base`` on X."""
     from stein_coreset.kernels import centred_kernel_matrix
@@ -514,8 +364,8 @@ def test_rows_evaluated_together_equal_a_row_at_a_time_bit_for_bit(d, kind):
     for base in (sc.IMQ(sigma=2.0), sc.IMQ(sigma=1.5, beta=-0.3), sc.Gaussian(sigma=3.0),
                  sc.Matern(sigma=3.0, nu=1.5), sc.Matern(sigma=3.0, nu=2.5)):
         K = _bound(kind, base, X)
-        block = native.gram(K, rows)
-        one_by_one = np.stack([native.column(K, int(i)) for i in rows])
+        block = bridge.gram(K, rows)
+        one_by_one = np.stack([bridge.column(K, int(i)) for i in rows])
         np.testing.assert_array_equal(block, one_by_one)
 
 
@@ -532,14 +382,14 @@ def test_an_entry_does_not_depend_on_the_block_or_tile_that_evaluates_it(kind, d
     s = float(np.sqrt(d))
     for base in (sc.IMQ(sigma=s), sc.IMQ(sigma=s, beta=-0.8), sc.Gaussian(sigma=s)):
         K = _bound(kind, base, X)
-        dense = native.gram(K, np.arange(n, dtype=np.int64))
+        dense = bridge.gram(K, np.arange(n, dtype=np.int64))
         for nr, nc in ((1, 300), (3, 7), (5, 257), (70, 1), (66, 129)):
             rows = rng.choice(n, nr, replace=False).astype(np.int64)
             cols = rng.choice(n, nc, replace=False).astype(np.int64)
-            np.testing.assert_array_equal(native.gram(K, rows, cols), dense[np.ix_(rows, cols)])
+            np.testing.assert_array_equal(bridge.gram(K, rows, cols), dense[np.ix_(rows, cols)])
         for j in (0, 255, 256, 300):
-            np.testing.assert_array_equal(native.column(K, j), dense[j])
-        np.testing.assert_allclose(native.row_means(K, np.arange(n, dtype=np.int64)),
+            np.testing.assert_array_equal(bridge.column(K, j), dense[j])
+        np.testing.assert_allclose(bridge.row_means(K, np.arange(n, dtype=np.int64)),
                                    dense.mean(axis=1), rtol=1e-12, atol=1e-13)
 
 
@@ -551,8 +401,8 @@ def test_quad_and_products_agree_with_the_dense_matrix_and_ignore_n_threads():
     K1 = sc.SteinKernel(sc.IMQ(sigma=6.0)).bind(X, -X, n_threads=1)
     dense = K1.dense()
     assert K1.quad(w) == pytest.approx(w @ dense @ w, rel=1e-12)
-    np.testing.assert_allclose(native.matvec(K1, w), dense @ w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(bridge.matvec(K1, w), dense @ w, rtol=1e-12, atol=1e-12)
     for nt in (2, 3):
         Kt = K1.with_threads(nt)
         assert Kt.quad(w) == K1.quad(w)
-        np.testing.assert_array_equal(native.matvec(Kt, w), native.matvec(K1, w))
+        np.testing.assert_array_equal(bridge.matvec(Kt, w), bridge.matvec(K1, w))

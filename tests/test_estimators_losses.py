@@ -384,7 +384,7 @@ def test_matrix_kernel_arguments_are_validated():
 def test_cpp_pass_and_array_api_passes_agree(kind, kernels):
     """The C++ pass (NumPy default), the vectorised array-API pass (shared kernel, diagonal m)
     and the per-component loop give the same loss and adjoints, duplicates included."""
-    from stein_coreset.engine import xp_dksd as A
+    from stein_coreset.engine.reference import dksd as A
     from stein_coreset.estimators import dksd as D
 
     rng = np.random.default_rng(4)
@@ -490,7 +490,7 @@ def test_blocked_cpp_pass_equals_the_pair_by_pair_formula(kind, kernels):
 def test_array_api_product_pass_equals_the_pair_by_pair_formula(kind, kernels):
     """The xp pass's matrix-product form (one group per base kernel, the diagonal masked in
     each slab's square block) against Eq. 7 pair by pair, at several slab sizes."""
-    from stein_coreset.engine import xp_dksd as A
+    from stein_coreset.engine.reference import dksd as A
 
     rng = np.random.default_rng(12)
     n, d = 53, 5

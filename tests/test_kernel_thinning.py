@@ -312,7 +312,7 @@ def test_symmetrized_halvings_equal_the_halving_definition_row_by_row(rule):
     is the reference walk on the uniforms of its own seed, then the half its coin picks, with
     the generator drawn seed, coin, seed, coin, ... as B separate calls would draw it; on 1, 2
     and 3 threads (one halving per member, or all pairs together)."""
-    from stein_coreset import _core
+    from stein_coreset.engine.cpu import _core
 
     rng0 = np.random.default_rng(11)
     K = _stein(n=120)
@@ -338,10 +338,11 @@ def test_symmetrized_halvings_equal_the_halving_definition_row_by_row(rule):
 
 
 def test_kt_halvings_equal_separate_kt_split_calls_on_a_team():
-    """The C++ round of B halvings (src_cpp/kt_split.cpp kt_halvings) gives each row what a
+    """The C++ round of B halvings (engine/cpu/src_cpp/kt_split.cpp kt_halvings) gives each row
+    what a
     t = 1 kt_split of that row gives for its seed, whether the round runs halving by halving
     or pair by pair on the team (fewer rows than threads), and checks its arguments."""
-    from stein_coreset.engine import native
+    from stein_coreset.engine.cpu import bridge
 
     X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((3000, 3))
     for B, N in ((6, 512), (1, 2048), (3, 998)):
@@ -349,14 +350,14 @@ def test_kt_halvings_equal_separate_kt_split_calls_on_a_team():
         seeds = np.arange(17, 17 + B, dtype=np.uint64) * 7919
         for k in (1, 2, 4):
             K = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X, n_threads=k)
-            got = K.backend.kt_halvings(K, blocks, 0.2, seeds)
+            got = K.kt_halvings(blocks, 0.2, seeds)
             assert got.shape == (B, 2, N // 2)
             for l in range(B):
                 np.testing.assert_array_equal(
-                    got[l], K.backend.kt_split(K, blocks[l], 1, 0.2, int(seeds[l])))
-    from stein_coreset import _core
+                    got[l], K.kt_split(blocks[l], 1, 0.2, int(seeds[l])))
+    from stein_coreset.engine.cpu import _core
 
     with pytest.raises(ValueError, match="one seed per block"):
-        _core.kt_halvings(native.handle(K), blocks, 0.2, seeds[:1])
+        _core.kt_halvings(bridge.handle(K), blocks, 0.2, seeds[:1])
     with pytest.raises(IndexError, match="out of range"):
-        _core.kt_halvings(native.handle(K), blocks + 3000, 0.2, seeds)
+        _core.kt_halvings(bridge.handle(K), blocks + 3000, 0.2, seeds)

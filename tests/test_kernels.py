@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import stein_coreset as sc
-from stein_coreset.engine import KernelMatrix, native
+from stein_coreset.engine import KernelMatrix
+from stein_coreset.engine.cpu import bridge
 from stein_coreset.kernels import centred_kernel_matrix
 
 BASES = [
@@ -125,11 +126,11 @@ def test_cpp_and_array_api_gram_agree(make_base, diagonal_only):
     cols = rng.permutation(90)[:40]
     ref = K.block(rows, cols)
     scale = np.abs(ref).max()
-    np.testing.assert_allclose(native.gram(K, rows, cols), ref, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(bridge.gram(K, rows, cols), ref, rtol=0, atol=1e-12 * scale)
     full = K.dense()
-    np.testing.assert_allclose(native.gram(K, np.arange(90)), full, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(bridge.gram(K, np.arange(90)), full, rtol=0, atol=1e-12 * scale)
     w = rng.random(90)
-    np.testing.assert_allclose(native.matvec(K, w), full @ w, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(bridge.matvec(K, w), full @ w, rtol=1e-12, atol=1e-12 * scale)
     np.testing.assert_allclose(K.matvec(w, block_size=13), full @ w, rtol=1e-12)
     np.testing.assert_allclose(K.diag(), np.diag(full), rtol=1e-12)
 
@@ -139,7 +140,7 @@ def test_centred_kernel_cpp_and_array_api_agree_and_rows_sum_to_zero():
     X = rng.standard_normal((70, 2))
     K = centred_kernel_matrix(sc.Gaussian(sigma=0.9), X).with_backend("xp")
     full = K.dense()
-    np.testing.assert_allclose(native.gram(K, np.arange(70)), full, atol=1e-13)
+    np.testing.assert_allclose(bridge.gram(K, np.arange(70)), full, atol=1e-13)
     # centred at its own input: every row of k_P sums to zero
     np.testing.assert_allclose(full.sum(axis=1), 0.0, atol=1e-12)
     np.testing.assert_allclose(K.diag(), np.diag(full), atol=1e-14)
@@ -247,21 +248,21 @@ def test_stein_kernel_runs_in_every_namespace_and_keeps_device(xp):
 
 
 def test_blocked_matvec_never_holds_more_than_one_slab(monkeypatch):
-    from stein_coreset.engine import XpBackend, matrix
+    from stein_coreset.engine import ReferenceBackend, matrix
 
     monkeypatch.setattr(matrix, "SLAB_ENTRIES", 1000)
     rng = np.random.default_rng(11)
     X = rng.standard_normal((300, 2))
     K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X).with_backend("xp")
     shapes = []
-    orig = XpBackend.block
+    orig = ReferenceBackend.block
 
     def spy(self, K, rows, cols=None):
         out = orig(self, K, rows, cols)
         shapes.append(out.shape)
         return out
 
-    monkeypatch.setattr(XpBackend, "block", spy)
+    monkeypatch.setattr(ReferenceBackend, "block", spy)
     w = rng.random(300)
     got = K.matvec(w)
     assert shapes and all(r * c <= 1000 for r, c in shapes)

@@ -6,7 +6,7 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset.algorithms import kt_swap_ls
-from stein_coreset.engine import native
+from stein_coreset.engine.cpu import bridge
 
 
 def _problem(n=300, seed=0, s=12):
@@ -24,12 +24,12 @@ def _mmd2(Kd, idx, w):
 
 def _swap_one(K, idx, w, fmt):
     """One KT-Swap-LS step: the C++ routine visiting only idx[0] (kt_swap_ls visits them all)."""
-    from stein_coreset import _core
     from stein_coreset.algorithms.swap_ls import SWAP_LS_FORMATS
+    from stein_coreset.engine.cpu import _core
 
     dense = np.zeros(K.n)
     dense[idx] = w
-    _core.kt_swap_ls(native.handle(K), dense, np.asarray(idx[:1], dtype=np.int64),
+    _core.kt_swap_ls(bridge.handle(K), dense, np.asarray(idx[:1], dtype=np.int64),
                      SWAP_LS_FORMATS[fmt])
     out = np.flatnonzero(dense)
     return out, dense[out]
@@ -164,8 +164,8 @@ def _reference_pass(Kd, dense, order, splx):
 def test_a_whole_pass_matches_the_definition_and_not_the_team(fmt):
     """Every swap of a pass (visiting the support twice) as the definition makes it, on one
     team region of two steps a swap; the same bits on 1, 2 and 3 threads."""
-    from stein_coreset import _core
     from stein_coreset.algorithms.swap_ls import SWAP_LS_FORMATS
+    from stein_coreset.engine.cpu import _core
 
     K, Kd, idx, w = _problem(n=2000, seed=4, s=20)
     if fmt == "cp":
@@ -178,7 +178,7 @@ def test_a_whole_pass_matches_the_definition_and_not_the_team(fmt):
     outs = []
     for k in (1, 2, 3):
         d = dense.copy()
-        D = _core.kt_swap_ls(native.handle(K), d, order, SWAP_LS_FORMATS[fmt], k)
+        D = _core.kt_swap_ls(bridge.handle(K), d, order, SWAP_LS_FORMATS[fmt], k)
         outs.append(d)
         assert D == pytest.approx(d @ Kd @ d, rel=1e-9)
     np.testing.assert_array_equal(np.flatnonzero(outs[0]), np.flatnonzero(want))

@@ -22,12 +22,13 @@ def test_no_progress_prints_nothing(capsys):
     assert capsys.readouterr().err == ""
 
 
-# --- bars over the C++ loops: a counter the loops add to, polled by a thread (src_cpp/progress.hpp)
+# --- bars over the C++ loops: a counter the loops add to, polled by a thread
+# (engine/cpu/src_cpp/progress.hpp)
 
 import pytest  # noqa: E402
 
-from stein_coreset import _core, _progress  # noqa: E402
-from stein_coreset.engine import native  # noqa: E402
+from stein_coreset import _progress  # noqa: E402
+from stein_coreset.engine.cpu import _core, bridge  # noqa: E402
 
 
 def _stein(n, seed=0):
@@ -40,7 +41,7 @@ def _stein(n, seed=0):
 def test_stein_thinning_counts_one_unit_per_step(n_threads):
     K = _stein(300).with_threads(n_threads)
     _core.progress_reset()
-    K.backend.stein_thinning(K, 137)
+    K.stein_thinning(137)
     assert _core.progress_units() == 137
 
 
@@ -51,15 +52,15 @@ def test_kt_split_counts_the_units_its_bar_expects(N, t, n_threads):
     on the halvings run side by side (large N on two threads)."""
     K = _stein(N).with_threads(n_threads)
     _core.progress_reset()
-    K.backend.kt_split(K, np.arange(N, dtype=np.int64), t, 0.5, 7)
-    assert _core.progress_units() == native.kt_split_units(N, t)
+    K.kt_split(np.arange(N, dtype=np.int64), t, 0.5, 7)
+    assert _core.progress_units() == bridge.kt_split_units(N, t)
 
 
 def test_kt_swap_counts_one_unit_per_position_visited():
     K = _stein(400)
     I = np.arange(0, 400, 20, dtype=np.int64)
     _core.progress_reset()
-    K.backend.kt_swap_refine(K, I, 3)
+    K.kt_swap_refine(I, 3)
     done = _core.progress_units()
     assert done % I.size == 0 and I.size <= done <= 3 * I.size
 

@@ -182,7 +182,7 @@ def test_simplex_weights_cpp_loop_equals_the_numpy_reference(seed, p, start):
     # the C++ active set (updated Cholesky) against the NumPy loop it replaces (a fresh
     # factorisation per step): the same optimum, a KKT point, from full and sparse starts
     from stein_coreset.algorithms.weights import simplex_weights_reference
-    from stein_coreset.engine import native
+    from stein_coreset.engine.cpu import bridge
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((p, 3)) * 1.5 + 0.7
@@ -191,7 +191,7 @@ def test_simplex_weights_cpp_loop_equals_the_numpy_reference(seed, p, start):
     if start == "sparse":
         w0 = np.zeros(p)
         w0[rng.choice(p, 5, replace=False)] = 0.2
-    w_cpp, steps = native.simplex_qp(Kmat, w0, 20 * p + 20)
+    w_cpp, steps = bridge.simplex_qp(Kmat, w0, 20 * p + 20)
     assert w_cpp is not None and steps >= 0  # well conditioned: no fallback
     w_ref = simplex_weights_reference(Kmat, w0)
     assert np.all(w_cpp >= 0) and np.isclose(w_cpp.sum(), 1.0)
@@ -207,12 +207,12 @@ def test_affine_weights_cpp_cholesky_equals_the_reference(p):
     # Eq. 64 solved by the C++ scaled Cholesky against the NumPy/SciPy reference, and checked
     # against the definition: K w is constant (the multiplier) and 1^T w = 1
     from stein_coreset.algorithms.weights import affine_weights_reference
-    from stein_coreset.engine import native
+    from stein_coreset.engine.cpu import bridge
 
     rng = np.random.default_rng(p)
     X = rng.standard_normal((p, 3)) * 1.5 + 0.7
     Kmat = sc.SteinKernel(sc.IMQ(1.3)).matrix(X, -X)
-    w = native.affine_weights(Kmat)
+    w = bridge.affine_weights(Kmat)
     assert w is not None
     np.testing.assert_allclose(w, affine_weights_reference(Kmat), rtol=1e-9, atol=1e-12)
     assert np.isclose(w.sum(), 1.0)
@@ -220,20 +220,20 @@ def test_affine_weights_cpp_cholesky_equals_the_reference(p):
     assert np.max(np.abs(g - g.mean())) <= 1e-8 * np.abs(g.mean())
     # a singular matrix (repeated points): C++ declines, the reference's eigh path answers
     Xd = np.vstack([X, X[:2]])
-    assert native.affine_weights(sc.SteinKernel(sc.IMQ(1.3)).matrix(Xd, -Xd)) is None
+    assert bridge.affine_weights(sc.SteinKernel(sc.IMQ(1.3)).matrix(Xd, -Xd)) is None
 
 
 def test_simplex_weights_fall_back_to_the_reference_on_a_singular_free_set(monkeypatch):
     # duplicated points make the starting free set singular: the C++ loop declines (-1) and
     # simplex_weights answers with the NumPy reference (eigendecomposition affine steps)
     from stein_coreset.algorithms import weights as wmod
-    from stein_coreset.engine import native
+    from stein_coreset.engine.cpu import bridge
 
     rng = np.random.default_rng(8)
     X = rng.standard_normal((12, 2))
     X = np.vstack([X, X[:4]])
     Kmat = sc.SteinKernel(sc.IMQ(1.0)).matrix(X, -X)
-    assert native.simplex_qp(Kmat, np.full(16, 1 / 16), 340) == (None, -1)
+    assert bridge.simplex_qp(Kmat, np.full(16, 1 / 16), 340) == (None, -1)
     called = []
     real = wmod.simplex_weights_reference
     monkeypatch.setattr(wmod, "simplex_weights_reference",

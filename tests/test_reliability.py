@@ -6,7 +6,7 @@ import pytest
 import stein_coreset as sc
 from stein_coreset import estimators as est
 from stein_coreset.algorithms import stein_thinning
-from stein_coreset.engine import native
+from stein_coreset.engine.cpu import bridge
 
 METHODS = ("standard", "iid", "st", "skt", "kt", "lskt", "compresspp",
            "rt", "ct", "sr", "sc", "lsr", "lsc")
@@ -307,14 +307,14 @@ def test_every_cpp_loop_stops_when_the_cancel_flag_is_set_and_recovers_after():
     # exactly what an uninterrupted call does
     import signal
 
-    from stein_coreset import _core
+    from stein_coreset.engine.cpu import _core
 
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         pytest.skip("SIGINT does not have Python's default handler here")
     rng = np.random.default_rng(0)
     X = rng.standard_normal((600, 2))
     K = sc.SteinKernel(sc.IMQ(1.0)).bind(X, -X)
-    h = native.handle(K)
+    h = bridge.handle(K)
     idx = np.arange(512, dtype=np.int64)
     A = rng.standard_normal((5, 600))
     G = X[:50] @ X[:50].T + np.eye(50)
@@ -356,7 +356,7 @@ def test_a_program_with_its_own_sigint_handler_keeps_it():
     # is not cancelled behind its back
     import signal
 
-    from stein_coreset import _core
+    from stein_coreset.engine.cpu import _core
 
     seen = []
     old = signal.signal(signal.SIGINT, lambda *a: seen.append(a[0]))
@@ -530,7 +530,7 @@ def test_a_stale_cancel_request_does_not_cancel_the_next_main_thread_call(sample
     # job) or with its own handler kept the request, and its next call raised KeyboardInterrupt
     import signal
 
-    from stein_coreset import _core
+    from stein_coreset.engine.cpu import _core
 
     X, S = sample
     ref = sc.compress(X, S, size=8, method="skt", seed=0)

@@ -143,7 +143,8 @@ def test_weighted_rpcholesky_on_the_support_equals_the_full_factor():
 
 @pytest.mark.parametrize("backend", ["cpu", "xp", "strict"])
 def test_weighted_rpcholesky_pivot_entries_follow_the_cpp_order_of_operations(backend):
-    """Step i of Alg. F.1 as src_cpp/rpcholesky.cpp computes it, on every backend: the pivot
+    """Step i of Alg. F.1 as engine/cpu/src_cpp/rpcholesky.cpp computes it, on every backend: the
+    pivot
     residual g = K'_ss - sum_{k<i} F'_sk^2 summed in sequence, and F'_si = g * (1 / sqrt(g)),
     bit for bit (K' = diag(sw) K diag(sw); n = 1024 with uniform weights makes sw = 2^-5, so
     F = F' / sw is exact). The array-API loop once took g from the matrix product and divided

@@ -5,7 +5,7 @@ import pytest
 
 import stein_coreset as sc
 from stein_coreset.algorithms import stein_thinning
-from stein_coreset.engine import native
+from stein_coreset.engine.cpu import bridge
 from stein_coreset.kernels import centred_kernel_matrix
 
 
@@ -93,9 +93,10 @@ def test_stein_thinning_bad_input():
 
 @pytest.mark.parametrize("d", [1, 2, 4, 7, 9])
 def test_vectorised_kernel_columns_equal_the_entrywise_evaluator(d):
-    """src_cpp/soa_kernel (the inner loop of ST, KT-SPLIT, KT-Swap) against sc::eval, for every
+    """engine/cpu/src_cpp/soa_kernel (the inner loop of ST, KT-SPLIT, KT-Swap) against sc::eval,
+    for every
     base kernel, with and without scores and centring."""
-    from stein_coreset import _core
+    from stein_coreset.engine.cpu import _core
 
     rng = np.random.default_rng(d)
     X = rng.normal(size=(300, d))
@@ -109,12 +110,12 @@ def test_vectorised_kernel_columns_equal_the_entrywise_evaluator(d):
     ]
     for base in bases:
         for K in (sc.SteinKernel(base).bind(X, -0.7 * X), centred_kernel_matrix(base, X)):
-            dense = native.gram(K, np.arange(300))
+            dense = bridge.gram(K, np.arange(300))
             np.testing.assert_allclose(
-                _core.matvec_soa(native.handle(K), w), dense @ w, rtol=1e-12, atol=1e-11
+                _core.matvec_soa(bridge.handle(K), w), dense @ w, rtol=1e-12, atol=1e-11
             )
             np.testing.assert_allclose(
-                _core.kernel_column(native.handle(K), 17), dense[:, 17], rtol=1e-12, atol=1e-13
+                _core.kernel_column(bridge.handle(K), 17), dense[:, 17], rtol=1e-12, atol=1e-13
             )
 
 
@@ -122,13 +123,13 @@ def test_vectorised_kernel_columns_equal_the_entrywise_evaluator(d):
 def test_column_cache_gives_the_picks_of_the_uncached_loop(d):
     """Repeated picks read their column from the cache: with no cache, a cache of three columns
     (full after three distinct picks) and the default one, the same picks and the reference's."""
-    from stein_coreset import _core
+    from stein_coreset.engine.cpu import _core
 
     rng = np.random.default_rng(d)
     X = 0.7 + 1.5 * rng.standard_normal((700, d))
     K = sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(2 * d)))).bind(X, -X)
     m = 900
-    h = native.handle(K)
+    h = bridge.handle(K)
     runs = [_core.stein_thinning(h, m, 2, cache_bytes=c) for c in (0.0, 3 * 8.0 * 700, -1.0)]
     assert len(np.unique(runs[0])) < m // 3  # repeats: the cache is used
     for got in runs[1:]:

@@ -1,4 +1,5 @@
-"""The teams of src_cpp/parallel.hpp: persistent crews per calling thread, the team-size model."""
+"""The teams of engine/cpu/src_cpp/parallel.hpp: persistent crews per calling thread, the team-size
+model."""
 
 import json
 import math
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import stein_coreset as sc
-from stein_coreset import _core
+from stein_coreset.engine.cpu import _core
 
 BARRIER_NS, WAKE_NS = 400.0, 75000.0  # parallel.hpp's kBarrierNs, kWakeNs
 
@@ -67,7 +68,7 @@ def test_kt_split_first_round_runs_on_the_team():
     assert _core._kt_split_round_modes(n, t, d, 1) == [False] * t
     assert _core._kt_split_round_modes(64, 3, d, 2) == [False] * 3  # too little work
     # and whichever way a round runs, the split is the same
-    from stein_coreset.engine.native import kt_split
+    from stein_coreset.engine.cpu.bridge import kt_split
 
     X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((4096, d))
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(8)))
@@ -159,7 +160,7 @@ def test_team_stats_account_each_region_without_changing_it():
     """The region accounting (off by default) records Stein thinning's one region of m steps
     with its members' busy time within members x wall and its combines within the wall; the
     selection is the one without accounting; once off it records nothing."""
-    from stein_coreset.engine.native import stein_thinning
+    from stein_coreset.engine.cpu.bridge import stein_thinning
 
     rng = np.random.default_rng(0)
     X = 0.7 + 1.5 * rng.standard_normal((4096, 3))
@@ -180,11 +181,11 @@ def test_team_stats_account_each_region_without_changing_it():
     assert _core._team_stats() == []
 
 
-_TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
-                      "device")
+_TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                      "asv_benchmarks", "scripts")
 
 
-@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="tools/device/ not in this checkout")
+@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="no asv_benchmarks/scripts here")
 def test_threads_table_prints_probes_and_a_table_with_equal_selections(tmp_path):
     script = os.path.join(_TOOLS, "threads_table.py")
     probe = subprocess.run([sys.executable, script, "--probe-only"], capture_output=True,
@@ -221,7 +222,7 @@ def test_threads_table_prints_probes_and_a_table_with_equal_selections(tmp_path)
         assert "dropped" in got.stdout  # 64 threads: more than the cores here
 
 
-@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="tools/device/ not in this checkout")
+@pytest.mark.skipif(not os.path.isdir(_TOOLS), reason="no asv_benchmarks/scripts here")
 def test_threads_table_reads_linux_cpu_lists():
     import runpy
     import types

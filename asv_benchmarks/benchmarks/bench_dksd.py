@@ -1,11 +1,11 @@
 """The DKSD pair pass (Barp et al., 2019, Eq. 7) across d: the loss and its adjoints.
 
-The engine's operation itself (``estimators.dksd.pair_pass`` on canonical arrays U, V, F) on
-the C++ pass ("cpu": src_cpp/dksd.hpp, blocked and vectorised, one thread) and the array-API
+The engine's operation itself (``estimators.dksd.pair_pass`` on canonical arrays U, V, F) on the C++
+pass ("cpu": engine/cpu/src_cpp/dksd.hpp, blocked and vectorised, one thread) and the array-API
 reference ("xp", NumPy arrays), and the loss + theta-gradient a user calls
-(``estimators.loss_and_grad``, a Gaussian model, IMQ kernel, identity diffusion). O(n^2 d)
-work for a diagonal F, O(n^2 d^2) for a full one; n is set per d so one run stays well under a
-second at d = 100.
+(``estimators.loss_and_grad``, a Gaussian model, IMQ kernel, identity diffusion). O(n^2 d) work for
+a diagonal F, O(n^2 d^2) for a full one; n is set per d so one run stays well under a second at d =
+100.
 """
 
 import numpy as np

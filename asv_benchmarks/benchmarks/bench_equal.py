@@ -5,7 +5,7 @@ import numpy as np
 
 import stein_coreset as sc
 from stein_coreset.algorithms import kt_split, kt_swap, resample, stein_thinning
-from stein_coreset.engine import native
+from stein_coreset.engine.cpu import bridge
 from stein_coreset.kernels import centred_kernel_matrix
 
 
@@ -23,7 +23,7 @@ class SteinThinning:
     def setup(self, n, d, m):
         X, S = _chain(n, d)
         self.K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, S)
-        native.handle(self.K)
+        bridge.handle(self.K)
 
     def time_stein_thinning(self, n, d, m):
         stein_thinning(self.K, m)
@@ -40,7 +40,7 @@ class KernelThinningParts:
     def setup(self, n, m):
         X, S = _chain(n, 4)
         self.K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, S)
-        native.handle(self.K)
+        bridge.handle(self.K)
         self.t = int(np.log2(n // m))
         self.cands = kt_split(self.K, np.arange(n), self.t, rng=0)
 

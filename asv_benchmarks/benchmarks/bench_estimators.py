@@ -1,10 +1,10 @@
 """DKSD loss and theta-gradient (Barp et al., 2019, Eq. 7) at n = 2000, d = 5.
 
-One O(n^2 d) pass (scalar / diagonal diffusion) or O(n^2 d^2) (full diffusion) gives the
-U-statistic and its gradient: in C++ (src_cpp/dksd.hpp, the NumPy default, "cpu"), blocked
-through the array API ("xp"), or on a CUDA device ("cuda": CuPy input, the pass of
-stein_coreset/_cuda/dksd.cu; skipped where CuPy has no device). The KSD value alone goes
-through engine.KernelMatrix.
+One O(n^2 d) pass (scalar / diagonal diffusion) or O(n^2 d^2) (full diffusion) gives the U-statistic
+and its gradient: in C++ (engine/cpu/src_cpp/dksd.hpp, the NumPy default, "cpu"), blocked through
+the array API ("xp"), or on a CUDA device ("cuda": CuPy input, the pass of
+stein_coreset/engine/cuda/src_cuda/dksd.cu; skipped where CuPy has no device). The KSD value alone
+goes through engine.KernelMatrix.
 """
 
 import array_api_compat

@@ -3,7 +3,7 @@
 import numpy as np
 
 import stein_coreset as sc
-from stein_coreset.engine import native
+from stein_coreset.engine.cpu import bridge
 
 
 def numpy_broadcast_stein_gram(X, S, sigma):
@@ -30,11 +30,11 @@ class SteinGram:
         self.S = -self.X
         self.K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(self.X, self.S)
         self.rows = np.arange(n)
-        native.handle(self.K)
+        bridge.handle(self.K)
 
     def _run(self, n, d, backend):
         if backend == "cpu":
-            return native.gram(self.K, self.rows)
+            return bridge.gram(self.K, self.rows)
         if backend == "xp":
             return self.K.with_backend("xp").dense()
         return numpy_broadcast_stein_gram(self.X, self.S, 1.0)
@@ -58,11 +58,11 @@ class SteinMatvec:
         X = rng.standard_normal((n, d))
         self.K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, -X)
         self.w = np.full(n, 1.0 / n)
-        native.handle(self.K)
+        bridge.handle(self.K)
 
     def time_matvec(self, n, d, backend):
         if backend == "cpu":
-            native.matvec(self.K, self.w)
+            bridge.matvec(self.K, self.w)
         else:
             self.K.with_backend("xp").matvec(self.w)
 

@@ -13,7 +13,8 @@ from stein_coreset.algorithms import (
     low_rank_debias,
     weighted_rpcholesky,
 )
-from stein_coreset.engine import KernelMatrix, native
+from stein_coreset.engine import KernelMatrix
+from stein_coreset.engine.cpu import bridge
 from stein_coreset.kernels import centred_kernel_matrix
 
 
@@ -85,7 +86,7 @@ class KTCompressPP:
         self.X = X
         self.base = sc.Gaussian(sigma=2.0)
         self.K = KernelMatrix(self.base, X)  # KT-SPLIT does not depend on the centring
-        native.handle(self.K)
+        bridge.handle(self.K)
 
     def _run(self):
         X, base = self.X, self.base

@@ -9,7 +9,7 @@ import numpy as np
 
 import stein_coreset as sc
 from stein_coreset.algorithms import kt_split, stein_thinning
-from stein_coreset.engine import native
+from stein_coreset.engine.cpu import bridge
 
 DIMS = [2, 4, 10, 50, 100]
 
@@ -51,7 +51,7 @@ class GreedyLoops:
     def setup(self, n, d):
         X, S = _chain(n, d)
         self.K = sc.SteinKernel(sc.IMQ(sigma=float(np.sqrt(2 * d)))).bind(X, S)
-        native.handle(self.K)
+        bridge.handle(self.K)
         self.idx = np.arange(n)
 
     def time_stein_thinning(self, n, d):

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from stein_coreset.engine import native
+from stein_coreset.engine.cpu import bridge
 
 
 def _best_time(fn, repeat):
@@ -119,11 +119,11 @@ def compare_kt(n=1 << 14, d=2, m=128, seeds=5, repeat=1):
         def mmd(idx, Kc=Kc):
             w = np.bincount(np.asarray(idx), minlength=n) / len(idx)
             nz = np.flatnonzero(w)
-            return math.sqrt(max(float(w[nz] @ native.gram(Kc, nz, nz) @ w[nz]), 0.0))
+            return math.sqrt(max(float(w[nz] @ bridge.gram(Kc, nz, nz) @ w[nz]), 0.0))
 
         w_ours = res.dense(n)
         nz = np.flatnonzero(w_ours)
-        mmd_ours = math.sqrt(max(float(w_ours[nz] @ native.gram(Kc, nz, nz) @ w_ours[nz]), 0.0))
+        mmd_ours = math.sqrt(max(float(w_ours[nz] @ bridge.gram(Kc, nz, nz) @ w_ours[nz]), 0.0))
         rows.append((t_peer, t_ours, mmd(idx_peer), mmd_ours))
         print(
             f"[kt] seed {seed}: goodpoints {t_peer:.2f} s MMD {rows[-1][2]:.5f} | "
@@ -205,7 +205,7 @@ def compare_compresspp(n=1 << 16, d=2, seed=0, repeat=1, g=4):
 
     def mmd_of(w):
         nz = np.flatnonzero(w)
-        return math.sqrt(max(float(w[nz] @ native.gram(Kc, nz, nz) @ w[nz]), 0.0))
+        return math.sqrt(max(float(w[nz] @ bridge.gram(Kc, nz, nz) @ w[nz]), 0.0))
 
     mmd_peer = mmd_of(np.bincount(np.asarray(idx_peer, dtype=np.int64), minlength=n) / m)
     mmd_ours = mmd_of(res.dense(n))

@@ -21,20 +21,20 @@ X and S and their structure-of-arrays copies (4 n d doubles), plus per method
     st                             8 (n + m)
     skt, compresspp                8 * 4 n           (sums and index buffers of KT-SPLIT / swap)
     kt                             8 * 4 n + 8 s n   (and the centring product's s accumulators of
-                                   n doubles, stein_coreset._core.matvec_slots(n): 32 up to
-                                   n = 2^17, else 0; rt and ct free them before their factor,
+                                   n doubles, stein_coreset.engine.cpu._core.matvec_slots(n): 32 up
+                                   to n = 2^17, else 0; rt and ct free them before their factor,
                                    which dominates)
     lskt                           12 n r + 8 * 4 n  (the float64 factor, its float32 copy)
     sr, rt                         16 n r + 8 (m + 1)^2  (the factor and Recombination's [F, 1])
     sc, ct                         8 n r + 8 (m + 1)^2
     lsr, lsc                       20 n r + 8 (m + 1)^2
 
-plus, with the default kernel (``kernel=None``: IMQ at the median bandwidth), the median
-heuristic over p = min(n, 1000) points (src_cpp/pairwise.cpp, NumPy input): a coordinate-major
-copy (p d doubles), 16384 sampled pair distances and the pairs inside the sample's bracket,
-at most p (p - 1) / 60 doubles (~3% of the pairs measured; 0.3 MiB at p = 1000).
-Mode "fixed" passes ``kernel=IMQ(median_bandwidth(X))``, the bandwidth computed in the parent
-process, so only the method's own buffers are measured.
+plus, with the default kernel (``kernel=None``: IMQ at the median bandwidth), the median heuristic
+over p = min(n, 1000) points (engine/cpu/src_cpp/pairwise.cpp, NumPy input): a coordinate-major copy
+(p d doubles), 16384 sampled pair distances and the pairs inside the sample's bracket, at most p (p
+- 1) / 60 doubles (~3% of the pairs measured; 0.3 MiB at p = 1000). Mode "fixed" passes
+``kernel=IMQ(median_bandwidth(X))``, the bandwidth computed in the parent process, so only the
+method's own buffers are measured.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ print(json.dumps({"method": method, "n": n, "d": d, "m": m, "k": len(res),
 
 def estimate(method: str, n: int, d: int, mode: str = "default") -> int:
     """Bytes the docs' table predicts for one call (see the module docstring)."""
-    from stein_coreset._core import matvec_slots
+    from stein_coreset.engine.cpu._core import matvec_slots
 
     m = r = math.ceil(math.sqrt(n))
     base = 8 * 4 * n * d

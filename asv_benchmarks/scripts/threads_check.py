@@ -12,12 +12,12 @@
     competitor processes (spawned here, each ending itself after a time limit and killed after
     the timing), taken in interleaved pairs; the slowdown ratio of the best times and the median
     of the per-pair ratios (a fair share of a 2-core machine is 2x).
-(c) K.column(j) against a one-row Gram block native.gram(K, [j]) at n = 65536, d = 4 and 32,
+(c) K.column(j) against a one-row Gram block bridge.gram(K, [j]) at n = 65536, d = 4 and 32,
     one thread.
 (d) the load average before and after.
 
 The speed-up table over 1, 2, 8, 16 threads (and the team's barrier and wake-up costs:
-``--probe-only``) is tools/device/threads_table.py.
+``--probe-only``) is threads_table.py beside this script.
 
 Inputs are the biased Gaussian chain of compare_peers.py (target N(0, I), sample shifted and
 over-dispersed); coreset size 128. Run it on an otherwise idle machine.
@@ -35,7 +35,7 @@ import time
 import numpy as np
 from compare_peers import biased_chain  # the sibling script
 
-from stein_coreset.engine import native
+from stein_coreset.engine.cpu import bridge
 
 
 def _timed(fn, repeat):
@@ -140,10 +140,10 @@ def section_c(n, repeat):
     for d in (4, 32):
         X, S = biased_chain(n, d, 1)
         K = sc.SteinKernel(sc.IMQ(sigma=1.0)).bind(X, S, n_threads=1)
-        native.handle(K)  # the host copies and the structure-of-arrays layout, built once
+        bridge.handle(K)  # the host copies and the structure-of-arrays layout, built once
         js = [0, n // 3, n // 2, n - 1]
         col = min(_timed(lambda j=j, K=K: K.column(j), max(repeat, 5))[0] for j in js)
-        row = min(_timed(lambda j=j, K=K: native.gram(K, [j]), max(repeat, 5))[0] for j in js)
+        row = min(_timed(lambda j=j, K=K: bridge.gram(K, [j]), max(repeat, 5))[0] for j in js)
         rows.append({"n": n, "d": d, "column_ms": 1e3 * col, "gram_row_ms": 1e3 * row,
                      "ratio": col / row})
         print(f"  d = {d:2d}  column {1e3 * col:8.3f} ms  one-row gram {1e3 * row:8.3f} ms"
@@ -178,7 +178,7 @@ def main(argv=None) -> int:
     out["a"] = section_a(na, 128, repeat)
     print(f"(b) n = {nb}, d = 4, size 128: alone vs {args.competitors} CPU-bound competitors:")
     out["b"] = section_b(nb, 128, repeat, args.competitors, limit)
-    print(f"(c) n = {nc}, one thread: K.column(j) vs one-row native.gram(K, [j]):")
+    print(f"(c) n = {nc}, one thread: K.column(j) vs one-row bridge.gram(K, [j]):")
     out["c"] = section_c(nc, repeat)
     out["loadavg_after"] = os.getloadavg()
     print(f"load average after: {out['loadavg_after']}")

@@ -7,19 +7,20 @@ Parts (any subset, in the order given):
 - ``bw``: the machine's memory bandwidth, a STREAM-like triad ``a = b + s c`` over 256 MiB
   arrays on every usable core (cache-sized chunks of NumPy ufuncs, one thread per core; 24
   bytes per element as STREAM counts them) and a read-only pass (sum of a float32 array).
-- ``amd``: the AMD step (``src_cpp/amd.cpp``) at n = 2^18, r = 147 (= ceil(n^0.4)): seconds per
+- ``amd``: the AMD step (``engine/cpu/src_cpp/amd.cpp``) at n = 2^18, r = 147 (= ceil(n^0.4)):
+seconds per
   step, the bytes each step moves (F once in float32, plus the length-n state vectors) and
   their rate as a fraction of the triad and of the read bandwidth.
 - ``16``, ``18``, ``20``: n = 2^k, d = 4, the biased chain of
   asv_benchmarks/scripts/compare_peers.py (target N(0, I_4), points 0.7 + 1.5 z). Equal-weight
   methods (skt, lskt) take size sqrt(n), the weighted ones (sr, lsr, sc, lsc) size ceil(n^0.4);
-  low-rank ones run with tau = 0.4. Each run is a fresh subprocess: wall and CPU seconds, peak
-  RSS, the KSD of the coreset against P (O(m^2) with one Stein kernel per n: IMQ at the input's
-  median bandwidth, which compress also uses), and ``res.info``. Seeds 0, 1, 2 at 2^16 for every
-  method; at 2^18 lskt takes seeds 0-2 and skt seed 0 in full, its seeds 1 and 2 reuse seed 0's
-  Stein Thinning (deterministic: it does not depend on the seed) and time only the KT stage; at
-  2^20 lskt, lsr, lsc with seed 0. ``--limit`` seconds per run (default 1200): a run past it is
-  reported as not finished.
+  low-rank ones run with tau = 0.4. Each run is a fresh subprocess: wall and CPU seconds, peak RSS,
+  the KSD of the coreset against P (O(m^2) with one Stein kernel per n: IMQ at the input's median
+  bandwidth, which compress also uses), and ``res.info``. Seeds 0, 1, 2 at 2^16 for every method; at
+  2^18 lskt takes seeds 0-2 and skt seed 0 in full, its seeds 1 and 2 reuse seed 0's Stein Thinning
+  (deterministic: it does not depend on the seed) and time only the KT stage; at 2^20 lskt, lsr, lsc
+  with seed 0. ``--limit`` seconds per run (default 1200): a run past it is reported as not
+  finished.
 
 The load average is recorded before each part; run it on an otherwise idle machine.
 """
@@ -92,7 +93,7 @@ def bandwidth(n_bytes: int = 256 << 20, repeat: int = 5) -> dict:
 
 def amd_step(n: int = 1 << 18, r: int = 147, steps: int = 64, bw: dict | None = None) -> dict:
     """Seconds per AMD step at (n, r), and the fraction of the memory bandwidth it reaches."""
-    from stein_coreset.engine import native
+    from stein_coreset.engine.cpu import bridge
 
     rng = np.random.default_rng(0)
     F = (rng.standard_normal((n, r)) / math.sqrt(r)).astype(np.float32)
@@ -105,7 +106,7 @@ def amd_step(n: int = 1 << 18, r: int = 147, steps: int = 64, bw: dict | None = 
             w = np.full(n, 1.0 / n)
             v = w.copy()
             t0 = time.perf_counter()
-            native.amd_lowrank(F, res, w, v, 0, steps, 1e-3, threads)
+            bridge.amd_lowrank(F, res, w, v, 0, steps, 1e-3, threads)
             best = min(best, (time.perf_counter() - t0) / steps)
         out[f"step_s_{threads}"] = best
         print(f"[amd] n={n} r={r} {label}: {best * 1e3:.2f} ms per step")
@@ -202,7 +203,7 @@ def save_st(n: int, sigma: float, path: str) -> float:
     X, S = biased_chain(n, D, 12345)
     K = sc.SteinKernel(sc.IMQ(sigma=sigma)).bind(X, S)
     t0 = time.perf_counter()
-    np.save(path, K.backend.stein_thinning(K, n))
+    np.save(path, K.stein_thinning(n))
     return time.perf_counter() - t0
 
 

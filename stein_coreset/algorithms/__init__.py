@@ -4,17 +4,12 @@ from .amd import LowRankPlusDiagonal, amd
 from .cholesky_thinning import cholesky_thinning
 from .compresspp import compresspp_coreset, kt_compresspp
 from .debias import low_rank_debias
-from .kernel_thinning import (
-    kernel_thinning,
-    kernel_thinning_coreset,
-    kt_split,
-    kt_swap,
-    stein_kernel_thinning,
-)
+from .kernel_thinning import kernel_thinning, kernel_thinning_coreset, kt_split, kt_swap
 from .lskt import low_rank_stein_kernel_thinning
 from .recombination import recombination, recombination_thinning
 from .resample import iid_thinning, resample, standard_thinning
 from .rpcholesky import weighted_rpcholesky
+from .skt import stein_kernel_thinning
 from .stein_thinning import stein_thinning, stein_thinning_coreset, stein_thinning_weights
 from .swap_ls import kt_swap_ls
 from .weighted import weighted_compression

@@ -9,7 +9,7 @@ import array_api_compat
 from .. import _array_api as aa
 from .. import _validation as val
 from .._threads import effective_n_threads
-from ..engine import check_backend, get_backend
+from ..engine import check_backend, get_backend, runner
 
 __all__ = ["amd", "LowRankPlusDiagonal", "factor_bytes"]
 
@@ -73,8 +73,12 @@ class LowRankPlusDiagonal:
         self.F = F
         self._diag = diag
         # row norms without an (n, r) temporary (at n = 2^20, r = 256 that is 2 GiB)
-        self.residual = self.backend.lowrank_residual(F, diag, self.n_threads)
+        self.residual = self._lowrank().lowrank_residual(F, diag, self.n_threads)
         self.n = int(F.shape[0])
+
+    def _lowrank(self):
+        """The backend that runs this operator's residual, quadratic form and float32 factor."""
+        return runner(self.backend, "lowrank", xp=self.xp)
 
     def diag(self):
         return self._diag
@@ -86,7 +90,7 @@ class LowRankPlusDiagonal:
     def quad(self, w, rows=None) -> float:
         """``w^T K' w`` in O(n r); with ``rows`` (host int indices J), ``w^T K'_JJ w`` for w of
         length ``|J|``, in O(``|J|`` r). The value does not depend on ``n_threads``."""
-        return self.backend.lowrank_quad(self, w, rows)
+        return self._lowrank().lowrank_quad(self, w, rows)
 
     def storage_exponent(self) -> int:
         """The power of two e with ``2^-e max|F|`` in [0.5, 1) (0 for a zero or empty F): the
@@ -108,7 +112,7 @@ class LowRankPlusDiagonal:
         and ``e = storage_exponent()``. Scaling by a power of two is exact, so ``2^e G`` is F
         rounded to single precision (what the compiled AMD loops read). Peak memory: G and one
         bounded slab beside F."""
-        return self.backend.factor32(self)
+        return self._lowrank().factor32(self)
 
     def rounded_factor(self):
         """F rounded to single precision at the scale of :meth:`storage_exponent` and back to
@@ -145,8 +149,8 @@ def factor_bytes(n: int, r: int, xp) -> float:
     steps on, for arrays of namespace ``xp`` on the default backend: the float32 factor of the
     fused compiled loops, 12 n r in all, else the float64 rounding of the array-API loop,
     16 n r."""
-    runner = get_backend("auto", xp)
-    return (12.0 if runner.compiled and runner.supports("amd", xp=xp, rank=r) else 16.0) * n * r
+    steps = runner(get_backend("auto", xp), "amd", xp=xp, rank=r)
+    return (12.0 if steps.compiled else 16.0) * n * r
 
 
 class _Dense:
@@ -277,7 +281,8 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     xp, dev, n = op.xp, op.device, op.n
     lowrank = isinstance(op, LowRankPlusDiagonal)
     backend = check_backend(backend)
-    runner = get_backend(backend if lowrank or backend != "auto" else "xp", xp)
+    rank = int(op.F.shape[1]) if lowrank else None
+    stepper = runner(get_backend(backend, xp), "amd", xp=xp, rank=rank, lowrank=lowrank)
     if isinstance(steps, bool) or not isinstance(steps, int) and not hasattr(steps, "__index__"):
         raise TypeError(f"steps must be an integer, got {type(steps).__name__}")
     steps = int(steps)
@@ -302,7 +307,7 @@ def amd(K, steps: int, w0=None, *, agg: bool = False, step_size: float | None = 
     patience = val.check_int(patience, "patience", lo=1)
     track = None if monitor is None else _Tracker(monitor, patience, xp)
     info = {} if info is None else info
-    w, run = runner.amd(op, steps, w0, eta, progress, effective_n_threads(n_threads), track,
+    w, run = stepper.amd(op, steps, w0, eta, progress, effective_n_threads(n_threads), track,
                         check_every)
     info["steps_run"] = run
     if track is not None:

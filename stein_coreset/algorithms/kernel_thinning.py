@@ -11,8 +11,7 @@ import numpy as np
 from .. import _validation as val
 from ..engine import KernelMatrix, check_kernel_matrix, with_threads
 from .resample import standard_thinning
-from .stein_thinning import stein_thinning
-from .weights import equal_weights, picks_ksd
+from .weights import equal_weights
 
 __all__ = [
     "SWAP_ORDERS",
@@ -20,7 +19,6 @@ __all__ = [
     "kt_split",
     "kt_swap",
     "kernel_thinning",
-    "stein_kernel_thinning",
     "kernel_thinning_coreset",
 ]
 
@@ -64,8 +62,8 @@ def kt_split(
     Parameters
     ----------
     K : KernelMatrix
-        The kernel used for splitting (k_P; a base kernel centred at the input splits exactly as
-        the base kernel does).
+        The kernel used for splitting (k_P; a base kernel centred at the input splits exactly as the
+        base kernel does).
     indices : (N,) int host array
         Indices into K's points, possibly with repeats.
     t : int
@@ -145,7 +143,7 @@ def _kt_split(K, idx: np.ndarray, t: int, delta: float, rng, uniforms=None,
     """:func:`kt_split` on validated arguments (``rng`` a Generator unless ``uniforms``)."""
     if delta_rule == "total" or t == 0:
         seed = 0 if uniforms is not None else int(rng.integers(2**63))
-        out = K.backend.kt_split(K, idx, t, delta, seed, uniforms, progress)
+        out = K.kt_split(idx, t, delta, seed, uniforms, progress)
         return [np.array(row) for row in out]
     # "per_step": one halving (t = 1) per coreset and round; the native threshold for a t = 1
     # call on N' points is 2 log(2 N' / delta'), so delta' = N' delta gives 2 log(2 / delta).
@@ -159,7 +157,7 @@ def _kt_split(K, idx: np.ndarray, t: int, delta: float, rng, uniforms=None,
             if uniforms is not None:
                 u = uniforms[j * row + l * half : j * row + (l + 1) * half]
             seed = 0 if uniforms is not None else int(rng.integers(2**63))
-            out = K.backend.kt_split(K, c, 1, delta * c.size, seed, u)
+            out = K.kt_split(c, 1, delta * c.size, seed, u)
             nxt += [np.array(out[0]), np.array(out[1])]
         cores = nxt
     return cores
@@ -181,7 +179,7 @@ def symmetrized_halvings(K: KernelMatrix, blocks: np.ndarray, delta: float, rng,
         keep[l] = int(rng.integers(2))
     # "per_step": a t = 1 call on N points takes delta' = N delta (see _kt_split)
     d = delta if delta_rule == "total" else delta * N
-    halves = K.backend.kt_halvings(K, blocks, d, seeds)
+    halves = K.kt_halvings(blocks, d, seeds)
     return halves[np.arange(B), keep]
 
 
@@ -308,7 +306,7 @@ def _kt_swap(K, cands, baseline, passes: int, order: str = "sorted", progress: b
         if return_info:  # the baseline as it entered the swaps, for the report only
             before_baseline = _mmd2(K, short[1][None, :])[0]
     for I in short:
-        K.backend.kt_swap_refine(K, I, passes, order == "sorted", progress)
+        K.kt_swap_refine(I, passes, order == "sorted", progress)
     final = _mmd2(K, np.stack(short))
     win = int(np.argmin(final))
     if not return_info:
@@ -369,8 +367,8 @@ def kernel_thinning(
     n_threads : int or None
         Threads of the compiled loops (None: ``K.n_threads``); results do not depend on it.
     progress : bool
-        Progress bars over the KT-SPLIT walk and the KT-Swap sweeps (stages under half a second
-        draw none).
+        Progress bars over the KT-SPLIT walk and the KT-Swap sweeps (stages under half a second draw
+        none).
     return_info : bool
         Also return KT-Swap's report (:func:`kt_swap`'s ``return_info``).
 
@@ -438,120 +436,6 @@ def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, pa
         )
     cands = _kt_split(K, idx, t, delta, rng, None, delta_rule, progress) if t > 0 else [idx]
     return _kt_swap(K, cands, baseline, passes, swap_order, progress, return_info)
-
-
-def stein_kernel_thinning(
-    K: KernelMatrix,
-    m: int,
-    rng=None,
-    *,
-    delta: float = 0.5,
-    standard_thin: bool = True,
-    swap_passes: int = 4,
-    swap_order: str = "sorted",
-    delta_rule: str = "total",
-    progress: bool = False,
-):
-    """Stein Kernel Thinning (SKT, Alg. 1): Stein Thinning for n' = m 2^ceil(log2(n/m)) steps,
-    then Kernel Thinning targeting P (Alg. D.2) from the n' picks (with multiplicity) to m, with
-    the first m Stein Thinning picks as KT-Swap's extra candidate.
-
-    Parameters
-    ----------
-    K : KernelMatrix
-        The Stein kernel matrix k_P on the n input points, in sequence order.
-    m : int
-        Output size.
-    rng : numpy.random.Generator or seed, optional
-        Source of KT-SPLIT's random signs.
-    delta : float in (0, 1)
-        KT failure probability.
-    standard_thin : bool
-        Rem. 2: when m^2 < n, standard-thin the input to m^2 points first.
-    swap_passes : int
-        KT-Swap sweeps (Alg. D.3 makes one). Default 4: each further sweep costs O(n m) kernel
-        evaluations (a few percent of SKT's time at n = 2^16, m = 256) and the four lowered the
-        KSD by 20-36% at n = 2^12..2^16 (docs/quality.md).
-    swap_order : {"sorted", "given"}
-        KT-Swap's sweep order (:func:`kt_swap`).
-    delta_rule : {"total", "per_step"}
-        What ``delta`` means to KT-SPLIT (:func:`kt_split`).
-    progress : bool
-        Progress bars of the Stein Thinning loop, KT-SPLIT and KT-Swap.
-
-    Returns
-    -------
-    indices, weights, info
-        Distinct increasing host indices into K's points, host equal weights (count / m), and
-        ``{"standard_thin", "n_thinned", "n_prime", "kt_rounds"}``.
-
-    Notes
-    -----
-    O(n' n + n'^2) kernel evaluations on the (thinned) input of n points (Thm. 1).
-
-    See Also
-    --------
-    stein_coreset.compress : ``method="skt"``, with the kernel chosen for you.
-    low_rank_stein_kernel_thinning : LSKT (Alg. 3), sub-quadratic.
-    stein_thinning : the first stage.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import stein_coreset as sc
-    >>> from stein_coreset.algorithms import stein_kernel_thinning
-    >>> X = 0.5 + np.random.default_rng(0).standard_normal((256, 2))
-    >>> kern = sc.SteinKernel(sc.IMQ(1.0))
-    >>> idx, w, info = stein_kernel_thinning(kern.bind(X, -X), 16, rng=0)
-    >>> idx.size, info["n_prime"], info["stages"]["winner"]
-    (16, 256, 'kt_split')
-    >>> round(sc.ksd(X[idx], -X[idx], weights=w, kernel=kern), 4)
-    0.1834
-    """
-    check_kernel_matrix(K)
-    m = val.check_int(m, "m", lo=1)
-    rng = val.check_random_state(rng, "rng")
-    delta = val.check_delta(delta)
-    standard_thin = val.check_bool(standard_thin, "standard_thin")
-    swap_passes = val.check_int(swap_passes, "swap_passes", lo=1)
-    swap_order = check_swap_order(swap_order)
-    delta_rule = check_delta_rule(delta_rule)
-    progress = val.check_bool(progress, "progress")
-    n = K.n
-    sub = None
-    if standard_thin and m * m < n:
-        sub = standard_thinning(n, m * m)
-        K = K.take(sub)
-    t = max(0, math.ceil(math.log2(K.n / m) - 1e-12))
-    n_prime = m << t
-    st = stein_thinning(K, n_prime, progress=progress, check_input=False)
-    idx, swap = kernel_thinning(
-        K,
-        m,
-        indices=np.sort(st),
-        delta=delta,
-        rng=rng,
-        baseline=st[:m],
-        passes=swap_passes,
-        swap_order=swap_order,
-        delta_rule=delta_rule,
-        check_input=False,
-        progress=progress,
-        return_info=True,
-    )
-    if sub is not None:
-        idx = sub[idx]
-    uniq, w = equal_weights(idx, m)
-    info = {
-        "standard_thin": sub is not None,
-        "n_thinned": int(K.n),
-        "n_prime": int(n_prime),
-        "kt_rounds": int(t),
-        "stages": swap_stages(swap, "kt_split", {"stein_thinning": {
-            "ksd": picks_ksd(K, st), "points": int(n_prime),
-            "support": int(np.unique(st).size)}}),
-    }
-    return uniq, w, info
 
 
 def swap_stages(swap: dict, thinned: str, before: dict) -> dict:

@@ -1,4 +1,5 @@
-"""Recombination (Alg. G.1), KT-Swap-LS (Alg. G.2) and Recombination Thinning (Alg. 4).
+"""Recombination (Alg. G.1) and Recombination Thinning (Alg. 4), which calls KT-Swap-LS
+(Alg. G.2, :mod:`.swap_ls`) on its result.
 
 The weighted RPCholesky factor is built in K's namespace, and only its (support x rank) slab
 crosses to the host for the reduction (docs/engine.md).
@@ -10,7 +11,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .._threads import effective_n_threads
-from ..engine import KernelMatrix, native, with_threads
+from ..engine import KernelMatrix, get_backend, runner, with_threads
 from .resample import resample
 from .rpcholesky import weighted_rpcholesky_rows
 from .swap_ls import swap_ls_support
@@ -95,7 +96,8 @@ def recombination(A, x0, *, n_threads: int | None = None):
         raise ValueError("x0 has NaN or inf entries")
     if np.any(xh < 0):
         raise ValueError("x0 must be non-negative")
-    x = native.recombination(Ah, xh, points_major, effective_n_threads(n_threads))
+    x = runner(get_backend("auto", np), "recombination").recombination(
+        Ah, xh, points_major, effective_n_threads(n_threads))
     return aa.from_host(x, xp=xp, device=dev)
 
 
@@ -212,6 +214,6 @@ def _recombine(K: KernelMatrix, supp_h: np.ndarray, ws: np.ndarray, rank: int, r
         G[-1, ...] = 1.0
     else:
         G = np.ones((1, supp_h.size))
-    x = native.recombination(G, ws, False, K.n_threads)
+    x = K.runner("recombination").recombination(G, ws, False, K.n_threads)
     keep = x > 0
     return supp_h[keep], x[keep] / x[keep].sum()

@@ -96,7 +96,7 @@ def weighted_rpcholesky_rows(K: KernelMatrix, w=None, rank: int = 1, rng=None, *
     w = xp.full((n,), 1.0 / n, dtype=xp.float64, device=dev) if w is None else w
     # one draw per requested pivot, up front: both paths consume the generator alike
     u = rng.random(rank)
-    piv, Ft, scale, sw = K.backend.weighted_rpcholesky(K, w, rank, rows, u, progress)
+    piv, Ft, scale, sw = K.weighted_rpcholesky(w, rank, rows, u, progress)
     if math.isnan(scale):
         raise FloatingPointError("weighted_rpcholesky: the kernel diagonal has NaN entries")
     r = int(piv.shape[0])

@@ -89,7 +89,7 @@ def stein_thinning(
 def _stein_thinning(K: KernelMatrix, m: int, progress: bool = False, backend="auto"):
     """:func:`stein_thinning` on validated arguments."""
     K = K.using(backend)
-    return K.backend.stein_thinning(K, m, progress)
+    return K.stein_thinning(m, progress)
 
 
 def stein_thinning_weights(K: KernelMatrix, *, progress: bool = False):

@@ -117,6 +117,6 @@ def swap_ls_support(K: KernelMatrix, idx: np.ndarray, w: np.ndarray, fmt: str):
     """
     dense = np.zeros(K.n)
     dense[idx] = w
-    K.backend.kt_swap_ls(K, dense, idx, SWAP_LS_FORMATS[fmt])
+    K.kt_swap_ls(dense, idx, SWAP_LS_FORMATS[fmt])
     out = np.flatnonzero(dense)
     return out.astype(np.int64), dense[out]

@@ -15,7 +15,7 @@ import scipy.linalg
 
 from .. import _array_api as aa
 from .. import _validation as val
-from ..engine import KernelMatrix, check_kernel_matrix, native
+from ..engine import KernelMatrix, check_kernel_matrix, get_backend, runner
 
 __all__ = [
     "equal_weights",
@@ -122,13 +122,19 @@ def centre_at_weights(K: KernelMatrix, w) -> KernelMatrix:
     )
 
 
+def _host_qp():
+    """The backend that runs the weights' QP and Cholesky steps on a host (p, p) block."""
+    return runner(get_backend("auto", np), "simplex_weights")
+
+
 def affine_weights(KJ: np.ndarray) -> np.ndarray:
     """argmin_{1^T w = 1} w^T KJ w, i.e. KJ^{-1} 1 / (1^T KJ^{-1} 1) (Eq. 64), solved stably.
 
-    The Cholesky path runs in C++ (src_cpp/simplex_qp.cpp: serial, no BLAS threads); where it
-    declines (an ill-conditioned or indefinite KJ) :func:`affine_weights_reference` answers.
+    The Cholesky path runs in C++ (engine/cpu/src_cpp/simplex_qp.cpp: serial, no BLAS threads);
+    where it declines (an ill-conditioned or indefinite KJ) :func:`affine_weights_reference`
+    answers.
     """
-    w = native.affine_weights(KJ) if KJ.shape[0] > 1 else None
+    w = _host_qp().affine_weights(KJ) if KJ.shape[0] > 1 else None
     return affine_weights_reference(KJ) if w is None else w
 
 
@@ -189,13 +195,13 @@ def simplex_weights(KJ: np.ndarray, w0: np.ndarray, max_iter: int | None = None)
 
     Each iteration solves the affine problem on the free set (``affine_weights``) and either
     moves to it, stops at the first blocking constraint, or frees the most negative multiplier.
-    The objective never increases. The loop runs in C++ (src_cpp/simplex_qp.cpp: the free
+    The objective never increases. The loop runs in C++ (engine/cpu/src_cpp/simplex_qp.cpp: the free
     set's Cholesky factor updated as points enter and leave, O(|J|^2) per iteration, serial, no
     BLAS threads); a free set whose factor is ill conditioned sends the whole problem to
     :func:`simplex_weights_reference`, whose affine steps fall back to an eigendecomposition.
     """
     max_iter = max_iter or 20 * KJ.shape[0] + 20
-    w, _ = native.simplex_qp(KJ, w0, max_iter)
+    w, _ = _host_qp().simplex_qp(KJ, w0, max_iter)
     return simplex_weights_reference(KJ, w0, max_iter) if w is None else w
 
 

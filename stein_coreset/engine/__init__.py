@@ -1,29 +1,32 @@
 """The kernel engine: the one place that evaluates k_P and runs the compiled loops.
 
-:class:`KernelMatrix` is the lens every algorithm has on k_P; it holds one :class:`Backend`
-(``"cpu"``: the C++ of ``_core``; ``"cuda"``: CUDA kernels compiled at run time;
-``"xp"``: the array-API reference), chosen once by :func:`get_backend`. Algorithms and
-estimators call the backend's operations and never test its name. :func:`capability_table`
-says which backend runs which operation (docs/engine.md).
+:class:`KernelMatrix` is the lens every algorithm has on k_P; it holds one :class:`Backend`,
+chosen once by :func:`get_backend`, and each of its operations asks :func:`runner` who runs it
+(the backend, or the fallback it declares for the sizes at hand). The protocol
+(:mod:`.protocol`) declares every operation; each backend is one folder holding all of its
+code: :mod:`.cpu` (the C++ of ``cpu/src_cpp`` through its Cython bridge), :mod:`.cuda` (the CUDA
+of ``cuda/src_cuda``, compiled at run time), :mod:`.reference` (the array-API loops, the
+``"xp"`` backend). Algorithms and estimators call the matrix's operations and never test a
+backend's name; :func:`capability_table` says which backend runs which operation
+(docs/engine.md).
 """
 
 from __future__ import annotations
 
-from . import native
 from .arrays import SLAB_ENTRIES, squared_distances
-from .backend import (
+from .cpu import CpuBackend
+from .cpu.bridge import BASE_KERNEL_CODES
+from .cuda import CudaBackend
+from .dispatch import (
     BACKENDS,
     COMPILED_KERNELS,
-    OPERATIONS,
-    Backend,
     capability_table,
     check_backend,
     compiled_kernel,
     get_backend,
     is_compiled_kernel,
+    runner,
 )
-from .cpu import CpuBackend
-from .cuda import CudaBackend
 from .matrix import (
     KernelMatrix,
     Whitening,
@@ -31,15 +34,17 @@ from .matrix import (
     median_pairwise_distance,
     with_threads,
 )
-from .xp import XpBackend
+from .protocol import OPERATIONS, Backend, Operation
+from .reference import ReferenceBackend
 
 __all__ = [
     "Backend",
+    "Operation",
     "BACKENDS",
     "OPERATIONS",
     "CpuBackend",
     "CudaBackend",
-    "XpBackend",
+    "ReferenceBackend",
     "KernelMatrix",
     "Whitening",
     "squared_distances",
@@ -47,11 +52,12 @@ __all__ = [
     "check_kernel_matrix",
     "with_threads",
     "SLAB_ENTRIES",
+    "BASE_KERNEL_CODES",
     "COMPILED_KERNELS",
     "compiled_kernel",
     "is_compiled_kernel",
     "check_backend",
     "get_backend",
+    "runner",
     "capability_table",
-    "native",
 ]

@@ -1,4 +1,5 @@
-"""The host side of the compiled loops that run in chunks of steps: weighted RPCholesky and AMD.
+"""The host side the compiled backends share: the drivers of the loops that run in chunks of steps
+(weighted RPCholesky and AMD), and the arguments of the compiled DKSD passes.
 
 The ``cpu`` and ``cuda`` backends pass their compiled step function; the driver owns the
 state's set-up, the chunking (progress, Ctrl-C between chunks, AMD's monitor) and the result,
@@ -14,7 +15,7 @@ import numpy as np
 from .. import _array_api as aa
 from .._progress import progress_bar
 
-__all__ = ["weighted_rpcholesky", "amd"]
+__all__ = ["weighted_rpcholesky", "amd", "compiled_components"]
 
 
 def weighted_rpcholesky(K, w, rank: int, rows: int, u: np.ndarray, progress: bool, steps):
@@ -49,13 +50,14 @@ def weighted_rpcholesky(K, w, rank: int, rows: int, u: np.ndarray, progress: boo
 
 
 def amd(op, steps: int, w0, eta: float, progress: bool, n_threads: int, track,
-        check_every: int, factor32, lowrank_steps):
-    """AMD (Alg. F.2) fused on ``op.rounded()``: the backend's ``factor32(op) -> (G, e)`` and
-    ``lowrank_steps(G, res, w, v, t0, k, eta, n_threads)``; ``(w, steps run)``. F is stored in
-    float32 (relative error ~1e-7 in F F^T, far below the low-rank approximation error of K')."""
+        check_every: int, lowrank_steps):
+    """AMD (Alg. F.2) fused on ``op.rounded()``: the operator's ``factor32() -> (G, e)`` and the
+    backend's ``lowrank_steps(G, res, w, v, t0, k, eta, n_threads)``; ``(w, steps run)``. F is
+    stored in float32 (relative error ~1e-7 in F F^T, far below the low-rank approximation
+    error of K')."""
     # K' -> 2^-2e K' and eta -> 2^2e eta leave every iterate unchanged, exactly (powers of two);
     # e puts max|F| near 1, so float32 storage of F neither overflows nor underflows.
-    F, e = factor32(op)
+    F, e = op.factor32()
     xp = op.xp
     if aa.is_numpy(xp):
         res = np.ascontiguousarray(np.ldexp(np.asarray(op.residual, dtype=np.float64), -2 * e))
@@ -77,3 +79,12 @@ def amd(op, steps: int, w0, eta: float, progress: bool, n_threads: int, track,
         if track is not None and track(t0 + k, w):
             return w, t0 + k
     return w, steps
+
+
+def compiled_components(comps):
+    """The compiled DKSD passes' per-component arguments of ``comps`` (pairs of a compiled base
+    kernel and its weight lambda): (codes, sigmas, betas, lambdas) host arrays."""
+    return (np.asarray([int(b.code) for b, _ in comps], dtype=np.intc),
+            np.asarray([float(b.sigma) for b, _ in comps]),
+            np.asarray([float(b.beta) for b, _ in comps]),
+            np.asarray([float(lam) for _, lam in comps]))

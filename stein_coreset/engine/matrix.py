@@ -3,11 +3,12 @@
 :class:`KernelMatrix` is the matrix of a P-mean-zero kernel k_P on fixed points — the Stein
 kernel at (X, S) (:meth:`stein_coreset.kernels.SteinKernel.bind`), or a base kernel centred at
 the input for the unbiased baselines (:func:`stein_coreset.kernels.centred_kernel_matrix`, paper
-footnote 2). It holds one :class:`~stein_coreset.engine.backend.Backend`, chosen at
-construction, and every operation on it (blocks, the diagonal, products, the loops) is that
-backend's. Beside it: the whitening map of the preconditioner M (:class:`Whitening`), squared
-distances formed coordinate by coordinate (:func:`squared_distances`) and the median pairwise
-distance of the median bandwidth (:func:`median_pairwise_distance`).
+footnote 2). It holds one :class:`~stein_coreset.engine.protocol.Backend`, chosen at
+construction, and every operation on it (blocks, products, the loops) is that backend's or,
+where the backend declares it does not run one for the sizes asked, its declared fallback's
+(:func:`~stein_coreset.engine.dispatch.runner`). Beside it: the whitening map of the
+preconditioner M (:class:`Whitening`) and the median pairwise distance of the median bandwidth
+(:func:`median_pairwise_distance`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import numpy as np
 from .. import _array_api as aa
 from .._threads import effective_n_threads
 from .._validation import check_matrix
-from . import native
-from .arrays import SLAB_ENTRIES, squared_distances
-from .backend import Backend, get_backend
+from .arrays import SLAB_ENTRIES
+from .dispatch import get_backend, runner
+from .protocol import Backend
 
 __all__ = [
     "Whitening",
@@ -103,26 +104,15 @@ class Whitening:
 def median_pairwise_distance(U, n_threads: int = 1) -> float:
     """``numpy.median`` of the m (m - 1) / 2 distances of the pairs i < j of the rows of U.
 
-    NumPy arrays are evaluated in C++ on a team of ``n_threads`` (src_cpp/pairwise.hpp), the
-    distances summed coordinate by coordinate exactly as :func:`squared_distances` sums them, so
-    the value is the same bit for bit as the array-API evaluation other namespaces use (which
-    stays on their device until the final median) and does not depend on ``n_threads``.
-    O(m^2 d).
+    NumPy arrays are evaluated in C++ on a team of ``n_threads``
+    (``engine/cpu/src_cpp/pairwise.hpp``), the distances summed coordinate by coordinate exactly
+    as :func:`squared_distances` sums them, so the value is the same bit for bit as the
+    array-API evaluation other namespaces use (which stays on their device until the final
+    median) and does not depend on ``n_threads``. O(m^2 d).
     """
     xp, _ = aa.namespace(U=U)
-    if aa.is_numpy(xp):
-        Uh = np.ascontiguousarray(aa.to_host(U), dtype=np.float64)
-        return native.median_pairwise_distance(Uh, n_threads)
-    return _median_pairwise_distance_xp(U, xp)
-
-
-def _median_pairwise_distance_xp(U, xp) -> float:
-    """``numpy.median`` of the pairwise distances of the rows of U, in U's namespace: the
-    (m, m) squared distances on U's device, the median of the upper triangle on the host.
-    The definition the C++ evaluation (src_cpp/pairwise.hpp) reproduces."""
-    m = U.shape[0]
-    D = aa.to_host(xp.sqrt(squared_distances(xp, U, U)))
-    return float(np.median(D[np.triu_indices(m, k=1)]))
+    return runner(get_backend("auto", xp), "median_distance", xp=xp).median_pairwise_distance(
+        U, n_threads)
 
 
 class KernelMatrix:
@@ -140,8 +130,9 @@ class KernelMatrix:
     C++ evaluator, a thread team) for NumPy arrays, ``"cuda"`` (CUDA kernels compiled at run
     time) for CuPy arrays, ``"xp"`` (the array-API reference) for any other namespace and for
     a base kernel the compiled code does not know (a subclass of IMQ, Gaussian or Matern
-    included; an explicit "cpu"/"cuda" refuses it). Its operations are the backend's; the
-    loops are called as ``K.backend.stein_thinning(K, m)`` and so on.
+    included; an explicit "cpu"/"cuda" refuses it). Its methods are the engine's operations:
+    each asks :meth:`runner` who runs it for the sizes at hand (the backend, or the fallback
+    it declares) and calls that backend.
 
     ``n_threads``: the team size of every C++ evaluation on this matrix (None: the usable cores,
     :func:`stein_coreset._threads.effective_n_threads`); kept by :meth:`take` and friends.
@@ -208,7 +199,8 @@ class KernelMatrix:
         )
 
     def _check_block(self, r: int, c: int, name: str, what: str) -> None:
-        check_matrix(r, c, name, what, like=self.U, copies=self.backend.peak_arrays(self))
+        check_matrix(r, c, name, what, like=self.U,
+                     copies=self.runner("block").peak_arrays(self))
 
     def block(self, rows, cols=None):
         """Block k_P(x_rows, x_cols) in the array namespace, shape (len(rows), len(cols) or n).
@@ -219,7 +211,7 @@ class KernelMatrix:
                                           else len(cols))
         self._check_block(r, c, "rows" if cols is None else "rows, cols",
                           "the kernel block K.block(rows, cols)")
-        return self.backend.block(self, rows, cols)
+        return self.runner("block").block(self, rows, cols)
 
     def cross(self, V, W=None):
         """k_P(x_i, y_j) against new (whitened) points V with whitened scores W; no centring.
@@ -227,6 +219,11 @@ class KernelMatrix:
         if self.mean is not None:
             raise ValueError("cross evaluations of a centred kernel are not defined")
         return get_backend("xp").entries(self, self.U, V, self.T, W)
+
+    def runner(self, op: str, **ctx) -> Backend:
+        """The backend that runs the engine operation ``op`` on this matrix for the context
+        ``ctx`` (:func:`~stein_coreset.engine.dispatch.runner`)."""
+        return runner(self.backend, op, **ctx)
 
     def _radial_at_zero(self) -> tuple[float, float]:
         """(kappa(0), kappa'(0)) of the base kernel: the two constants of the diagonal."""
@@ -264,7 +261,7 @@ class KernelMatrix:
         """The full (n, n) matrix; O(n^2) memory, for small n and tests. A matrix larger than
         the memory it would live in is a ValueError naming X, before anything is allocated."""
         self._check_block(self.n, self.n, "X", f"the dense kernel matrix of n = {self.n} points")
-        return self.backend.dense(self)
+        return self.runner("block").dense(self)
 
     def slabs(self, block_size: int | None = None):
         """Yield ``(start, stop)`` row ranges whose (rows x n) slabs hold at most SLAB_ENTRIES."""
@@ -276,25 +273,60 @@ class KernelMatrix:
         """K w with K never held: O(n^2 d) work, O(block n) memory (one (block x n) slab at a
         time; on "cpu", from K's upper triangle: n (n + 1) / 2 evaluations). ``w`` may be (n,)
         or (n, k)."""
-        return self.backend.matvec(self, w, block_size)
+        return self.runner("matvec", ndim=w.ndim).matvec(self, w, block_size)
 
     def quad(self, w) -> float:
         """w^T K w (the squared MMD_{k_P} of the signed measure sum_i w_i delta_{x_i} to P)."""
-        return self.backend.quad(self, w)
+        return self.runner("quad").quad(self, w)
 
     def column(self, j: int):
         """Column k_P(x_i, x_j), shape (n,), in the array namespace. O(n d)."""
-        return self.backend.column(self, j)
+        return self.runner("column").column(self, j)
 
     def row_means(self, rows):
         """(1/n) sum_j k_P(x_r, x_j) for r in ``rows`` (host int sequence), in the array
         namespace: O(len(rows) n) evaluations, never more than one slab held."""
-        return self.backend.row_means(self, aa.host_indices(rows))
+        return self.runner("row_means").row_means(self, aa.host_indices(rows))
 
     def coreset_sums(self, coresets) -> np.ndarray:
         """(L,) host sums sum_{a,b} k_P(C[l, a], C[l, b]) of L equal-size coresets (rows of the
         host int array ``coresets``): O(L m^2) evaluations."""
-        return self.backend.coreset_sums(self, np.ascontiguousarray(coresets, dtype=np.int64))
+        return self.runner("coreset_sums").coreset_sums(
+            self, np.ascontiguousarray(coresets, dtype=np.int64))
+
+    # ---- the loops (each the algorithm's compiled or reference body; the paper's logic
+    # around it lives in stein_coreset.algorithms) ----------------------------------------------
+    def stein_thinning(self, m: int, progress: bool = False) -> np.ndarray:
+        """Greedy Stein thinning (Alg. D.1): (m,) host int64 picks in selection order."""
+        return self.runner("stein_thinning").stein_thinning(self, m, progress)
+
+    def kt_split(self, idx, t: int, delta: float, seed: int, uniforms=None,
+                 progress: bool = False) -> np.ndarray:
+        """KT-SPLIT (Alg. D.2) of the host index sequence ``idx`` in ``t`` rounds: (2^t, size)
+        host int64 coresets."""
+        return self.runner("kt_split", coresets=1 << int(t)).kt_split(
+            self, idx, t, delta, seed, uniforms, progress)
+
+    def kt_halvings(self, blocks, delta: float, seeds, progress: bool = False) -> np.ndarray:
+        """Independent KT-SPLIT halvings (Alg. D.2, t = 1) of the rows of the host (B, N)
+        ``blocks``: (B, 2, N // 2) host int64 halves."""
+        return self.runner("kt_split", coresets=int(blocks.shape[0])).kt_halvings(
+            self, blocks, delta, seeds, progress)
+
+    def kt_swap_refine(self, I, passes: int, sorted_sweeps: bool = False,
+                       progress: bool = False) -> int:
+        """Greedy KT-Swap (Alg. D.3) in place on the host int64 coreset I; the number of
+        swaps."""
+        return self.runner("kt_swap").kt_swap_refine(self, I, passes, sorted_sweeps, progress)
+
+    def kt_swap_ls(self, dense, order, fmt: int) -> float:
+        """KT-Swap-LS (Alg. G.2) in place on the dense (n,) host weights; w^T K w."""
+        return self.runner("kt_swap_ls").kt_swap_ls(self, dense, order, fmt)
+
+    def weighted_rpcholesky(self, w, rank: int, rows: int, u: np.ndarray, progress: bool):
+        """Weighted RPCholesky (Alg. F.1): ``(pivots, Ft, scale, sw)``."""
+        return self.runner("weighted_rpcholesky", rank=rank, xp=self.xp).weighted_rpcholesky(
+            self, w, rank, rows, u, progress)
 
 
 def check_kernel_matrix(K, name: str = "K") -> KernelMatrix:

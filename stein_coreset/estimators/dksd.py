@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from .. import _array_api as aa
 from ..engine import BACKENDS as ENGINE_BACKENDS
-from ..engine import KernelMatrix, get_backend, squared_distances
-from ..engine.xp_dksd import block_rows
+from ..engine import KernelMatrix, get_backend, runner, squared_distances
+from ..engine.reference.dksd import block_rows
 from ..kernels import RadialKernel, SteinKernel
 from .matrix_kernels import kernel_plan
 from .pointwise import batch_diagonal, batch_trace, checked_scores, point_terms
@@ -47,14 +47,15 @@ BACKENDS = ("auto", *ENGINE_BACKENDS)
 
 def pair_pass(U, V, kind, F, comps, need_grad, block_size=None, backend="auto", n_threads=1):
     """U-statistic sum_{i != j} k0(x_i, x_j) / (n (n - 1)) in canonical form, and its adjoints
-    (see :func:`stein_coreset.engine.xp_dksd.pair_pass` for the arguments), by the engine
+    (see :func:`stein_coreset.engine.reference.dksd.pair_pass` for the arguments), by the engine
     backend :func:`stein_coreset.engine.get_backend` picks over the components' base kernels:
     a base kernel the compiled code does not know (a user subclass) runs the array-API pass
     under "auto", and is refused by a compiled backend asked for by name.
     """
     xp, _ = aa.namespace(U=U)
-    runner = get_backend(backend, xp, *(b for b, _ in comps))
-    return runner.dksd_pass(U, V, kind, F, comps, need_grad, block_size, n_threads)
+    chosen = get_backend(backend, xp, *(b for b, _ in comps))
+    return runner(chosen, "dksd_pass").dksd_pass(U, V, kind, F, comps, need_grad, block_size,
+                                                 n_threads)
 
 
 def _canonical(model, X, theta, kernel, diff, need_grad):

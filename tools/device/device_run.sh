@@ -151,17 +151,17 @@ p1, _ = weighted_rpcholesky(K, rank=50, rng=1)
 p2, _ = weighted_rpcholesky(Kh, rank=50, rng=1)
 assert (p1 == p2).all(), 'persistent RPCholesky pivots differ'"
         # the fused AMD kernel against the C++ loop, within how far F's float32 rounding moves
-        # the weights (_cuda.amd_rounding_tolerance), not to the last bits
+        # the weights (engine.cuda.amd.amd_rounding_tolerance), not to the last bits
         smoke_or_fallback "fused AMD" STEIN_CORESET_CUDA_AMD xp "
 import cupy as cp, numpy as np
-from stein_coreset import _cuda
+from stein_coreset.engine.cuda import amd as cuda_amd
 from stein_coreset.algorithms.amd import LowRankPlusDiagonal, amd
 rng = np.random.default_rng(0)
 F = 0.3 * rng.standard_normal((65536, 60))
 dg = np.sum(F * F, axis=1) + rng.random(65536)
 ref = amd(LowRankPlusDiagonal(F, dg), 300)
 got = cp.asnumpy(amd(LowRankPlusDiagonal(cp.asarray(F), cp.asarray(dg)), 300))
-tol = _cuda.amd_rounding_tolerance(F, dg - np.sum(F * F, axis=1), 300)
+tol = cuda_amd.amd_rounding_tolerance(F, dg - np.sum(F * F, axis=1), 300)
 assert np.allclose(got, ref, rtol=tol, atol=1e-300), 'fused AMD weights differ'"
     fi
     GP=--goodpoints
@@ -171,7 +171,7 @@ assert np.allclose(got, ref, rtol=tol, atol=1e-300), 'fused AMD weights differ'"
     stage_run lskt_2e20 45 $PY tools/device/gpu_large.py --xp "$XP" --n "$N20" \
         --json "$OUT/lskt_$N20.json"
     # the 16-core thread table (the CPU column of the figures)
-    stage_run threads 110 $PY tools/device/threads_table.py $TT \
+    stage_run threads 110 $PY asv_benchmarks/scripts/threads_table.py $TT \
         --json "$OUT/threads_table.json"
     # lskt at n = 2^24 last (it takes what is left): LD's (n, r) factor and its float32 copy
     # (12 n r bytes) must fit; tau 0.3 (r = 148) needs 30 GB

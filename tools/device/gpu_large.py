@@ -151,8 +151,8 @@ def diagnose_lskt(args) -> list[dict]:
         idx[name] = run_kt_compresspp(K, seq, g, 0.5, np.random.default_rng(7), None, m)[0]
     C = np.stack([idx["cpu"], idx["cuda"]])
     sums = {name: K.coreset_sums(C).tolist() for name, K in (("cpu", Kc), ("cuda", Kg))}
-    uni = Kc.backend.kt_split(Kc, seq[:4096], 4, 0.5, 11)
-    ung = Kg.backend.kt_split(Kg, seq[:4096], 4, 0.5, 11)
+    uni = Kc.kt_split(seq[:4096], 4, 0.5, 11)
+    ung = Kg.kt_split(seq[:4096], 4, 0.5, 11)
     row = {"n": n, "ld_max_abs_w_diff": float(np.max(np.abs(wc - wg))),
            "ld_max_w": float(wc.max()), "ld_steps_cpu": out["cpu"][1],
            "ld_steps_cuda": out["cuda"][1],
@@ -177,11 +177,11 @@ def loops(args) -> list[dict]:
     import numpy as np
 
     import stein_coreset as sc
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import launch as cuda_launch
 
     rows = []
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
-    sms = _cuda._multiprocessors(cp.cuda.Device().id)
+    sms = cuda_launch.multiprocessors(cp.cuda.Device().id)
     for n in args.n:
         X, S = _input(cp, n, args.d)
         K = kern.bind(X, S)
@@ -191,10 +191,10 @@ def loops(args) -> list[dict]:
                 ("persistent", str(b)) for b in fewer if b < sms]:
             os.environ["STEIN_CORESET_CUDA_LOOP"] = mode
             os.environ["STEIN_CORESET_CUDA_LOOP_BLOCKS"] = blocks
-            K.backend.stein_thinning(K, 64)  # compile
+            K.stein_thinning(64)  # compile
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
-            got = K.backend.stein_thinning(K, n)
+            got = K.stein_thinning(n)
             secs = time.perf_counter() - t0
             row = {"n": n, "mode": mode, "max_blocks": int(blocks or sms), "steps": n,
                    "seconds": secs, "us_per_step": secs / n * 1e6}
@@ -212,7 +212,7 @@ def loops(args) -> list[dict]:
 def amd_modes(args) -> list[dict]:
     """AMD (Alg. F.2) on a rank ceil(n^tau) K' = F F^T + diag(res) for 7 sqrt(n) steps (App.
     I.2's cap, no monitor): the device's array-API loop, the fused kernel
-    (STEIN_CORESET_CUDA_AMD) with its blocks of ``_cuda.amd_grid`` ("fused") and with blocks of
+    (STEIN_CORESET_CUDA_AMD) with its blocks of ``cuda_amd.amd_grid`` ("fused") and with blocks of
     BLOCK threads ("fused_block256", the grid before blocks grew), and up to n = 2^16 the C++
     loop on the host's cores; seconds, the fused kernel's threads per block and F's float32
     bytes read per second, and the largest relative difference of the weights to the C++ ones
@@ -222,8 +222,9 @@ def amd_modes(args) -> list[dict]:
     import cupy as cp
     import numpy as np
 
-    from stein_coreset import _cuda
     from stein_coreset.algorithms.amd import LowRankPlusDiagonal, amd
+    from stein_coreset.engine.cuda import amd as cuda_amd
+    from stein_coreset.engine.cuda import config as cuda_config
 
     rows = []
     for n in args.n:
@@ -239,10 +240,10 @@ def amd_modes(args) -> list[dict]:
             t0 = time.perf_counter()
             ref = amd(LowRankPlusDiagonal(cp.asnumpy(F), cp.asnumpy(dg)), steps)
             row["cpu_seconds"] = time.perf_counter() - t0
-        most = _cuda.AMD_MAX_BLOCK
+        most = cuda_config.AMD_MAX_BLOCK
         for mode in ("xp", "fused", "fused_block256"):
             os.environ["STEIN_CORESET_CUDA_AMD"] = mode[:5]
-            _cuda.AMD_MAX_BLOCK = _cuda.BLOCK if mode == "fused_block256" else most
+            cuda_config.AMD_MAX_BLOCK = cuda_config.BLOCK if mode == "fused_block256" else most
             amd(op, 4)  # compile
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
@@ -250,12 +251,12 @@ def amd_modes(args) -> list[dict]:
             row[f"{mode}_seconds"] = time.perf_counter() - t0
             if mode != "xp":
                 if isinstance(F, cp.ndarray):  # not on the tests' NumPy stand-in
-                    row[f"{mode}_threads"] = _cuda.amd_launch(n, r, cp.cuda.Device().id)[2]
+                    row[f"{mode}_threads"] = cuda_amd.amd_launch(n, r, cp.cuda.Device().id)[2]
                 row[f"{mode}_GBps"] = 4.0 * n * r * steps / row[f"{mode}_seconds"] / 1e9
             if ref is None:
                 ref = wg
             row[f"{mode}_max_rel_diff"] = float(np.max(np.abs(wg - ref) / np.maximum(ref, 1e-300)))
-        _cuda.AMD_MAX_BLOCK = most
+        cuda_config.AMD_MAX_BLOCK = most
         print(json.dumps(row), flush=True)
         rows.append(row)
         del op, F, dg

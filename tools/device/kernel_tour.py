@@ -4,9 +4,10 @@ What ``tools/device/device_run.sh check`` runs under ``compute-sanitizer --tool 
 ``--tool synccheck`` (so small: the sanitizers slow kernels down a hundredfold), then once more
 with ``--full`` on grids of one block per multiprocessor (n = 2 x multiprocessors x 256 points),
 the size at which every persistent kernel's grid is whole. Both loop modes run (persistent and
-graph), so every entry point of kernels.cu and dksd.cu is launched; the script fails if one was
-not (the compiled modules are wrapped through ``stein_coreset._cuda.CONFIG.compiler`` to record
-the kernels fetched) or if a result differs from the C++'s.
+graph), so every entry point of the two modules (``kernels``, ``dksd``) is launched; the script
+fails if one was not (the compiled modules are wrapped through
+``stein_coreset.engine.cuda.config.CONFIG.compiler`` to record the kernels fetched) or if a
+result differs from the C++'s.
 
     python tools/device/kernel_tour.py [--full] [--json tour.json]
 
@@ -34,12 +35,13 @@ def _simulate():
     sys.path.insert(0, str(ROOT / "tests"))
     from support import cudasim
 
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import config as cuda_config
+    from stein_coreset.engine.cuda import source as cuda_src
 
-    cp = cudasim.fake_cupy(prelude=_cuda.nvrtc_prelude())
+    cp = cudasim.fake_cupy(prelude=cuda_src.nvrtc_prelude())
     sys.modules["cupy"] = cp
-    _cuda.CONFIG.block, _cuda.CONFIG.warp = 16, 8
-    _cuda.CONFIG.compiler = lambda src, opts, dev: cp.RawModule(code=src, options=opts)
+    cuda_config.CONFIG.block, cuda_config.CONFIG.warp = 16, 8
+    cuda_config.CONFIG.compiler = lambda src, opts, dev: cp.RawModule(code=src, options=opts)
     return cp
 
 
@@ -62,12 +64,26 @@ def main(argv=None) -> int:
     cp = _simulate() if args.simulate else __import__("cupy")
 
     import stein_coreset as sc
-    from stein_coreset import _core, _cuda
     from stein_coreset.algorithms.amd import LowRankPlusDiagonal, amd
-    from stein_coreset.engine import native
+    from stein_coreset.engine.cpu import _core, bridge
+    from stein_coreset.engine.cuda import (
+        amd as cuda_amd,
+    )
+    from stein_coreset.engine.cuda import (
+        config as cuda_config,
+    )
+    from stein_coreset.engine.cuda import (
+        dksd as cuda_dksd,
+    )
+    from stein_coreset.engine.cuda import (
+        kernel as cuda_kernel,
+    )
+    from stein_coreset.engine.cuda import (
+        source as cuda_src,
+    )
 
     seen: set[str] = set()
-    compile_ = _cuda.CONFIG.compiler
+    compile_ = cuda_config.CONFIG.compiler
 
     def recording(src, opts, dev):
         if compile_ is not None:
@@ -75,23 +91,23 @@ def main(argv=None) -> int:
         with cp.cuda.Device(dev):
             return _Recording(cp.RawModule(code=src, options=opts), seen)
 
-    _cuda.CONFIG.compiler = recording
+    cuda_config.CONFIG.compiler = recording
     # the entry points: extern "C" kernels, and those the two macros instantiate
-    entries = {f"amd_lowrank_k{k}" for k in _cuda.AMD_KPL}
+    entries = {f"amd_lowrank_k{k}" for k in cuda_config.AMD_KPL}
     entries |= {f"dksd_rows_{'full_' if full else ''}d{d}" for full, most in
-                _cuda.DKSD_REGISTER_D.items() for d in range(1, most + 1)}
-    for part in _cuda.SOURCES:
+                cuda_config.DKSD_REGISTER_D.items() for d in range(1, most + 1)}
+    for part in cuda_src.MODULES:
         entries |= {e for e in re.findall(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(',
-                                          _cuda.cuda_source(part)) if e != "NAME"}
+                                          cuda_src.cuda_source(part)) if e != "NAME"}
 
     sms = int(cp.cuda.Device(0).attributes["MultiProcessorCount"])
-    n = 2 * sms * _cuda.CONFIG.block if args.full else 96
+    n = 2 * sms * cuda_config.CONFIG.block if args.full else 96
     rng = np.random.default_rng(0)
     X = 0.7 + 1.5 * rng.standard_normal((n, 3))
     Kc = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(X, -X)
     Kg = sc.SteinKernel(sc.IMQ(sigma=2.0)).bind(cp.asarray(X), -cp.asarray(X)) \
         if not args.simulate else None
-    Kcu = _cuda.CudaKernel(int(Kc.base.code), float(Kc.base.sigma), float(Kc.base.beta),
+    Kcu = cuda_kernel.CudaKernel(int(Kc.base.code), float(Kc.base.sigma), float(Kc.base.beta),
                            cp.asarray(Kc.U), cp.asarray(Kc.T))
     failures, rows = [], []
 
@@ -116,18 +132,18 @@ def main(argv=None) -> int:
     for mode in ("persistent", "graph"):
         os.environ["STEIN_CORESET_CUDA_LOOP"] = mode
         check(f"Stein thinning ({mode})",
-              np.array_equal(Kcu.stein_thinning(m), Kc.backend.stein_thinning(Kc, m)))
+              np.array_equal(Kcu.stein_thinning(m), Kc.stein_thinning(m)))
         u = _core.kt_split_uniforms(idx.size, 3, 7)
         check(f"KT-SPLIT ({mode})", np.array_equal(
-            Kcu.kt_split(idx, 3, 0.5, u), Kc.backend.kt_split(Kc, idx, 3, 0.5, 7, u)))
+            Kcu.kt_split(idx, 3, 0.5, u), Kc.kt_split(idx, 3, 0.5, 7, u)))
         I1, I2 = idx[:16].copy(), idx[:16].copy()
         Kcu.kt_swap_refine(I1, 1)
-        Kc.backend.kt_swap_refine(Kc, I2, 1)
+        Kc.kt_swap_refine(I2, 1)
         check(f"KT-Swap ({mode})", np.array_equal(I1, I2))
     os.environ["STEIN_CORESET_CUDA_LOOP"] = "persistent"
     a, b = dense.copy(), dense.copy()
     Kcu.kt_swap_ls(a, order, True)
-    Kc.backend.kt_swap_ls(Kc, b, order, 0)
+    Kc.kt_swap_ls(b, order, 0)
     check("KT-Swap-LS (persistent)", np.allclose(a, b, rtol=1e-12, atol=1e-15))
     rank = 8
     sw = np.ones(n)
@@ -137,35 +153,35 @@ def main(argv=None) -> int:
     dg, Ft, piv = cp.asarray(d0), cp.zeros((rank, n)), cp.zeros(rank, dtype=np.int64)
     stop = Kcu.weighted_rpcholesky(cp.asarray(sw), dg, Ft, piv, 0, rank, uu, tol)
     dh, Fh, ph = d0.copy(), np.zeros((rank, n)), np.zeros(rank, dtype=np.int64)
-    stop_c = native.weighted_rpcholesky_steps(Kc, sw, dh, Fh, ph, 0, rank, uu, tol)
+    stop_c = bridge.weighted_rpcholesky_steps(Kc, sw, dh, Fh, ph, 0, rank, uu, tol)
     check("weighted RPCholesky (persistent)",
           stop == stop_c and np.array_equal(cp.asnumpy(piv), ph))
     F = 0.3 * rng.standard_normal((n, 5))
     dgF = np.sum(F * F, axis=1) + rng.random(n)
     ref = amd(LowRankPlusDiagonal(F, dgF), 20)
-    tol = _cuda.amd_rounding_tolerance(F, dgF - np.sum(F * F, axis=1), 20)
-    for k in _cuda.AMD_KPL:  # every instantiation, on a factor of its largest rank
-        r = k * _cuda.CONFIG.warp
+    tol = cuda_amd.amd_rounding_tolerance(F, dgF - np.sum(F * F, axis=1), 20)
+    for k in cuda_config.AMD_KPL:  # every instantiation, on a factor of its largest rank
+        r = k * cuda_config.CONFIG.warp
         Fk = 0.3 * rng.standard_normal((n, r)).astype(np.float32)
         res = rng.random(n)
         w0 = np.full(n, 1.0 / n)
         wc, vc = w0.copy(), w0.copy()
         _core.amd_lowrank(Fk, res, wc, vc, 0, 5, 0.01, 1)
         wd, vd = cp.asarray(w0), cp.asarray(w0)
-        _cuda.amd_lowrank(cp.asarray(Fk), cp.asarray(res), wd, vd, 0, 5, 0.01)
-        rtol = _cuda.amd_rounding_tolerance(Fk, res, 5, 0.01)
+        cuda_amd.amd_lowrank(cp.asarray(Fk), cp.asarray(res), wd, vd, 0, 5, 0.01)
+        rtol = cuda_amd.amd_rounding_tolerance(Fk, res, 5, 0.01)
         check(f"fused AMD rank {r}", np.allclose(cp.asnumpy(wd), wc, rtol=rtol, atol=1e-300))
     if Kg is not None:
         got = cp.asnumpy(amd(LowRankPlusDiagonal(cp.asarray(F), cp.asarray(dgF)), 20))
         check("AMD through the engine", np.allclose(got, ref, rtol=tol, atol=1e-300))
-    for full, most in _cuda.DKSD_REGISTER_D.items():  # every register width, and beyond
+    for full, most in cuda_config.DKSD_REGISTER_D.items():  # every register width, and beyond
         for d in range(1, most + 2):
             Ud, Vd = rng.standard_normal((40, d)), rng.standard_normal((40, d))
             Fd = np.ones((40, d, d)) * np.eye(d) if full else np.ones((40, d))
-            comps = (np.full(d, _cuda.KNOWN_BASES["IMQ"], dtype=np.intc), np.full(d, 1.5),
+            comps = (np.full(d, cuda_src.KNOWN_BASES["IMQ"], dtype=np.intc), np.full(d, 1.5),
                      np.full(d, -0.5), np.linspace(0.5, 2.0, d))
             ref = _core.dksd_pass(Ud, Vd, Fd.reshape(-1), full, *comps, True, 1)
-            got = _cuda.dksd_pass(cp.asarray(Ud), cp.asarray(Vd), cp.asarray(Fd), full,
+            got = cuda_dksd.dksd_pass(cp.asarray(Ud), cp.asarray(Vd), cp.asarray(Fd), full,
                                   *comps, True)
             check(f"DKSD pass d={d} {'full' if full else 'diagonal'}",
                   np.isclose(got[0], ref[0], rtol=1e-10)

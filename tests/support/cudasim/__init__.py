@@ -1,9 +1,9 @@
 """Run the ``cuda`` backend's kernels on the CPU: a simulator for machines without a GPU.
 
 :func:`fake_cupy` returns a module with the small part of CuPy that
-:class:`stein_coreset._cuda.CudaKernel` uses, over NumPy arrays. Its ``RawModule`` compiles the
-CUDA source with g++ against ``runtime.hpp`` beside this file (each CUDA thread an OS thread,
-``__syncthreads`` a barrier, ``__shared__`` memory per block, a device of ``sms``
+:class:`stein_coreset.engine.cuda.kernel.CudaKernel` uses, over NumPy arrays. Its ``RawModule``
+compiles the CUDA source with g++ against ``runtime.hpp`` beside this file (each CUDA thread an
+OS thread, ``__syncthreads`` a barrier, ``__shared__`` memory per block, a device of ``sms``
 multiprocessors holding ``blocks_per_sm`` blocks each, shared by every launch, so a grid that
 fits runs all its blocks at once and the persistent kernels' grid barriers work, warps of
 ``warp`` lanes that meet at each shuffle), and CUDA graphs are recorded launches replayed in
@@ -15,11 +15,12 @@ them — steps, state in device memory, grid barriers, graph replays, cooperativ
 unchanged, and the tests compare them with
 the C++ loops on any machine. Blocks are small (``block`` threads) to keep the thread count low.
 
-The library is reached through public seams only: :func:`stein_coreset._cuda.cuda_source` (the
-source, whose base-kernel list and scalar math come from src_cpp/),
-:func:`stein_coreset._cuda.nvrtc_prelude` (the NVRTC-only text at its head, which the simulator
-replaces by ``runtime.hpp``) and :data:`stein_coreset._cuda.CONFIG` (block, warp and the
-compiler the host code uses).
+The library is reached through public seams only:
+:func:`stein_coreset.engine.cuda.source.cuda_source` (the source, whose base-kernel list and
+scalar math come from engine/shared/), :func:`stein_coreset.engine.cuda.source.nvrtc_prelude`
+(the NVRTC-only text at its head, which the simulator replaces by ``runtime.hpp``) and
+:data:`stein_coreset.engine.cuda.config.CONFIG` (block, warp and the compiler the host code
+uses).
 """
 
 from __future__ import annotations
@@ -340,22 +341,24 @@ def fake_cupy(block: int = 16, sms: int = 3, prelude: str = "",
 def install(monkeypatch, block: int = 16, sms: int = 3, warp: int = 8,
             max_threads: int | None = None, blocks_per_sm: int = 1, barrier_s: float = 20.0,
             edit=None):
-    """Put the fake CuPy in ``sys.modules`` and point :mod:`stein_coreset._cuda` at the
-    simulator through :data:`stein_coreset._cuda.CONFIG` (its compiler, block and warp size;
+    """Put the fake CuPy in ``sys.modules`` and point :mod:`stein_coreset.engine.cuda` at the
+    simulator through :data:`stein_coreset.engine.cuda.config.CONFIG` (its compiler, block and
+    warp size;
     ``max_threads`` the kernels' ``max_threads_per_block``, default ``block``;
     ``blocks_per_sm`` what the occupancy query answers; ``barrier_s`` the grid barrier's
     budget; ``edit``, if given, rewrites each module's source first, for tests that check a
     broken kernel is caught); returns the fake module."""
-    from stein_coreset import _cuda
+    from stein_coreset.engine.cuda import config as cuda_config
+    from stein_coreset.engine.cuda import source as cuda_src
 
-    cp = fake_cupy(block, sms, _cuda.nvrtc_prelude(), warp, max_threads, blocks_per_sm,
+    cp = fake_cupy(block, sms, cuda_src.nvrtc_prelude(), warp, max_threads, blocks_per_sm,
                    barrier_s)
     monkeypatch.setitem(sys.modules, "cupy", cp)
 
     def compiler(source, options, device_id):
         return cp.RawModule(code=source if edit is None else edit(source), options=options)
 
-    monkeypatch.setattr(_cuda.CONFIG, "block", block)
-    monkeypatch.setattr(_cuda.CONFIG, "warp", warp)
-    monkeypatch.setattr(_cuda.CONFIG, "compiler", compiler)
+    monkeypatch.setattr(cuda_config.CONFIG, "block", block)
+    monkeypatch.setattr(cuda_config.CONFIG, "warp", warp)
+    monkeypatch.setattr(cuda_config.CONFIG, "compiler", compiler)
     return cp

@@ -1,4 +1,4 @@
-// A CPU simulator of the CUDA execution model, enough to run stein_coreset/_cuda/kernels.cu
+// A CPU simulator of the CUDA execution model, enough to run stein_coreset/engine/cuda/src_cuda/
 // with g++ (tests/support/cudasim/__init__.py builds it). Each CUDA thread is an OS thread; a block's threads
 // meet at __syncthreads() on a condition variable; __shared__ variables live in per-block
 // slots (the Python side rewrites each declaration into a slot lookup). The device holds
@@ -279,7 +279,7 @@ using sim::clock64;
     sim::shfl((v), (unsigned)(threadIdx.x % SC_WARP) ^ (unsigned)(x))
 #define atomicExch(p, v) __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
 
-// the shared C++ text's function qualifier (what stein_coreset._cuda.nvrtc_prelude defines for
+// the shared C++ text's function qualifier (what stein_coreset.engine.cuda.source.nvrtc_prelude defines for
 // NVRTC); its primitives SC_SQRT, ... take their C++ defaults, the base kernels come with the
-// source (src_cpp/base_kernels.inc)
+// source (engine/shared/base_kernels.inc)
 #define SC_TARGET

@@ -7,6 +7,9 @@ every CUDA kernel against the C++ evaluator and loops on the same input.
 """
 
 import re
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -501,3 +504,45 @@ def test_every_entry_point_with_a_backend_speaks_the_engines_vocabulary():
     np.testing.assert_array_equal(stein_thinning(K, 5, backend="cpu"), ref)
     np.testing.assert_allclose(amd(op, 5, backend="xp"), amd(op, 5, backend="cpu"),
                                rtol=1e-12)
+
+
+def test_nvrtc_loaded_by_path_finds_its_builtins_without_an_rpath(tmp_path):
+    """A pip NVRTC whose library has no RPATH (13.0.88) could not open its builtins library at
+    the first compile unless LD_LIBRARY_PATH named its folder; load_nvrtc loads the builtins
+    first. Checked on a copy of this NVRTC with its RPATH removed, in fresh processes."""
+    import glob
+    import os
+
+    from stein_coreset.engine.cuda import nvrtc
+
+    path = nvrtc.find_nvrtc()
+    if path is None:
+        pytest.skip("no libnvrtc (pip install nvidia-cuda-nvrtc-cu12)")
+    if shutil.which("patchelf") is None:
+        pytest.skip("needs patchelf to remove the RPATH")
+    folder = os.path.dirname(path)
+    builtins = [b for b in glob.glob(os.path.join(folder, "libnvrtc-builtins.so*"))
+                if ".alt." not in b]
+    copy = tmp_path / os.path.basename(path)
+    shutil.copy(path, copy)
+    for b in builtins:
+        shutil.copy(b, tmp_path / os.path.basename(b))
+    subprocess.run(["patchelf", "--remove-rpath", str(copy)], check=True)
+    probe = (
+        "import ctypes, sys\n"
+        "from stein_coreset.engine.cuda import nvrtc\n"
+        "path = sys.argv[1]\n"
+        "lib = nvrtc.load_nvrtc(path) if sys.argv[2] == 'load' else ctypes.CDLL(path)\n"
+        "p = ctypes.c_void_p()\n"
+        "assert lib.nvrtcCreateProgram(ctypes.byref(p), b'__global__ void k() {}', b'k.cu', 0,"
+        " None, None) == 0\n"
+        "opt = (ctypes.c_char_p * 1)(b'--gpu-architecture=compute_90')\n"
+        "sys.exit(lib.nvrtcCompileProgram(p, 1, opt))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    plain = subprocess.run([sys.executable, "-c", probe, str(copy), "plain"], env=env,
+                           capture_output=True, text=True, cwd=tmp_path)
+    loaded = subprocess.run([sys.executable, "-c", probe, str(copy), "load"], env=env,
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert loaded.returncode == 0, loaded.stderr
+    assert plain.returncode != 0  # what the fix is for: the bare library cannot compile

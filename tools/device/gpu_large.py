@@ -17,7 +17,32 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
+
+
+class Rows(list):
+    """The rows of a run, the JSON file rewritten (atomically) after each one, so a run killed
+    at its time limit leaves every row it finished and the one it was running
+    (``{"running": ...}``)."""
+
+    def __init__(self, path: str | None):
+        super().__init__()
+        self.path = path
+
+    def running(self, **what) -> None:
+        self._write(list(self) + [{"running": what, "since": time.strftime("%H:%M:%S")}])
+
+    def append(self, row) -> None:
+        super().append(row)
+        self._write(list(self))
+
+    def _write(self, rows) -> None:
+        if self.path:
+            tmp = f"{self.path}.tmp"
+            with open(tmp, "w") as f:
+                json.dump(rows, f, indent=1)
+            os.replace(tmp, self.path)
 
 
 def _input(cp, n, d, seed=0):
@@ -56,12 +81,13 @@ def large(args) -> list[dict]:
 
     import stein_coreset as sc
 
-    rows = []
+    rows = args.rows
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
     pool = cp.get_default_memory_pool()
     Xw, Sw = _input(cp, min(4096, min(args.n)), args.d)
     sc.compress(Xw, Sw, size=64, method=args.method, kernel=kern, seed=0, tau=args.tau)  # compile
     for n in args.n:
+        rows.running(method=args.method, n=n, tau=args.tau)
         pool.free_all_blocks()
         X, S = _input(cp, n, args.d)
         cp.cuda.Device().synchronize()
@@ -95,7 +121,7 @@ def dask_gpu(args) -> list[dict]:
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
     X, S = _input(cp, n, args.d)
     Xh, Sh = cp.asnumpy(X), cp.asnumpy(S)
-    rows = []
+    rows = args.rows
     # one worker in this process (in-process transport): it shares this process's GPU
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                       dashboard_address=None) as cluster, Client(cluster):
@@ -179,7 +205,7 @@ def loops(args) -> list[dict]:
     import stein_coreset as sc
     from stein_coreset.engine.cuda import launch as cuda_launch
 
-    rows = []
+    rows = args.rows
     kern = sc.SteinKernel(sc.IMQ(sigma=math.sqrt(2 * args.d)))
     sms = cuda_launch.multiprocessors(cp.cuda.Device().id)
     for n in args.n:
@@ -226,7 +252,7 @@ def amd_modes(args) -> list[dict]:
     from stein_coreset.engine.cuda import amd as cuda_amd
     from stein_coreset.engine.cuda import config as cuda_config
 
-    rows = []
+    rows = args.rows
     for n in args.n:
         r = min(1024, math.ceil(n ** args.tau))
         steps = math.ceil(7 * math.sqrt(n))
@@ -293,7 +319,7 @@ def dksd_pass(args) -> list[dict]:
             secs.append(time.perf_counter() - t0)
         return out, min(secs)
 
-    rows = []
+    rows = args.rows
     for n in args.n:
         rng = np.random.default_rng(n)
         U, V = rng.standard_normal((n, d)), rng.standard_normal((n, d))
@@ -327,7 +353,7 @@ def profile(args) -> list[dict]:
 
     n = args.n[0]
     X, S = _input(cp, n, args.d)
-    rows = []
+    rows = args.rows
     for method in args.method.split(","):
         stein = METHODS[method].debiased
         base = sc.IMQ(sigma=math.sqrt(2 * args.d))
@@ -371,6 +397,7 @@ def main(argv=None) -> int:
                    help="strict: array_api_strict in place of CuPy (the CPU dry run; lskt only)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
+    args.rows = Rows(args.json)
     if args.diagnose_lskt:
         rows = diagnose_lskt(args)
     elif args.loops:
@@ -383,9 +410,9 @@ def main(argv=None) -> int:
         rows = dksd_pass(args)
     else:
         rows = dask_gpu(args) if args.dask else large(args)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    if rows is not args.rows:  # a mode that built a list of its own
+        for row in rows:
+            args.rows.append(row)
     return 0
 
 

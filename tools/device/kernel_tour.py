@@ -1,6 +1,6 @@
 """Every CUDA kernel of the ``cuda`` backend once, at small n, each result against the C++.
 
-What ``tools/device/device_run.sh check`` runs under ``compute-sanitizer --tool racecheck`` and
+What ``tools/device/device_run.sh`` runs under ``compute-sanitizer --tool racecheck`` and
 ``--tool synccheck`` (so small: the sanitizers slow kernels down a hundredfold), then once more
 with ``--full`` on grids of one block per multiprocessor (n = 2 x multiprocessors x 256 points),
 the size at which every persistent kernel's grid is whole. Both loop modes run (persistent and

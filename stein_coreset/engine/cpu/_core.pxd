@@ -96,6 +96,7 @@ cdef extern from "stein_thinning.hpp" nogil:
     void sc_stein_thinning "sc::stein_thinning"(const KernelSpec& K, int64_t m, int64_t* out,
                                                double* score, int n_threads,
                                                double cache_bytes) except +
+    double sc_column_cache_bytes "sc::column_cache_bytes"(int64_t n, int64_t m, int64_t d)
 
 
 cdef extern from "kt_split.hpp" nogil:

@@ -361,9 +361,15 @@ def kernel_column(Kernel K, int64_t j, int n_threads=1):
     return out
 
 
+def _column_cache_bytes(int64_t n, int64_t m, int64_t d):
+    """The column cache Stein thinning gives a run of m steps on n points in d dimensions."""
+    return sc_column_cache_bytes(n, m, d)
+
+
 def stein_thinning(Kernel K, int64_t m, int n_threads=1, double cache_bytes=-1.0):
     """Greedy Stein thinning (Alg. D.1): (m,) int64 indices in selection order. Repeated picks
-    read their column from a cache of at most ``cache_bytes`` (negative: 256 MiB)."""
+    read their column from a cache of at most ``cache_bytes`` (negative: the run's own size,
+    none below d = 8, at most 256 MiB: stein_thinning.hpp's column_cache_bytes)."""
     if m < 1:
         raise ValueError("m must be >= 1")
     out = np.empty(m, dtype=np.int64)

@@ -25,7 +25,8 @@ constexpr int64_t kChunk = 4 * kSoABlock;
 // Stein thinning picks the same points again and again (on a biased chain at d = 50, some 190
 // distinct points in 8192 steps): the column of a point picked before is read back from a cache
 // of the columns already evaluated, the same values bit for bit, instead of being evaluated
-// again. The cache holds at most kColumnCacheBytes of columns; picks beyond it are evaluated.
+// again, from d = kColumnCacheMinD on, where that pays. The cache holds at most
+// column_cache_bytes(n, m, d) of columns (stein_thinning.hpp); picks beyond it are evaluated.
 
 // The column step t adds: `cached` (a column evaluated before) or, when `fill` is set, one to
 // evaluate and keep there for the later picks of the same point.
@@ -105,7 +106,7 @@ void stein_thinning(const KernelSpec& K, int64_t m, int64_t* out, double* score,
     std::vector<Padded<Slot>> slot(static_cast<size_t>(M));
     // the column cache: point -> its column, filled by the step that first adds it
     const int64_t max_columns =
-        static_cast<int64_t>((cache_bytes < 0.0 ? kColumnCacheBytes : cache_bytes) /
+        static_cast<int64_t>((cache_bytes < 0.0 ? column_cache_bytes(n, m, K.d) : cache_bytes) /
                              (8.0 * static_cast<double>(n)));
     constexpr int32_t kNeverPicked = -1, kPickedOnce = -2;
     std::vector<int32_t> cached_as(static_cast<size_t>(max_columns > 0 ? n : 0), kNeverPicked);

@@ -3,7 +3,9 @@ the minimiser a user should report (Barp et al., 2019, Sec. 4: runaway scales, k
 non-smooth models, losses unbounded below next to a sample point or towards a bound).
 
 Each returns a message in words, or None. They probe the full-data loss ``value(theta)`` a few
-times (the counts are in each docstring) and know nothing of optimisers.
+times (the counts are in each docstring) and know nothing of optimisers. ``loss_scale`` is the
+size of a meaningful change of the loss (``fit`` passes the change over one standard error),
+so that their tolerances mean the same for data in any units; by default 1 + |loss|.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from .optimize import NumericalExcursion
 __all__ = ["runaway", "kink", "unbounded_near_sample", "unbounded_towards_bound", "data_hint"]
 
 
+def _unit(final, loss_scale):
+    return (1.0 + abs(final)) if loss_scale is None else abs(final) + loss_scale
+
+
 def _probe(value, t):
     try:
         with np.errstate(all="ignore"):
@@ -24,12 +30,12 @@ def _probe(value, t):
         return None
 
 
-def runaway(space, theta, final, value):
+def runaway(space, theta, final, value, loss_scale=None):
     """A message when the loss does not rise as a parameter moves 10 and 1000 times further out
     (a scale multiplied away from its bound, a location moved away from 0): the minimiser may
     lie at infinity, or theta has run away along a plateau. Every such parameter is named.
     Parameters bounded on both sides cannot run away. Up to 2 p full-loss evaluations."""
-    tol = 1e-8 * (1.0 + abs(final))
+    tol = 1e-8 * _unit(final, loss_scale)
     names = space.names
     found = []
     for j in range(theta.size):
@@ -60,7 +66,7 @@ def runaway(space, theta, final, value):
             "at infinity (a different diffusion m or kernel?)")
 
 
-def kink(theta, final, value, sw, info, names, scales=None):
+def kink(theta, final, value, sw, info, names, scales=None, loss_scale=None):
     """A message when the gradient misses a change of the loss near theta.
 
     Along the weakest direction u of the Hessian H (or of the information tensor when no
@@ -89,7 +95,7 @@ def kink(theta, final, value, sw, info, names, scales=None):
         e = np.zeros(p)
         e[j] = 1.0
         dirs.append((j, e))
-    tol = 1e-10 * (1.0 + abs(final))
+    tol = 1e-10 * _unit(final, loss_scale)
     sc = (1.0 + np.abs(theta)) if scales is None else np.asarray(scales, dtype=np.float64)
     probes = []
     for key, u in dirs:
@@ -127,7 +133,7 @@ def kink(theta, final, value, sw, info, names, scales=None):
     return None
 
 
-def unbounded_near_sample(X, theta, final, value, names, singular):
+def unbounded_near_sample(X, theta, final, value, names, singular, loss_scale=None):
     """A message when theta sits on, or the loss can go below its value at theta next to, the
     sample point nearest to the location parameters (``singular``, where the model's score is
     unbounded): the sample loss is then unbounded below (Sec. 4.1's rough Bessel densities)
@@ -152,7 +158,7 @@ def unbounded_near_sample(X, theta, final, value, names, singular):
             if v is not None and v < lowest[0]:
                 lowest = (v, rel)
     on_point = gap[i] <= 1e-6 * unit
-    if not (on_point or lowest[0] < final - 1e-6 * (1.0 + abs(final))):
+    if not (on_point or lowest[0] < final - 1e-6 * _unit(final, loss_scale)):
         return None
     where = (f"theta is {gap[i]:.2g} from the sample point {Xh[i].tolist()}" if on_point else
              f"{lowest[0]:.4g} with {', '.join(singular)} {lowest[1]:.0e} from the sample point "
@@ -163,7 +169,8 @@ def unbounded_near_sample(X, theta, final, value, names, singular):
             "smoother model, or a robust estimate such as the median)")
 
 
-def unbounded_towards_bound(space, theta, final, value, X=None, theta0=None):
+def unbounded_towards_bound(space, theta, final, value, X=None, theta0=None,
+                            loss_scale=None):
     """A message when the loss still decreases as a bounded parameter is moved 1000 times
     closer to one of its bounds (the fit of 2 or 3 points, or of constant data, whose loss
     tends to -inf as the scale tends to 0), or when theta sits on a bound (within 1e-12 of its
@@ -179,7 +186,7 @@ def unbounded_towards_bound(space, theta, final, value, X=None, theta0=None):
             on_bound = not space.inside(theta) or (
                 theta0 is not None and abs(theta[j] - end) <= 1e-12 * abs(theta0[j] - end))
             v = None if on_bound else _probe(value, t)
-            if on_bound or (v is not None and v < final - 1e-8 * (1.0 + abs(final))):
+            if on_bound or (v is not None and v < final - 1e-8 * _unit(final, loss_scale)):
                 msg = (f"the loss keeps decreasing as {nm} approaches its bound {end:g} "
                        f"({final:.4g} at {nm} = {theta[j]:.4g}"
                        + ("" if v is None else f", {v:.4g} at {t[j]:.4g}") + "): it is "

@@ -117,6 +117,8 @@ def _mismatch(given, fds, names, floor):
     Isolated rows (a point within a step of a kink) are forgiven: more than 2 rows and 5% of
     them must disagree."""
     n = given.shape[0]
+    if not fds:
+        return None
     errs = [_row_errors(given, fd, floor) for fd in fds]
     score = np.minimum.reduce([e[0] for e in errs])
     rel = np.minimum.reduce([e[1] for e in errs])
@@ -151,22 +153,41 @@ def _fd_x_at(model, x, theta, rel, floor):
     return np.stack(cols, axis=-1)
 
 
-def _theta_step_sets(theta):
+def _theta_step_sets(theta, bounds):
+    """Candidate step vectors, each kept at most half-way to a parameter's bounds."""
     a = np.abs(theta)
     sets = [FD_THETA * np.maximum(1.0, a), 1e-3 * np.maximum(1.0, a)]
     if np.all(a > 0):
         sets += [FD_THETA * a, 1e-3 * a]
-    return sets
+    for h in sets:
+        for j, pair in enumerate(bounds or []):
+            for end in pair:
+                if end is not None:
+                    h[j] = min(h[j], 0.5 * abs(theta[j] - end))
+    return [h for h in sets if np.all(h > 0)]
 
 
-def check_derivatives(model, X, theta, param_names, rows: int = 64) -> None:
+def _each(make, candidates):
+    """``make(c)`` for each candidate, skipping those where the model fails (a step that left
+    the model's own domain)."""
+    out = []
+    for c in candidates:
+        try:
+            out.append(make(c))
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+            continue
+    return out
+
+
+def check_derivatives(model, X, theta, param_names, rows: int = 64, bounds=None) -> None:
     """Compare the model's own ``score_dtheta`` / ``score_dx`` with central differences of its
     ``score`` at theta on up to ``rows`` evenly spaced rows of X; ValueError naming the
     derivative, its entry and the size of the disagreement when they differ.
 
     The differences are taken at a few step sizes (relative to max(1, |theta_j|) and to
     |theta_j|; to 1 + |x| and to |x|), so that a correct derivative agrees at one of them on
-    data of any scale. Cost: up to 8 p + 6 d score evaluations on ``rows`` points. Models
+    data of any scale (``bounds``: the parameters' open intervals, which no step crosses).
+    Cost: up to 8 p + 6 d score evaluations on ``rows`` points. Models
     without those methods use the differences themselves and are not checked.
     """
     has_dtheta = callable(getattr(model, "score_dtheta", None))
@@ -188,7 +209,8 @@ def check_derivatives(model, X, theta, param_names, rows: int = 64) -> None:
             if given.shape != want:
                 raise ValueError(f"model.score_dtheta must return shape {want} (n, d, p), got "
                                  f"{given.shape}")
-            fds = [_fd_theta_at(model, Xs, theta, h) for h in _theta_step_sets(theta)]
+            fds = _each(lambda h: _fd_theta_at(model, Xs, theta, h),
+                        _theta_step_sets(theta, bounds))
             floor = 2e-8 * s_rms / np.maximum(1.0, np.abs(theta))
             bad = _mismatch(given, fds, list(param_names), floor)
             if bad is not None:
@@ -202,8 +224,8 @@ def check_derivatives(model, X, theta, param_names, rows: int = 64) -> None:
             if given.shape != (n, d, d):
                 raise ValueError(f"model.score_dx must return shape {(n, d, d)} (n, d, d), got "
                                  f"{given.shape}")
-            fds = [_fd_x_at(model, Xs, theta, rel, floor)
-                   for rel, floor in ((FD_X, 1.0), (FD_X, 0.0), (1e-3, 0.0))]
+            fds = _each(lambda c: _fd_x_at(model, Xs, theta, *c),
+                        ((FD_X, 1.0), (FD_X, 0.0), (1e-3, 0.0)))
             bad = _mismatch(given, fds, [f"x[{j}]" for j in range(d)],
                             4e-8 * s_rms / (1.0 + x_rms))
             if bad is not None:

@@ -117,6 +117,10 @@ def _start_loss(obj, model, X, theta0, from_data, discrepancy):
         return obj.value(theta0)
     except (OverflowError, ZeroDivisionError, _opt.NumericalExcursion) as e:
         what = f"the {discrepancy} loss is not finite at theta0 ({e})"
+    except ValueError as e:  # a non-finite score at theta0; other errors are the model's
+        if "NaN or inf" not in str(e) and "overflow" not in str(e):
+            raise
+        what = f"the {discrepancy} loss is not finite at theta0 ({e})"
     blame_data = from_data
     if not from_data and getattr(model, "default_theta0", None) is not None:
         try:
@@ -278,7 +282,8 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
             f"{', '.join(nonsmooth)} in the model"
         )
     space = ParameterSpace.of(model, theta0.size)
-    check_derivatives(model, X, theta0, space.names)
+    check_derivatives(model, X, theta0, space.names,
+                      bounds=list(zip(space.lower, space.upper, strict=True)))
     obj = Objective(model, X, discrepancy, kernel, diff, gradient, n_threads, nonsmooth)
     start = _start_loss(obj, model, X, theta0, from_data, discrepancy)
     obj.started = True
@@ -316,7 +321,8 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     res = _run(optimizer, obj, model, diff, X, theta0, coords,
                (steps, lr, batch_size, rng, reg), tolerance, cb)
     out = _conclude(obj, space, res, optimizer, theta0, start, X, model,
-                    restart if polish else None, nm_restart if polish else None)
+                    restart if polish else None, nm_restart if polish else None,
+                    coords.loss_unit)
     theta, final, converged, message = out.theta, out.loss, out.converged, out.message
     history = np.concatenate([res.history, np.asarray(out.path).reshape(-1, theta.size)]) \
         if len(out.path) else res.history
@@ -338,9 +344,10 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     cov_message = "not computed (stderr=False)" if not stderr else "the fit stopped early"
     if loc is not None and loc.sandwich is not None:
         sw = loc.sandwich
-        cov_message = sw.message if loc.reason is None or sw.cov is None else loc.reason
-        if stderr and sw.cov is not None and (loc.lambda_min is None
-                                              or abs(loc.lambda_min) > _verify.SINGULAR):
+        singular = loc.lambda_min is not None and abs(loc.lambda_min) <= _verify.SINGULAR
+        if stderr:
+            cov_message = loc.reason if singular else sw.message
+        if stderr and sw.cov is not None and not singular:
             cov = sw.cov
             sd = np.sqrt(np.diag(cov))
             if not converged:
@@ -387,7 +394,8 @@ def _tail_warning(space, xi, heavy, n):
             "support)")
 
 
-def _conclude(obj, space, res, optimizer, theta0, start, X, model, restart, nm_restart):
+def _conclude(obj, space, res, optimizer, theta0, start, X, model, restart, nm_restart,
+              loss_unit):
     """From the optimiser's result to the reported theta: the optimiser's own failures, then
     the polish (Newton) or restart, then the shape checks of :mod:`checks`."""
     theta = np.asarray(res.theta, dtype=np.float64)
@@ -424,7 +432,8 @@ def _conclude(obj, space, res, optimizer, theta0, start, X, model, restart, nm_r
                             "theta never moved from theta0: every step was rejected (it left "
                             "the parameter domain); lower lr")
     if obj.nonsmooth:
-        return _conclude_nonsmooth(obj, space, res, theta, loss, X, model, nm_restart, theta0)
+        return _conclude_nonsmooth(obj, space, res, theta, loss, X, model, nm_restart, theta0,
+                                   loss_unit)
     pol = _verify.polish(obj, space, theta, loss, _verify.POLISH_ITERATIONS if restart else 0)
     path = list(pol.path)
     restarted = False
@@ -451,20 +460,32 @@ def _conclude(obj, space, res, optimizer, theta0, start, X, model, restart, nm_r
     else:
         message = f"{res.message}; not a verified minimiser: {pol.reason}"
     converged = pol.ok
-    shape = (_checks.unbounded_towards_bound(space, theta, loss, obj.value, X, theta0)
-             or _checks.runaway(space, theta, loss, obj.value))
+    ls = _loss_scale(loc, loss_unit)
+    shape = (_checks.unbounded_towards_bound(space, theta, loss, obj.value, X, theta0, ls)
+             or _checks.runaway(space, theta, loss, obj.value, ls))
     if shape is None and loc.sandwich is not None and loc.sandwich.hessian is not None:
         shape = _checks.kink(theta, loss, obj.value, loc.sandwich, None, space.names,
-                             _scales(space, theta, _spread(X)))
+                             _scales(space, theta, _spread(X)), ls)
     singular = tuple(getattr(model, "singular_params", ()) or ())
     if shape is None and converged and singular:
-        shape = _checks.unbounded_near_sample(X, theta, loss, obj.value, space.names, singular)
+        shape = _checks.unbounded_near_sample(X, theta, loss, obj.value, space.names, singular,
+                                              ls)
     if shape is not None:
         converged, message = False, shape
     hint = _checks.data_hint(X)
     if not converged and hint and hint not in message:
         message += hint
     return _Outcome(theta, loss, converged, message, loc, tuple(path))
+
+
+def _loss_scale(loc, loss_unit):
+    """The change of the loss over one standard error (sum_j H_jj se_j^2 / 2), else the
+    optimiser's loss unit: what the shape checks' tolerances are fractions of."""
+    if loc is not None and loc.se is not None and loc.sandwich.hessian is not None:
+        s = 0.5 * float(np.sum(np.diag(loc.sandwich.hessian) * loc.se**2))
+        if s > 0 and math.isfinite(s):
+            return s
+    return abs(loss_unit)
 
 
 def _scales(space, theta, unit):
@@ -477,12 +498,13 @@ def _scales(space, theta, unit):
     return out
 
 
-def _conclude_nonsmooth(obj, space, res, theta, loss, X, model, nm_restart, theta0):
+def _conclude_nonsmooth(obj, space, res, theta, loss, X, model, nm_restart, theta0,
+                        loss_unit):
     """No gradient to verify: the loss must not be improvable by a Nelder-Mead restart (a
     fresh simplex from theta; a restart that improves is taken, and a second must not)."""
     message, converged = res.message, res.converged
     path = []
-    tol = 1e-10 * (1.0 + abs(loss))
+    tol = 1e-10 * (abs(loss) + abs(loss_unit))
     for attempt in range(2 if nm_restart is not None else 0):
         r = nm_restart(theta, loss)
         v = None if r.excursion is not None else _safe_value(obj, r.theta, None)
@@ -496,11 +518,13 @@ def _conclude_nonsmooth(obj, space, res, theta, loss, X, model, nm_restart, thet
                         "lowering the loss")
     if converged:
         message += "; verified: a Nelder-Mead restart from the result does not lower the loss"
-    shape = (_checks.unbounded_towards_bound(space, theta, loss, obj.value, X, theta0)
-             or _checks.runaway(space, theta, loss, obj.value))
+    ls = abs(loss_unit)
+    shape = (_checks.unbounded_towards_bound(space, theta, loss, obj.value, X, theta0, ls)
+             or _checks.runaway(space, theta, loss, obj.value, ls))
     singular = tuple(getattr(model, "singular_params", ()) or ())
     if shape is None and converged and singular:
-        shape = _checks.unbounded_near_sample(X, theta, loss, obj.value, space.names, singular)
+        shape = _checks.unbounded_near_sample(X, theta, loss, obj.value, space.names, singular,
+                                              ls)
     if shape is not None:
         converged, message = False, shape
     loc = _verify.Local(theta, loss, obj.sandwich(theta))

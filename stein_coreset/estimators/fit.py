@@ -31,7 +31,7 @@ from .derivatives import check_derivatives
 from .domains import ParameterSpace
 from .objective import Objective
 from .result import FitResult, IdentifiabilityWarning, StandardErrorWarning
-from .tails import XI_INFINITE_VARIANCE, tail_shapes
+from .tails import XI_WARN, tail_shapes
 
 __all__ = ["fit", "OPTIMIZERS", "DEFAULT_SEED"]
 
@@ -183,7 +183,9 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     lr : float, optional
         Constant step size; default 0.2 for riemannian_sgd (the metric makes the step
         dimensionless: near the minimiser L ~ (theta - theta*)^T g (theta - theta*), so 1/2 would
-        be a Newton step; smaller steps average the minibatch noise), 0.1 for sgd.
+        be a Newton step; smaller steps average the minibatch noise), 0.1 / lambda_max(g(theta0))
+        for sgd (the same step in the units of the loss's curvature at the start, so that data
+        in any units give the same iterates; a given ``lr`` has units theta^2 / loss).
     seed : int or numpy Generator, optional
         Minibatch draws of the stochastic optimisers. None means ``DEFAULT_SEED`` (0), so the
         default fit is reproducible; pass a ``numpy.random.Generator`` (or other ints) for
@@ -262,7 +264,8 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
     batch_size = val.check_int(batch_size, "batch_size", lo=2)
     if batch_size > n:
         raise ValueError(f"batch_size must be at most n = {n}, got {batch_size}")
-    if lr is None:
+    lr_default = lr is None
+    if lr_default:
         lr = 0.2 if optimizer == "riemannian_sgd" else 0.1
     lr = val.check_positive(lr, "lr")
     reg = val.check_real(reg, "reg", lo=0.0, hi=1.0, lo_open=True)  # documented (0, 1]
@@ -317,6 +320,12 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         return _opt.nelder_mead(obj.value, theta, steps=max(steps, 200 * theta.size),
                                 coords=coordinates(theta, loss))
 
+    if optimizer == "sgd" and lr_default:  # 0.1 in the units of the loss's curvature at theta0
+        try:
+            top = float(np.max(np.linalg.eigvalsh(np.asarray(aa.to_host(obj.metric(theta0))))))
+            lr = 0.1 / top if top > 0 and math.isfinite(top) else lr
+        except _opt.NumericalExcursion:
+            pass
     cb = _progress(callback, verbose, steps, optimizer)
     res = _run(optimizer, obj, model, diff, X, theta0, coords,
                (steps, lr, batch_size, rng, reg), tolerance, cb)
@@ -337,8 +346,9 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         # identified by the data
         converged = False
         message = ("the information tensor at theta is zero or not finite: the loss is flat "
-                   "there and theta is not identified (a kernel bandwidth far from the scale "
-                   "of X?)" + _checks.data_hint(X))
+                   "there and theta is not identified"
+                   + (" (a kernel bandwidth far from the scale of X?)"
+                      if discrepancy in _losses.KERNEL_BASED else "") + _checks.data_hint(X))
     loc = out.local
     notes, cov, sd, xi = [], None, None, None
     cov_message = "not computed (stderr=False)" if not stderr else "the fit stopped early"
@@ -352,12 +362,15 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
             sd = np.sqrt(np.diag(cov))
             if not converged:
                 cov_message += " at a theta that is not a converged minimiser: use with care"
-            xi = tail_shapes((sw.contributions - sw.contributions.mean(0))
-                             @ np.linalg.inv(sw.hessian))
-            heavy = [j for j in range(theta.size) if xi[j] > XI_INFINITE_VARIANCE]
+            xi = tail_shapes(sw.contributions)
+            heavy = [j for j in range(theta.size) if xi[j] > XI_WARN]
             if heavy:
                 notes.append(_tail_warning(space, xi, heavy, n))
                 cov_message += "; not reliable: " + notes[-1]
+            elif np.all(np.isfinite(xi)):
+                cov_message += (f"; tails of the per-point contributions: generalised Pareto "
+                                f"shape {np.array2string(xi, precision=2)} (at most {XI_WARN}"
+                                "; a finite variance needs < 1/2)")
         if loc.lambda_min is not None and _verify.SINGULAR < loc.lambda_min \
                 <= _verify.NEAR_SINGULAR:
             notes.append(
@@ -386,12 +399,12 @@ def _tail_warning(space, xi, heavy, n):
     m = int(min(0.2 * n, 3.0 * np.sqrt(n)))
     parts = ", ".join(f"{space.names[j]}: shape {xi[j]:.2f}, alpha ~ {1 / xi[j]:.2g}"
                       for j in heavy)
-    return (f"the standard error of {', '.join(space.names[j] for j in heavy)} is not "
-            f"reliable: the per-point contributions to the sandwich have a power-law tail "
-            f"({parts}; generalised Pareto fit to the largest {m} of {n}), so their variance is "
-            "likely infinite and the asymptotic interval need not cover (heavy-tailed data, "
-            "or a score unbounded where the data lie: score matching near the edge of the "
-            "support)")
+    return (f"the standard errors are not reliable: the per-point contributions to the "
+            f"gradient in {', '.join(space.names[j] for j in heavy)} have a power-law tail "
+            f"({parts}; generalised Pareto fit to the largest {m} of {n}, above {XI_WARN}), so "
+            "their variance is likely infinite and the asymptotic intervals need not cover "
+            "(heavy-tailed data, or a score unbounded where the data lie: score matching near "
+            "the edge of the support)")
 
 
 def _conclude(obj, space, res, optimizer, theta0, start, X, model, restart, nm_restart,

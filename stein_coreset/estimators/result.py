@@ -80,28 +80,37 @@ class Summary:
         self.info = dict(model=r.model, discrepancy=r.discrepancy, n=r.n,
                          optimizer=r.optimizer_description, converged=r.converged,
                          loss=r.loss, message=r.message, stderr=r.cov_message,
-                         warnings=list(r.warnings))
+                         warnings=list(r.warnings), newton_step=r.newton_step,
+                         identifiability=r.identifiability)
 
     def as_text(self) -> str:
         lo, hi = self.alpha / 2, 1 - self.alpha / 2
-        w = max([len(row["name"]) for row in self.rows] + [9])
-        head = (f"{'':<{w}} {'estimate':>10} {'std err':>10} {f'[{lo:g}':>10} "
-                f"{f'{hi:g}]':>10}")
-        rule = "=" * len(head)
+        w = max([len(row["name"]) for row in self.rows] + [12])
+        head = (f"{'':<{w}} {'estimate':>12} {'std err':>12} {f'[{lo:g}':>12} "
+                f"{f'{hi:g}]':>12}")
+        rule = "=" * max(len(head), 72)
         i = self.info
-        lines = [rule, "Minimum Stein discrepancy estimate".center(len(head)), rule,
+        check = []
+        if i["newton_step"] is not None:
+            check.append(f"Newton step {i['newton_step']:.1g} se")
+        if i["identifiability"] is not None:
+            check.append(f"min eig. of the Hessian's correlation form "
+                         f"{i['identifiability']:.2g}")
+        lines = [rule, "Minimum Stein discrepancy estimate".center(len(rule)), rule,
                  f"model:       {i['model']}",
                  f"discrepancy: {i['discrepancy']:<14} n: {i['n']:<10} loss: {i['loss']:.6g}",
                  f"optimizer:   {i['optimizer']}",
-                 f"converged:   {i['converged']}", rule, head, "-" * len(head)]
+                 f"converged:   {i['converged']}" + (f" ({', '.join(check)})" if check else ""),
+                 rule, head, "-" * len(rule)]
         for row in self.rows:
-            lines.append(f"{row['name']:<{w}} {_fmt(row['estimate'])} {_fmt(row['stderr'])} "
-                         f"{_fmt(row['lower'])} {_fmt(row['upper'])}")
+            lines.append(f"{row['name']:<{w}} {_fmt(row['estimate'], 12)} "
+                         f"{_fmt(row['stderr'], 12)} {_fmt(row['lower'], 12)} "
+                         f"{_fmt(row['upper'], 12)}")
         lines.append(rule)
         notes = [("fit", i["message"]), ("stderr", i["stderr"])]
         notes += [("warning", m) for m in i["warnings"]]
         for key, text in notes:
-            lines.extend(_wrap(f"{key}: {text}", len(head)))
+            lines.extend(_wrap(f"{key}: {text}", len(rule)))
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -113,7 +122,7 @@ class Summary:
 def _wrap(text, width):
     import textwrap
 
-    return textwrap.wrap(text, width=max(width, 60), subsequent_indent="  ")
+    return textwrap.wrap(text, width=width, subsequent_indent="  ")
 
 
 @dataclass(repr=False)

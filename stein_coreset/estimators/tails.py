@@ -1,28 +1,39 @@
 """Does the sandwich have a variance to estimate? A tail index of the per-point contributions.
 
-The sandwich standard error (Thms. 4 and 6) is the standard deviation of the influence values
-psi_i = H^-1 c_i over sqrt(n). The central limit theorem behind it needs Var psi < inf; when the
-per-point contributions have a power-law tail P(|psi| > t) ~ t^-alpha with alpha <= 2 (score
-matching on a Gamma with shape <= 4, whose contributions grow like x^-2 near 0; any fit to Cauchy
-data whose contributions grow with x), the sample variance does not converge and the intervals
-do not cover, however large n is.
+The sandwich standard error (Thms. 4 and 6) rests on the per-point gradient contributions c_i
+having a finite variance: Sigma = Var c is what it estimates, and the central limit theorem
+behind the interval needs it. When a coordinate of c has a power-law tail
+P(|c| > t) ~ t^-alpha with alpha <= 2 (score matching on a Gamma with shape <= 4, whose
+contributions grow like x^-2 near 0; score matching on Cauchy data, whose contributions grow
+like x and x^2), the sample variance does not converge and the intervals do not cover, however
+large n is.
 
-We estimate the tail's shape xi = 1 / alpha by a generalised Pareto fit to the largest
-M = min(n / 5, 3 sqrt(n)) values of |psi - median psi| (the Zhang & Stephens (2009) estimator
-with the weakly informative prior of Vehtari et al.'s Pareto-smoothed importance sampling, the
-k-hat diagnostic, whose threshold 1/2 is the same question: a finite variance needs
-xi < 1/2). Light tails give xi <= 0 (exponential ~ 0, bounded < 0). Cost O(n log n + 30 M) per
-parameter, no loss evaluations.
+We estimate each coordinate's tail shape xi = 1 / alpha by a generalised Pareto fit to the
+largest M = min(n / 5, 3 sqrt(n)) values of |c - median c| (the Zhang & Stephens (2009)
+estimator with the weakly informative prior of Vehtari et al.'s Pareto-smoothed importance
+sampling, their k-hat diagnostic). A finite variance needs xi < 1/2; :func:`fit` warns above
+XI_WARN = 0.7, the threshold Vehtari et al. give for a reliable estimate, because at n = 500
+the estimate of a tail with xi = 1/3 (the Gamma(6, 2) under SM, whose variance is finite) still
+exceeds 1/2 about half the time. Light tails give xi <= 0 (exponential ~ 0, bounded < 0).
+
+Why the contributions c and not the influence values H^-1 c: a linear combination has the
+heaviest tail of its terms, so c answers the question; but H^-1 cancels the bulk of strongly
+correlated columns and leaves the few points where they do not cancel, which a fit to 3 sqrt(n)
+points reads as a heavy tail (KSD on Gamma(6, 2) data: xi-hat of H^-1 c above 1/2 in 39 of 40
+samples, of c in none; docs/estimators.md). Cost O(n log n + 30 M) per parameter, no loss
+evaluations.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["gpd_shape", "tail_shapes", "XI_INFINITE_VARIANCE"]
+__all__ = ["gpd_shape", "tail_shapes", "XI_INFINITE_VARIANCE", "XI_WARN"]
 
 #: xi above this: the contributions' variance is infinite (alpha = 1 / xi < 2).
 XI_INFINITE_VARIANCE = 0.5
+#: fit warns above this estimated xi (Vehtari et al.'s threshold of a reliable estimate).
+XI_WARN = 0.7
 
 
 def gpd_shape(exceedances) -> float:
@@ -59,10 +70,10 @@ def gpd_shape(exceedances) -> float:
     return (n * k_post + prior_k * 0.5) / (n + prior_k)
 
 
-def tail_shapes(influence) -> np.ndarray:
-    """xi of each column of the (n, p) influence values (NaN where n < 25 or the column is
-    constant)."""
-    Z = np.asarray(influence, dtype=np.float64)
+def tail_shapes(contributions) -> np.ndarray:
+    """xi of each column of the (n, p) per-point contributions (NaN where n < 25 or the column
+    is constant)."""
+    Z = np.asarray(contributions, dtype=np.float64)
     n, p = Z.shape
     out = np.full(p, np.nan)
     if n < 25:

@@ -174,11 +174,11 @@ def _stochastic(step, theta0, *, n, steps, batch_size, rng, in_domain, tolerance
         msg = (f"averaged iterate stable after {n_iter} steps (Monte Carlo standard error "
                f"{np.max(mcse / tol):.2g} x the tolerance)")
     elif not np.all(np.isfinite(mcse)):
-        msg = (f"not converged: {steps} steps are too few for the stopping rule (it averages "
+        msg = (f"the stopping rule could not be checked: {steps} steps are too few (it averages "
                f"the second half of the run in {N_BATCHES} batches of at least 2); raise steps")
     else:
-        msg = (f"not converged after {steps} steps: the averaged iterate's Monte Carlo "
-               f"standard error is {np.max(mcse / tol):.3g} x and its drift "
+        msg = (f"the stopping rule did not hold after {steps} steps: the averaged iterate's "
+               f"Monte Carlo standard error is {np.max(mcse / tol):.3g} x and its drift "
                f"{np.max(np.abs(drift) / tol):.3g} x the tolerance (statistical standard "
                "error); lower lr or raise steps")
     return OptResult(bar, H, losses, n_iter, ok, msg)

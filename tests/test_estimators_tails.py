@@ -38,7 +38,8 @@ def test_score_matching_on_cauchy_data_warns_that_its_standard_error_is_unreliab
     # before: an sd with no word; SM's per-point gradient grows like x^2
     X = np.random.default_rng(0).standard_cauchy((500, 1))
     f, w = _fit_warnings(est.Gaussian(), X, discrepancy="sm")
-    assert w and "variance is likely infinite" in w[0] and f.warnings == w
+    assert w and "variance is likely infinite, or at this n dominated by a few points" in w[0]
+    assert f.warnings == w
     assert "not reliable" in f.cov_message and np.all(f.tail_shape > XI_WARN)
 
 

@@ -402,9 +402,10 @@ def _tail_warning(space, xi, heavy, n):
     return (f"the standard errors are not reliable: the per-point contributions to the "
             f"gradient in {', '.join(space.names[j] for j in heavy)} have a power-law tail "
             f"({parts}; generalised Pareto fit to the largest {m} of {n}, above {XI_WARN}), so "
-            "their variance is likely infinite and the asymptotic intervals need not cover "
-            "(heavy-tailed data, or a score unbounded where the data lie: score matching near "
-            "the edge of the support)")
+            "their variance is likely infinite, or at this n dominated by a few points, and the "
+            "asymptotic intervals need not cover (heavy-tailed data, a score unbounded where "
+            "the data lie: score matching near the edge of the support, or a diffusion that "
+            "grows fast)")
 
 
 def _conclude(obj, space, res, optimizer, theta0, start, X, model, restart, nm_restart,

@@ -18,8 +18,8 @@ __all__ = ["FitResult", "Summary", "StandardErrorWarning", "IdentifiabilityWarni
 
 class StandardErrorWarning(DiagnosticWarning):
     """The sandwich standard error of a fit is not reliable: the per-point contributions to it
-    have so heavy a tail that their variance is likely infinite (see
-    :mod:`stein_coreset.estimators.tails`).
+    have so heavy a tail that their variance is likely infinite, or at the sample's size
+    dominated by a few points (see :mod:`stein_coreset.estimators.tails`).
 
     See Also
     --------

@@ -1,10 +1,11 @@
-"""Models of stein_coreset.estimators: analytic derivatives against central differences."""
+"""The built-in models (estimators.models): analytic derivatives against central differences,
+samplers, constructors."""
 
 import numpy as np
 import pytest
 
 from stein_coreset import estimators as est
-from stein_coreset.estimators import models as M
+from stein_coreset.estimators import derivatives as D
 
 
 def _fd(f, t, h=1e-6):
@@ -33,6 +34,7 @@ CASES = [
     (est.GeneralizedGamma(), np.array([0.1, 2.7])),
     (est.SymmetricBessel(s=1.3, d=1), np.array([0.1, 1.2])),
     (est.SymmetricBessel(s=2.0, d=2), np.array([0.1, -0.3, 0.9])),
+    (est.Gamma(), np.array([3.0, 1.5])),
 ]
 
 
@@ -40,6 +42,8 @@ CASES = [
 def test_model_score_dtheta_and_score_dx_match_central_differences(model, theta):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((40, model.d)) * 1.5 + 0.4
+    if model.support is not None:
+        x = np.abs(x) + 0.1
     J = model.score_dtheta(x, theta)
     np.testing.assert_allclose(J, _fd(lambda t: model.score(x, t), theta), rtol=1e-5, atol=1e-7)
     H = model.score_dx(x, theta)
@@ -49,8 +53,8 @@ def test_model_score_dtheta_and_score_dx_match_central_differences(model, theta)
     class Bare:
         score = staticmethod(model.score)
 
-    np.testing.assert_allclose(M.score_dtheta(Bare, x, theta), J, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(M.score_dx(Bare, x, theta), H, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(D.score_dtheta(Bare, x, theta), J, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(D.score_dx(Bare, x, theta), H, rtol=1e-5, atol=1e-6)
 
 
 def test_symmetric_bessel_s1_is_laplace():
@@ -78,40 +82,21 @@ def test_samplers_match_model_moments():
     assert abs(np.abs(lap).mean() - 1.5) < 0.05  # Laplace(b): E|X| = b
     gg = est.GeneralizedGamma().sample(20000, [0.0, 2.0], rng)
     assert abs(gg.var() - 0.5) < 0.02  # exp(-x^2) is N(0, 1/2)
+    ga = est.Gamma().sample(20000, [6.0, 2.0], rng)
+    assert abs(ga.mean() - 3.0) < 0.05 and abs(ga.var() - 1.5) < 0.1  # shape / rate, / rate^2
 
 
-def test_intractable_model_score_and_sampler():
-    model = est.intractable_model()
-    X = est.sample_intractable(3000, theta=-1.0, seed=0)
-    assert X.shape == (3000, 6)
-    H = model.score_dx(X[:20], [-1.0])
-    np.testing.assert_allclose(H, _fd_x(lambda z: model.score(z, [-1.0]), X[:20]), atol=1e-6)
-    # Stein identity E[score] = 0 under the model (exact sampler)
-    s = model.score(X, [-1.0])
-    assert np.all(np.abs(s.mean(axis=0)) < 4 * s.std(axis=0) / np.sqrt(3000))
+def test_gamma_score_is_the_gradient_of_its_log_density_and_its_start_the_moments():
+    m = est.Gamma()
+    x = np.linspace(0.5, 6.0, 8)[:, None]
 
+    def logp(z):
+        return 5.0 * np.log(z) - 2.0 * z
 
-def test_exponential_family_from_T_and_b_by_finite_differences():
-    # N(mu, 1) as exp(mu x - x^2/2): T = x, b = -x^2/2
-    fam = est.ExponentialFamily(T=lambda x: x, b=lambda x: -0.5 * x[:, 0] ** 2)
-    x = np.linspace(-2, 2, 7)[:, None]
-    np.testing.assert_allclose(fam.score(x, [0.7]), 0.7 - x, atol=1e-8)
-    np.testing.assert_allclose(fam.score_dx(x, [0.7])[:, 0, 0], -1.0, atol=1e-4)
-    assert fam.n_params == 1
-
-
-@pytest.mark.parametrize(
-    "make,theta,msg",
-    [
-        (lambda: est.StudentT(), [0.0, -1.0], "scale"),
-        (lambda: est.Gaussian(d=2), [0.0, 1.0], "3 entries"),
-        (lambda: est.GeneralizedGamma(), [0.0, 0.5], "power"),
-        (lambda: est.Gaussian(), [np.nan, 1.0], "NaN"),
-    ],
-)
-def test_check_theta_rejects_bad_parameters(make, theta, msg):
-    with pytest.raises(ValueError, match=msg):
-        M.check_theta(make(), theta, "theta0")
+    np.testing.assert_allclose(m.score(x, [6.0, 2.0]), _fd_x(logp, x)[:, :, 0], rtol=1e-6)
+    X = m.sample(50000, [6.0, 2.0], np.random.default_rng(3))
+    np.testing.assert_allclose(m.default_theta0(X), [6.0, 2.0], rtol=0.05)
+    assert m.param_names == ("shape", "rate") and m.bounds == [(0.0, None), (0.0, None)]
 
 
 def test_model_constructors_validate():
@@ -123,6 +108,8 @@ def test_model_constructors_validate():
         est.Gaussian(loc=0.0, scale=1.0)
     with pytest.raises(ValueError, match="scale"):
         est.Gaussian(scale=-1.0)
+    with pytest.raises(ValueError, match="rate must be > 0"):
+        est.Gamma(rate=0.0)
 
 
 @pytest.mark.parametrize("model", [est.Gaussian, est.StudentT, est.SymmetricBessel])

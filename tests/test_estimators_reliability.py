@@ -122,11 +122,16 @@ def test_the_default_stochastic_fit_varies_across_seeds_by_less_than_its_standar
             assert np.all(np.abs(f.theta - ref.theta) <= 0.75 * ref.stderr)
 
 
-def test_a_stochastic_fit_stopped_too_early_is_not_converged():
+def test_a_stochastic_fit_stopped_too_early_is_polished_or_not_converged():
     model = est.Gaussian(d=1)
     X = model.sample(1000, [0.5, 2.0], np.random.default_rng(0))
+    raw = est.fit(model, X, discrepancy="sm", steps=30, seed=0, polish=False)
+    assert not raw.converged and "steps" in raw.message
+    # the default polishes the averaged iterate to the minimiser and says so
+    ref = est.fit(model, X, discrepancy="sm", optimizer="lbfgs")
     f = est.fit(model, X, discrepancy="sm", steps=30, seed=0)
-    assert not f.converged and "steps" in f.message
+    assert f.converged and "steps" in f.message and "polishing Newton steps" in f.message
+    assert np.all(np.abs(f.theta - ref.theta) <= 0.01 * ref.stderr)
 
 
 def test_row_sums_are_the_stein_kernel_matrix_row_sums_without_the_diagonal():

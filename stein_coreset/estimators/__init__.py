@@ -8,7 +8,8 @@ for exponential families; ``select_lengthscale`` compares kernel lengthscales by
 """
 
 from .estimator import NotFittedError, SteinEstimator
-from .fit import OPTIMIZERS, FitResult, fit
+from .exponential_family import ExponentialFamily, intractable_model, sample_intractable
+from .fit import OPTIMIZERS, fit
 from .losses import (
     DISCREPANCIES,
     DiagonalKernel,
@@ -18,20 +19,15 @@ from .losses import (
     loss,
     loss_and_grad,
 )
-from .models import (
-    ExponentialFamily,
-    Gaussian,
-    GeneralizedGamma,
-    StudentT,
-    SymmetricBessel,
-    intractable_model,
-    sample_intractable,
-)
+from .models import Gamma, Gaussian, GeneralizedGamma, StudentT, SymmetricBessel
+from .result import FitResult, IdentifiabilityWarning, StandardErrorWarning
 from .select import LengthscaleSelection, select_lengthscale
 
 __all__ = [
     "fit",
     "FitResult",
+    "StandardErrorWarning",
+    "IdentifiabilityWarning",
     "select_lengthscale",
     "LengthscaleSelection",
     "SteinEstimator",
@@ -46,6 +42,7 @@ __all__ = [
     "StudentT",
     "GeneralizedGamma",
     "SymmetricBessel",
+    "Gamma",
     "ExponentialFamily",
     "intractable_model",
     "sample_intractable",

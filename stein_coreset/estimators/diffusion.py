@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _array_api as aa
-from . import models as _models
+from . import derivatives as _deriv
 
 __all__ = ["Diffusion", "nn_diffusion", "as_diffusion"]
 
@@ -38,7 +38,7 @@ def _divergence(xp, fn, x, kind):
     dev = aa.device_of(x)
     cols = []
     for j in range(d):
-        h = _models.FD_X * (1.0 + xp.abs(x[:, j]))
+        h = _deriv.FD_X * (1.0 + xp.abs(x[:, j]))
         step = h[:, None] * _unit(xp, d, j, dev)
         dm = (fn(x + step) - fn(x - step))
         shape = (n,) + (1,) * (dm.ndim - 1)

@@ -48,15 +48,17 @@ class SteinEstimator:
     Parameters
     ----------
     model, discrepancy, kernel, diffusion, optimizer, theta0, steps, batch_size, lr, seed,
-    stderr
+    stderr, polish
         As in :func:`fit` (same defaults).
 
     Attributes
     ----------
     theta_ : (p,) numpy array
         The estimate.
+    params_ : dict
+        ``{name: estimate}``, as ``FitResult.params``.
     stderr_, cov_ : numpy arrays or None
-        As ``FitResult.stderr`` / ``cov`` (None where they do not apply).
+        As ``FitResult.stderr`` / ``cov`` (None where they do not apply); asymptotic.
     converged_ : bool
         As ``FitResult.converged``.
     result_ : FitResult
@@ -81,12 +83,14 @@ class SteinEstimator:
     >>> m = est.SteinEstimator(model, discrepancy="sm", optimizer="lbfgs").fit(X)
     >>> m.theta_.shape, bool(m.score(X) > m.score(X + 5.0))
     ((2,), True)
+    >>> list(m.params_), m.conf_int().shape
+    (['loc', 'scale'], (2, 2))
     """
 
     def __init__(self, model, discrepancy: str = "dksd", kernel=None, diffusion=None,
                  optimizer: str = "riemannian_sgd", theta0=None, steps: int = 500,
                  batch_size: int | None = None, lr: float | None = None, seed=None,
-                 stderr: bool = True):
+                 stderr: bool = True, polish: bool = True):
         self.model = model
         self.discrepancy = discrepancy
         self.kernel = kernel
@@ -98,6 +102,7 @@ class SteinEstimator:
         self.lr = lr
         self.seed = seed
         self.stderr = stderr
+        self.polish = polish
 
     @classmethod
     def _param_names(cls):
@@ -140,15 +145,30 @@ class SteinEstimator:
         res = _fit(self.model, X, discrepancy=self.discrepancy, kernel=kernel,
                    diffusion=self.diffusion, optimizer=self.optimizer, theta0=self.theta0,
                    steps=self.steps, batch_size=self.batch_size, lr=self.lr, seed=self.seed,
-                   stderr=self.stderr)
+                   stderr=self.stderr, polish=self.polish)
         self.result_ = res
         self.theta_ = res.theta
+        self.params_ = res.params
         self.stderr_ = res.stderr
         self.cov_ = res.cov
         self.converged_ = res.converged
         self.kernel_ = kernel
         self.n_features_in_ = int(X.shape[1])
         return self
+
+    def _fitted(self):
+        if not hasattr(self, "result_"):
+            raise NotFittedError("this SteinEstimator is not fitted yet; call fit(X) first")
+        return self.result_
+
+    def conf_int(self, alpha: float = 0.05) -> np.ndarray:
+        """Asymptotic intervals of the fitted parameters, (p, 2): ``FitResult.conf_int``."""
+        return self._fitted().conf_int(alpha)
+
+    def summary(self, alpha: float = 0.05):
+        """The fit's table (estimate, stderr, interval, discrepancy, n, optimiser,
+        convergence): ``FitResult.summary``."""
+        return self._fitted().summary(alpha)
 
     def score(self, X, y=None) -> float:
         """Minus the loss of the fitted theta on X (greater is better, scikit-learn's

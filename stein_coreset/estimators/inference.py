@@ -40,7 +40,8 @@ __all__ = ["Sandwich", "sandwich", "per_sample_contributions", "hessian"]
 @dataclass
 class Sandwich:
     """cov (p, p) or None; contributions (n, p); hessian (p, p); gradient (p,) of the loss (the
-    contributions' mean, halved for the U-statistics); message says why cov is None."""
+    analytic gradient for KSD / DKSD, the contributions' mean for the score matching family);
+    message says why cov is None."""
 
     cov: np.ndarray | None
     contributions: np.ndarray | None
@@ -66,11 +67,13 @@ def _per_point(model, X, theta, discrepancy, kernel, diff, n_threads):
                                                        None if discrepancy == "sm" else diff)))
 
 
-def per_sample_contributions(model, X, theta, discrepancy, kernel, diff, n_threads=1):
+def per_sample_contributions(model, X, theta, discrepancy, kernel, diff, n_threads=1,
+                             steps=None):
     """c_i of the module docstring, (n, p) host: 2 p evaluations of the per-point statistic
-    (O(n^2 d) each for KSD / DKSD, O(n d^2) for the score matching family)."""
+    (O(n^2 d) each for KSD / DKSD, O(n d^2) for the score matching family). ``steps``: the
+    central-difference step per parameter (default 1e-5 max(1, |theta_j|))."""
     theta = np.asarray(theta, dtype=np.float64)
-    h = _steps(theta, 1e-5)
+    h = _steps(theta, 1e-5) if steps is None else np.asarray(steps, dtype=np.float64)
     cols = []
     for j in range(theta.size):
         e = np.zeros_like(theta)
@@ -81,10 +84,11 @@ def per_sample_contributions(model, X, theta, discrepancy, kernel, diff, n_threa
     return np.stack(cols, axis=1)
 
 
-def hessian(grad, theta):
-    """Symmetrised central-difference Jacobian of ``grad(theta) -> (p,)`` (2 p gradients)."""
+def hessian(grad, theta, steps=None):
+    """Symmetrised central-difference Jacobian of ``grad(theta) -> (p,)`` (2 p gradients);
+    ``steps`` per parameter, default 1e-4 max(1, |theta_j|)."""
     theta = np.asarray(theta, dtype=np.float64)
-    h = _steps(theta, 1e-4)
+    h = _steps(theta, 1e-4) if steps is None else np.asarray(steps, dtype=np.float64)
     H = np.empty((theta.size, theta.size))
     for j in range(theta.size):
         e = np.zeros_like(theta)
@@ -93,28 +97,33 @@ def hessian(grad, theta):
     return 0.5 * (H + H.T)
 
 
-def sandwich(model, X, theta, discrepancy, kernel, diff, n_threads=1) -> Sandwich:
+def sandwich(model, X, theta, discrepancy, kernel, diff, n_threads=1, steps=None) -> Sandwich:
     """The sandwich covariance H^{-1} Sigma H^{-1} / n of theta_hat (Thms. 4 and 6).
 
-    Cost: 2 p per-point passes and 2 p gradients (4 p pair passes, O(n^2 d) each, for KSD /
-    DKSD). ``cov`` is None, with the reason in ``message``, when the Hessian is not positive
-    definite (theta is not a strict local minimiser, or the loss is not smooth there).
+    Cost: 2 p per-point passes and 2 p + 1 gradients (4 p + 1 pair passes, O(n^2 d) each, for
+    KSD / DKSD). ``steps``: the Hessian's central-difference step per parameter (the
+    contributions take a tenth of it); :mod:`~stein_coreset.estimators.verify` passes a
+    fraction of the standard error, so that both are the same on data in any units. ``cov``
+    is None, with the reason in ``message``, when the Hessian is not positive definite (theta
+    is not a strict local minimiser, or the loss is not smooth there).
     """
     theta = np.asarray(theta, dtype=np.float64)
     n = int(X.shape[0])
+    h_c = None if steps is None else 0.1 * np.asarray(steps, dtype=np.float64)
     with np.errstate(all="ignore"):
-        C = per_sample_contributions(model, X, theta, discrepancy, kernel, diff, n_threads)
+        C = per_sample_contributions(model, X, theta, discrepancy, kernel, diff, n_threads, h_c)
         if discrepancy in _losses.KERNEL_BASED:
             def grad(t):
                 return _losses.evaluate_with_grad(model, X, t, discrepancy, kernel, diff,
                                                   "analytic", n_threads=n_threads)[1]
+            g = np.asarray(grad(theta), dtype=np.float64)
         else:
             def grad(t):
                 return np.mean(per_sample_contributions(model, X, t, discrepancy, kernel, diff,
-                                                        n_threads), axis=0)
-        H = hessian(grad, theta)
-    g = np.mean(C, axis=0) * (0.5 if discrepancy in _losses.KERNEL_BASED else 1.0)
-    if not (np.all(np.isfinite(C)) and np.all(np.isfinite(H))):
+                                                        n_threads, h_c), axis=0)
+            g = np.mean(C, axis=0)
+        H = hessian(grad, theta, steps)
+    if not (np.all(np.isfinite(C)) and np.all(np.isfinite(H)) and np.all(np.isfinite(g))):
         return Sandwich(None, None, None, "the per-sample gradients or the Hessian are not "
                         "finite at theta")
     w = np.linalg.eigvalsh(H)
@@ -126,4 +135,4 @@ def sandwich(model, X, theta, discrepancy, kernel, diff, n_threads=1) -> Sandwic
     Sigma = np.cov(C, rowvar=False, bias=True).reshape(theta.size, theta.size)
     Hinv = np.linalg.inv(H)
     cov = Hinv @ Sigma @ Hinv / n
-    return Sandwich(0.5 * (cov + cov.T), C, H, "sandwich covariance (Thms. 4, 6)", g)
+    return Sandwich(0.5 * (cov + cov.T), C, H, "asymptotic sandwich covariance (Thms. 4, 6)", g)

@@ -19,10 +19,11 @@ from .. import _array_api as aa
 from .. import _validation as val
 from .._threads import effective_n_threads
 from ..engine import check_backend
+from . import derivatives as _deriv
 from . import dksd as _dksd
-from . import models as _models
 from . import score_matching as _sm
 from .diffusion import Diffusion, as_diffusion, nn_diffusion
+from .domains import check_support, check_theta
 from .matrix_kernels import DiagonalKernel, SeparableKernel
 from .pointwise import mT
 
@@ -92,7 +93,7 @@ def information_tensor(model, X, theta, discrepancy, kernel, diff, block_size=No
     """The information tensor g(theta) (Props. 3-4) on validated arguments, host (p, p)."""
     if discrepancy == "nnsm" and diff is None:
         diff = nn_diffusion()
-    J = _models.score_dtheta(model, X, theta)
+    J = _deriv.score_dtheta(model, X, theta)
     if diff is None:
         H = J
     else:
@@ -150,7 +151,8 @@ def validate(model, theta, X, discrepancy, kernel, diffusion, theta_name="theta"
     check_model_dimension(model, X)
     if discrepancy in KERNEL_BASED and X.shape[0] < 2:
         raise ValueError("the U-statistic losses need at least 2 points in X")
-    theta = _models.check_theta(model, theta, theta_name)
+    check_support(model, X)
+    theta = check_theta(model, theta, theta_name)
     diff = as_diffusion(diffusion)
     if discrepancy == "ksd" and diff is not None:
         raise ValueError("discrepancy='ksd' has m = I; give the diffusion to discrepancy='dksd'")

@@ -11,8 +11,9 @@ models or losses: ``grad(theta, batch) -> (loss, gradient)``, ``metric(theta, ba
 Both stochastic methods return the Polyak-Ruppert average of the second half of their iterates
 and stop by :func:`stopping_rule` on that average. Every method stops at a
 :class:`NumericalExcursion` of the objective and returns its best finite iterate.
-- :func:`lbfgs` — scipy's L-BFGS-B on the full loss; parameters with a lower bound (scales) are
-  optimised on the log scale, so an iterate never sits on the boundary.
+- :func:`lbfgs` — scipy's L-BFGS-B on the full loss in unit-free :class:`Coordinates`: bounded
+  parameters transformed (log for a scale, logistic for an interval), so an iterate never sits
+  on a bound, and the loss divided by its magnitude at the start.
 - :func:`nelder_mead` — derivative-free, for models whose score has a kink in theta.
 - :func:`closed_form` — for losses that are quadratic in theta (exponential families with a
   theta-independent kernel and diffusion, Sec. 2.4): the gradient is affine, 2 A theta + c, so
@@ -28,7 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["riemannian_sgd", "sgd", "lbfgs", "nelder_mead", "closed_form", "regularised_inverse",
-           "OptResult", "NumericalExcursion", "stopping_rule", "averaged_window"]
+           "OptResult", "NumericalExcursion", "stopping_rule", "averaged_window", "Coordinates",
+           "in_words"]
 
 
 @dataclass
@@ -172,11 +174,11 @@ def _stochastic(step, theta0, *, n, steps, batch_size, rng, in_domain, tolerance
         msg = (f"averaged iterate stable after {n_iter} steps (Monte Carlo standard error "
                f"{np.max(mcse / tol):.2g} x the tolerance)")
     elif not np.all(np.isfinite(mcse)):
-        msg = (f"not converged: {steps} steps are too few for the stopping rule (it averages "
+        msg = (f"the stopping rule could not be checked: {steps} steps are too few (it averages "
                f"the second half of the run in {N_BATCHES} batches of at least 2); raise steps")
     else:
-        msg = (f"not converged after {steps} steps: the averaged iterate's Monte Carlo "
-               f"standard error is {np.max(mcse / tol):.3g} x and its drift "
+        msg = (f"the stopping rule did not hold after {steps} steps: the averaged iterate's "
+               f"Monte Carlo standard error is {np.max(mcse / tol):.3g} x and its drift "
                f"{np.max(np.abs(drift) / tol):.3g} x the tolerance (statistical standard "
                "error); lower lr or raise steps")
     return OptResult(bar, H, losses, n_iter, ok, msg)
@@ -215,35 +217,51 @@ def sgd(grad, theta0, *, n, steps, lr, batch_size, rng, in_domain=None, toleranc
                        in_domain=in_domain, tolerance=tolerance, callback=callback)
 
 
-class _Reparam:
-    """theta_j = lo_j + exp(phi_j) for the parameters with a lower bound, identity otherwise:
-    an optimiser on phi never reaches the boundary (a scale of exactly 0) and takes its steps
-    for a scale on the log scale."""
+class Coordinates:
+    """The unconstrained, unit-free coordinates phi the deterministic optimisers work in.
 
-    def __init__(self, lower):
-        self.lower = lower
-        self.idx = [j for j, lo in enumerate(lower or []) if lo is not None]
-        self.lo = np.array([lower[j] for j in self.idx], dtype=np.float64)
+    A bounded parameter goes through its :class:`~stein_coreset.estimators.domains.ParameterSpace`
+    transform (log for a scale, logistic for an interval); an unbounded one is measured from its
+    start in ``unit`` (the data's spread: a location moves in units of the sample's scale). With
+    the loss divided by ``loss_unit`` (the norm of its phi-gradient at the start, or its
+    magnitude there for Nelder-Mead), scipy's absolute tolerances and L-BFGS-B's first step
+    (at most 1 in phi) mean the same on data in any units: the fit of 1000 X is 1000 times the
+    fit of X.
+    """
+
+    def __init__(self, space, theta0, unit=1.0, loss_unit=1.0):
+        self.space = space
+        self.theta0 = np.array(theta0, dtype=np.float64)
+        self.free = [j for j in range(self.theta0.size) if j not in space.transformed()]
+        self.unit = float(unit) if np.isfinite(unit) and unit > 0 else 1.0
+        self.loss_unit = float(loss_unit) if np.isfinite(loss_unit) and loss_unit > 0 else 1.0
 
     def to_phi(self, theta):
-        phi = np.array(theta, dtype=np.float64)
-        if self.idx:
-            phi[self.idx] = np.log(phi[self.idx] - self.lo)
+        phi = self.space.to_free(theta)
+        phi[self.free] = (np.asarray(theta)[self.free] - self.theta0[self.free]) / self.unit
         return phi
 
     def to_theta(self, phi):
-        theta = np.array(phi, dtype=np.float64)
-        if self.idx:
-            with np.errstate(over="ignore"):
-                theta[self.idx] = self.lo + np.exp(theta[self.idx])
+        theta = self.space.from_free(phi)
+        theta[self.free] = self.theta0[self.free] + self.unit * np.asarray(phi)[self.free]
         return theta
 
     def chain(self, theta, g):
         """d/dphi from d/dtheta."""
-        g = np.array(g, dtype=np.float64)
-        if self.idx:
-            g[self.idx] = g[self.idx] * (theta[self.idx] - self.lo)
-        return g
+        J = self.space.jacobian(theta)
+        J[self.free] = self.unit
+        return np.asarray(g, dtype=np.float64) * J
+
+    def box(self, phi0, width=40.0):
+        """L-BFGS-B bounds on phi: a transformed parameter stays within e^40 of its start (a
+        step to scale = 0, which overflows the loss, is never tried); the others are free."""
+        out = [(None, None)] * phi0.size
+        for j in self.space.transformed():
+            lo, hi = phi0[j] - width, phi0[j] + width
+            if self.space.lower[j] is not None and self.space.upper[j] is not None:
+                lo, hi = max(lo, -30.0), min(hi, 30.0)  # logistic: 1e-13 from either bound
+            out[j] = (lo, hi)
+        return out
 
 
 class _Best:
@@ -261,17 +279,19 @@ class _Stop(Exception):
     """Ends a scipy run at a :class:`NumericalExcursion` (recorded in the run's ``_Best``)."""
 
 
-def _guarded(rp: _Reparam, best: _Best, losses: list, evaluate):
+def _guarded(co: Coordinates, best: _Best, losses: list, evaluate):
     """``phi -> (theta, evaluate(theta))`` on the optimiser's scale ``phi``, the loss (the
     first item of ``evaluate``'s tuple) recorded in ``losses`` and ``best``; a non-finite
     parameter or a :class:`NumericalExcursion` is recorded in ``best`` and ends the run with
     :class:`_Stop`."""
 
     def fun(phi):
-        t = rp.to_theta(phi)
+        t = co.to_theta(phi)
         try:
             if not np.all(np.isfinite(t)):
                 raise NumericalExcursion(t, "the parameter overflowed")
+            if not co.space.inside(t):
+                raise NumericalExcursion(t, "the parameter reached the bound of its domain")
             out = evaluate(t)
         except NumericalExcursion as e:
             best.excursion = e
@@ -283,103 +303,131 @@ def _guarded(rp: _Reparam, best: _Best, losses: list, evaluate):
     return fun
 
 
-def lbfgs(grad, theta0, *, steps, lower=None, gtol=1e-10, ftol=1e-12,
-          callback=None) -> OptResult:
-    """scipy L-BFGS-B on the full-data loss with its analytic (or FD) gradient.
+#: scipy's L-BFGS-B / Nelder-Mead messages, in words.
+_SCIPY_WORDS = {
+    "NORM OF PROJECTED GRADIENT": "its gradient fell below its tolerance",
+    "RELATIVE REDUCTION OF F": "the loss stopped decreasing",
+    "ABNORMAL": "its line search found no lower loss along the search direction",
+    "TOTAL NO. OF ITERATIONS": "it reached the iteration limit (steps)",
+    "TOTAL NO. of ITERATIONS": "it reached the iteration limit (steps)",
+    "TOTAL NO. OF F,G EVALUATIONS": "it reached its limit of loss evaluations",
+    "Maximum number of iterations": "it reached the iteration limit (steps)",
+    "Maximum number of function evaluations": "it reached its limit of loss evaluations",
+    "Optimization terminated successfully": "its simplex shrank below its tolerances",
+}
 
-    Parameters with a lower bound ``lower[j]`` are optimised as log(theta_j - lower[j]). A
-    :class:`NumericalExcursion` of the objective (non-finite score, loss or gradient) ends the
-    run: the best finite iterate is returned with ``converged=False`` and the excursion named.
+
+def in_words(name: str, message: str) -> str:
+    """``"L-BFGS-B stopped: the loss stopped decreasing"`` for scipy's terse messages."""
+    for key, words in _SCIPY_WORDS.items():
+        if key.lower() in message.lower():
+            return f"{name} stopped: {words}"
+    return f"{name} stopped: {message or 'no reason given'}"
+
+
+def lbfgs(grad, theta0, *, steps, coords: Coordinates, gtol=1e-12, ftol=1e-13,
+          callback=None) -> OptResult:
+    """scipy L-BFGS-B on the full-data loss with its analytic (or FD) gradient, in the unit-free
+    :class:`Coordinates` (bounded parameters transformed, the loss divided by its unit), so its
+    tolerances do not depend on the units of X. A :class:`NumericalExcursion` of the objective
+    (non-finite score, loss or gradient) ends the run: the best finite iterate is returned
+    with ``converged=False`` and the excursion named. ``converged`` only says that L-BFGS-B's
+    own test held; :mod:`~stein_coreset.estimators.verify` decides whether theta is a minimiser.
     """
     from scipy.optimize import minimize
 
-    rp = _Reparam(lower)
+    co = coords
     best = _Best()
     hist, losses = [np.array(theta0, dtype=np.float64)], []
-    guarded = _guarded(rp, best, losses, lambda t: grad(t, None))
+    guarded = _guarded(co, best, losses, lambda t: grad(t, None))
 
     def fun(phi):
         t, (val, g) = guarded(phi)
-        return val, rp.chain(t, np.asarray(g, dtype=np.float64))
+        return val / co.loss_unit, co.chain(t, g) / co.loss_unit
 
     def cb(phi):
-        t = rp.to_theta(phi)
+        t = co.to_theta(phi)
         hist.append(t)
         if callback is not None:
             callback(len(hist) - 1, t.copy(), losses[-1] if losses else float("nan"))
 
+    phi0 = co.to_phi(theta0)
     try:
-        res = minimize(fun, rp.to_phi(theta0), jac=True, method="L-BFGS-B", callback=cb,
+        res = minimize(fun, phi0, jac=True, method="L-BFGS-B", callback=cb,
+                       bounds=co.box(phi0),
                        options={"maxiter": int(steps), "gtol": gtol, "ftol": ftol})
     except _Stop:
         theta = best.theta if best.theta is not None else np.array(theta0, dtype=np.float64)
         hist.append(theta.copy())
-        msg = (f"stopped after {len(hist) - 2} iterations: {best.excursion}; returning the "
-               "best finite iterate")
+        msg = (f"L-BFGS-B stopped after {len(hist) - 2} iterations: {best.excursion}; "
+               "returning the best finite iterate")
         return OptResult(theta, np.asarray(hist), losses, len(hist) - 2, False, msg,
                          excursion=best.excursion)
-    theta = rp.to_theta(res.x)
+    theta = co.to_theta(res.x)
     if not np.array_equal(hist[-1], theta):
         hist.append(theta.copy())
     ok = bool(res.success)
-    msg = str(res.message)
-    if best.theta is not None and not best.value >= float(res.fun):
+    msg = in_words("L-BFGS-B", str(res.message)) + f" after {int(res.nit)} iterations"
+    if best.theta is not None and not best.value >= float(res.fun) * co.loss_unit:
         # a line search ended above a point it had visited
         theta, ok = best.theta, False
         msg += "; returning the best iterate seen"
     return OptResult(theta, np.asarray(hist), losses, int(res.nit), ok, msg)
 
 
-def nelder_mead(value, theta0, *, steps, lower=None, xatol=1e-4, fatol=1e-10,
+def nelder_mead(value, theta0, *, steps, coords: Coordinates, xatol=1e-6, fatol=1e-12,
                 callback=None) -> OptResult:
     """Derivative-free Nelder-Mead (scipy) on the full-data loss, for models whose score is not
     differentiable in theta (a kink at the location: the gradient of the loss misses the jumps
-    of the score, Sec. 4.1). Lower-bounded parameters on the log scale, as in :func:`lbfgs`;
-    ``steps`` bounds the iterations (each a few loss evaluations, O(n^2 d) for DKSD)."""
+    of the score, Sec. 4.1). In the unit-free :class:`Coordinates`, as :func:`lbfgs` (a first
+    simplex of 0.1 units); ``steps`` bounds the iterations (each a few loss evaluations,
+    O(n^2 d) for DKSD)."""
     from scipy.optimize import minimize
 
-    rp = _Reparam(lower)
+    co = coords
     best = _Best()
     hist, losses = [np.array(theta0, dtype=np.float64)], []
-    guarded = _guarded(rp, best, losses, lambda t: (value(t),))
+    guarded = _guarded(co, best, losses, lambda t: (value(t),))
 
     def fun(phi):
-        return guarded(phi)[1][0]
+        return guarded(phi)[1][0] / co.loss_unit
 
     def cb(phi):
-        t = rp.to_theta(phi)
+        t = co.to_theta(phi)
         hist.append(t)
         if callback is not None:
             callback(len(hist) - 1, t.copy(), best.value)
 
-    phi0 = rp.to_phi(theta0)
+    phi0 = co.to_phi(theta0)
     simplex = [phi0]
     for j in range(phi0.size):
         e = phi0.copy()
-        e[j] += 0.1 if j in rp.idx else 0.1 * max(1.0, abs(phi0[j]))
+        e[j] += 0.1
         simplex.append(e)
     try:
-        res = minimize(fun, phi0, method="Nelder-Mead", callback=cb,
+        res = minimize(fun, phi0, method="Nelder-Mead", callback=cb, bounds=co.box(phi0),
                        options={"maxiter": int(steps), "xatol": xatol, "fatol": fatol,
                                 "initial_simplex": np.asarray(simplex)})
     except _Stop:
         theta = best.theta if best.theta is not None else np.array(theta0, dtype=np.float64)
         hist.append(theta.copy())
-        msg = f"stopped: {best.excursion}; returning the best finite iterate"
+        msg = f"Nelder-Mead stopped: {best.excursion}; returning the best finite iterate"
         return OptResult(theta, np.asarray(hist), losses, len(hist) - 2, False, msg,
                          excursion=best.excursion)
-    theta = rp.to_theta(res.x)
+    theta = co.to_theta(res.x)
     if not np.array_equal(hist[-1], theta):
         hist.append(theta.copy())
     return OptResult(theta, np.asarray(hist), losses, int(res.nit), bool(res.success),
-                     str(res.message))
+                     in_words("Nelder-Mead", str(res.message)))
 
 
 def closed_form(grad, theta0) -> OptResult:
     """Minimiser of a convex quadratic loss from p + 1 exact gradients (Sec. 2.4).
 
     Raises ValueError if the recovered Hessian is not positive semi-definite (the loss is not a
-    convex quadratic in theta) or is singular (theta is not identified by the data).
+    convex quadratic in theta) or is singular (theta is not identified by the data): judged on
+    its correlation form D^-1/2 H D^-1/2 (D = diag H), which does not depend on the units of
+    the parameters.
     """
     t0 = np.array(theta0, dtype=np.float64)
     p = t0.size
@@ -390,14 +438,27 @@ def closed_form(grad, theta0) -> OptResult:
         e[j] = 1.0
         H[:, j] = grad(t0 + e, None)[1] - g0
     H = 0.5 * (H + H.T)
-    w = np.linalg.eigvalsh(H)
-    scale = max(float(np.max(np.abs(w))), 1e-300)
-    if w[0] < -1e-8 * scale:
+    dg = np.diag(H)
+    if np.any(dg < 0) or not np.all(np.isfinite(H)):
         raise ValueError(
-            "closed_form: the loss is not a convex quadratic in theta here (Hessian eigenvalues "
-            f"{w}); use optimizer='lbfgs'"
-        )
-    if w[0] <= 1e-13 * scale:
-        raise ValueError("closed_form: the quadratic is singular; theta is not identified")
+            "closed_form: the loss is not a convex quadratic in theta here (Hessian diagonal "
+            f"{dg}); use optimizer='lbfgs'")
+    if np.any(dg == 0):
+        j = int(np.flatnonzero(dg == 0)[0])
+        raise ValueError(f"closed_form: the loss does not depend on theta[{j}]: theta is not "
+                         "identified by the data")
+    s = 1.0 / np.sqrt(dg)
+    w, Q = np.linalg.eigh(H * s[:, None] * s[None, :])
+    if w[0] < -1e-8:
+        raise ValueError(
+            "closed_form: the loss is not a convex quadratic in theta here (eigenvalues of the "
+            f"Hessian's correlation form {w}); use optimizer='lbfgs'")
+    if w[0] <= 1e-10:
+        u = Q[:, 0] * s
+        u = u / np.max(np.abs(u))
+        raise ValueError(
+            "closed_form: the quadratic is singular, so theta is not identified: the loss is "
+            f"flat along the direction {np.array2string(u, precision=3)} of theta (collinear "
+            "sufficient statistics?)")
     theta = t0 - np.linalg.solve(H, g0)
-    return OptResult(theta, np.asarray([t0, theta]), [v0], 1, True, "closed form")
+    return OptResult(theta, np.asarray([t0, theta]), [v0], 1, True, "closed form (exact)")

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .. import _validation as val
-from . import models as _models
+from . import derivatives as _deriv
 
 __all__ = ["checked_scores", "mT", "PointTerms", "point_terms", "batch_diagonal", "batch_trace"]
 
@@ -79,7 +79,7 @@ def point_terms(model, X, theta, diff, need_grad) -> PointTerms:
         v = mT(xp, kind, m, S) + div
     pts = PointTerms(kind, m, v)
     if need_grad:
-        J = _models.score_dtheta(model, X, theta)
+        J = _deriv.score_dtheta(model, X, theta)
         p = theta.size
         if tuple(J.shape) != (X.shape[0], X.shape[1], p):
             raise ValueError(

@@ -10,7 +10,7 @@ central differences of the loss.
 from __future__ import annotations
 
 from .. import _array_api as aa
-from . import models as _models
+from . import derivatives as _deriv
 from .pointwise import batch_diagonal, batch_trace, checked_scores, mT
 
 __all__ = ["dsm_value", "dsm_terms", "information"]
@@ -27,7 +27,7 @@ def dsm_terms(model, X, theta, diff):
     is :func:`dsm_value`."""
     xp, _ = aa.namespace(X=X)
     S = checked_scores(model, X, theta)
-    H = _models.score_dx(model, X, theta)
+    H = _deriv.score_dx(model, X, theta)
     n, d = X.shape
     if tuple(H.shape) != (n, d, d):
         raise ValueError(f"model.score_dx must return shape {(n, d, d)}, got {tuple(H.shape)}")

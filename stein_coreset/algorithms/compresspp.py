@@ -416,7 +416,7 @@ def compresspp_coreset(
     >>> idx.size, info["compress_levels"], round(float(w.sum()), 4)
     (14, 3, 1.0)
     >>> round(sc.mmd(X, X[idx], wy=w, kernel=sc.IMQ(1.0)), 4)
-    0.0667
+    0.0642
     """
     if not isinstance(base, RadialKernel):
         raise TypeError(f"base must be a RadialKernel, got {type(base).__name__}")

@@ -282,8 +282,8 @@ class Posterior:
             import stan
         except ImportError as exc:
             raise ImportError(
-                "posteriordb models need PyStan 3: pip install pystan (from the source tree: "
-                "pip install \".[stan]\")"
+                "posteriordb models need PyStan 3: pip install -r requirements/stan.txt in the "
+                "stein_coreset source tree (or pip install pystan)"
             ) from exc
         if seed is None and self._model is not None:
             return self._model

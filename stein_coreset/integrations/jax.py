@@ -96,7 +96,10 @@ def scores_from_logdensity(logdensity_fn, X, *, batch_size: int | None = None, x
         import jax
         import jax.numpy as jnp
     except ImportError as exc:  # pragma: no cover
-        raise ImportError("scores_from_logdensity needs JAX: pip install jax") from exc
+        raise ImportError(
+            "scores_from_logdensity needs JAX: pip install jax (or, in the stein_coreset "
+            "source tree, pip install -r requirements/jax.txt)"
+        ) from exc
     if not callable(logdensity_fn):
         raise TypeError(f"logdensity_fn must be callable, got {type(logdensity_fn).__name__}")
     X = np.asarray(X, dtype=np.float64)

@@ -35,8 +35,8 @@ def _model_and_args(mcmc, model_args, model_kwargs):
         import numpyro  # noqa: F401
     except ImportError as exc:  # pragma: no cover
         raise ImportError(
-            "stein_coreset.integrations.numpyro needs NumPyro: pip install numpyro (from the "
-            "source tree: pip install \".[numpyro]\")"
+            "stein_coreset.integrations.numpyro needs NumPyro: pip install -r "
+            "requirements/numpyro.txt in the stein_coreset source tree (or pip install numpyro)"
         ) from exc
     if not (hasattr(mcmc, "get_samples") and hasattr(mcmc, "sampler")):
         raise TypeError(f"mcmc: expected a numpyro.infer.MCMC, got {type(mcmc).__name__}")

@@ -105,7 +105,8 @@ def _check_model(model):
         import pymc as pm
     except ImportError as exc:  # pragma: no cover
         raise ImportError(
-            "stein_coreset.integrations.pymc needs PyMC: pip install 'stein_coreset[pymc]'"
+            "stein_coreset.integrations.pymc needs PyMC: pip install -r requirements/pymc.txt "
+            "in the stein_coreset source tree (or pip install pymc)"
         ) from exc
     if model is None:
         model = pm.modelcontext(None)

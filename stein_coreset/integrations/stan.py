@@ -81,14 +81,20 @@ class PyStanModel:
 
     Examples
     --------
-    >>> import stan                                                        # doctest: +SKIP
-    >>> from stein_coreset.integrations.stan import PyStanModel            # doctest: +SKIP
-    >>> posterior = stan.build("parameters {real<lower=0> s;} model {s ~ exponential(1);}")
-    ... # doctest: +SKIP
-    >>> m = PyStanModel(posterior)                                         # doctest: +SKIP
-    >>> m.param_names(), m.param_unc_num()                                 # doctest: +SKIP
+    A positive parameter, s ~ Exponential(1), unconstrained as u = log s (the first build of a
+    program compiles it, once per machine):
+
+    >>> import numpy as np, stan
+    >>> from stein_coreset.integrations.stan import PyStanModel
+    >>> program = "parameters {real<lower=0> s;} model {s ~ exponential(1);}"
+    >>> posterior = stan.build(program, random_seed=1)
+    Building...
+    >>> m = PyStanModel(posterior)
+    >>> m.param_names(), m.param_unc_num()
     (['s'], 1)
-    >>> m.log_density_gradient(np.array([0.0]))[1]    # d/du (-e^u + u) at u = 0  # doctest: +SKIP
+    >>> m.param_unconstrain(np.array([2.0])), m.param_constrain(np.array([0.0]))
+    (array([0.69314718]), array([1.]))
+    >>> m.log_density_gradient(np.array([0.0]))[1]     # d/du (u - e^u) at u = 0: Jacobian in
     array([0.])
     """
 
@@ -97,8 +103,8 @@ class PyStanModel:
             import httpstan.models
         except ImportError as exc:  # pragma: no cover - PyStan needs httpstan
             raise ImportError(
-                "PyStanModel needs PyStan 3: pip install pystan (or install this package with "
-                "its stan extra: pip install \".[stan]\" from the source tree)"
+                "PyStanModel needs PyStan 3: pip install -r requirements/stan.txt in the "
+                "stein_coreset source tree (or pip install pystan)"
             ) from exc
         self.model = model
         self.data = dict(model.data)
@@ -552,13 +558,16 @@ def fit_scores(
 
     Examples
     --------
-    >>> import stan                                                        # doctest: +SKIP
-    >>> from stein_coreset.integrations.stan import fit_scores             # doctest: +SKIP
-    >>> posterior = stan.build("parameters {real mu;} model {mu ~ normal(0, 1);}")
-    ... # doctest: +SKIP
-    >>> fit = posterior.sample(num_chains=1, num_samples=100)              # doctest: +SKIP
-    >>> sd = fit_scores(fit, posterior)                                    # doctest: +SKIP
-    >>> bool(np.allclose(sd.S, -sd.X))                                     # doctest: +SKIP
+    >>> import numpy as np, stan
+    >>> from stein_coreset.integrations.stan import fit_scores
+    >>> program = "parameters {real<lower=0> s;} model {s ~ exponential(1);}"
+    >>> posterior = stan.build(program, random_seed=1)
+    Building...
+    >>> fit = posterior.sample(num_chains=2, num_warmup=20, num_samples=50, save_warmup=True)
+    >>> sd = fit_scores(fit, posterior)
+    >>> sd.X.shape, sd.n_warmup                      # 2 chains x (20 + 50), u = log s
+    ((140, 1), 40)
+    >>> bool(np.allclose(sd.S[:, 0], 1.0 - np.exp(sd.X[:, 0])))   # d/du (u - e^u)
     True
     """
     batch_size = val.check_int(batch_size, "batch_size", lo=1)
@@ -754,17 +763,23 @@ def compress_fit(
 
     Examples
     --------
-    Eight schools, non-centred, with a short warm-up kept (``docs/integrations.md`` runs
-    this):
+    s ~ Exponential(1), sampled from far out (s = 40) with a short warm-up that is kept
+    (``docs/integrations/stan.md`` runs eight schools):
 
-    >>> import stan                                                        # doctest: +SKIP
-    >>> from stein_coreset.integrations.arviz import summary               # doctest: +SKIP
-    >>> from stein_coreset.integrations.stan import compress_fit           # doctest: +SKIP
-    >>> posterior = stan.build(program_code, data=data)                    # doctest: +SKIP
-    >>> fit = posterior.sample(num_chains=2, num_warmup=100, num_samples=500,
-    ...                        save_warmup=True)                          # doctest: +SKIP
-    >>> result = compress_fit(fit, posterior, size=40, method="skt", seed=0)  # doctest: +SKIP
-    >>> summary(result, var_names=["mu", "tau"])                           # doctest: +SKIP
+    >>> import numpy as np, stan
+    >>> from stein_coreset.integrations.arviz import get_group, summary
+    >>> from stein_coreset.integrations.stan import compress_fit
+    >>> program = "parameters {real<lower=0> s;} model {s ~ exponential(1);}"
+    >>> posterior = stan.build(program, random_seed=1)
+    Building...
+    >>> fit = posterior.sample(num_chains=2, num_warmup=30, num_samples=200, save_warmup=True,
+    ...                        init=[{"s": 40.0}] * 2)
+    >>> res = compress_fit(fit, posterior, size=20, method="skt", seed=0)
+    >>> cs = get_group(res, "coreset")
+    >>> cs.attrs["n_input"], cs.attrs["n_warmup_input"], dict(get_group(res, "posterior").sizes)
+    (460, 60, {'chain': 20, 'draw': 1})
+    >>> list(summary(res).columns)
+    ['mean', 'sd', 'eti_3%', 'eti_97%']
     """
     if random_seed is not None:
         if seed is not None:

@@ -314,7 +314,7 @@ class Posterior:
 
     # reference draws -----------------------------------------------------------------------------
     def reference_constrained(self) -> np.ndarray:
-        """``(10 * 1000, p)`` reference draws of the entries :attr:`reference_names`, chain
+        """``(10 * 1000, p)`` reference draws of the entries ``reference_names``, chain
         after chain."""
         return np.column_stack([
             np.concatenate([np.asarray(ch[k], dtype=np.float64) for ch in self._draws])
@@ -332,8 +332,9 @@ class Posterior:
     def reference_unconstrained(self, thin: int = 1) -> np.ndarray:
         """``(n / thin, d)`` reference draws in the unconstrained space: ``param_unconstrain``
         of every ``thin``-th draw (about a millisecond each with large data; kept for the
-        next call). Parameters the reference lacks are rebuilt where :data:`_REBUILD` knows
-        how, and checked by mapping back."""
+        next call). Parameters the reference lacks are rebuilt where that is known (eight
+        schools' ``theta_trans`` from ``theta``, ``mu``, ``tau``) and checked by mapping
+        back."""
         from ..integrations.stan import StanVariables
 
         if thin in self._unconstrained:

@@ -123,9 +123,8 @@ class ScoredDraws:
 def announce(message: str, enabled: bool):
     """Feedback for a stage that cannot count its work (a compile).
 
-    Prints ``message ...`` on stderr once the stage has run
-    :data:`stein_coreset._progress.DELAY_S` seconds and its time when it ends; nothing for a
-    shorter stage or when not ``enabled``.
+    Prints ``message ...`` on stderr once the stage has run half a second, and its time when
+    it ends; nothing for a shorter stage or when not ``enabled``.
 
     Parameters
     ----------
@@ -221,7 +220,7 @@ def compress_scored(
         Posterior variables to return (default: all of the source's).
     draws : int, optional
         Simplex weights only: equal-weight draws resampled for the posterior group (default:
-        :data:`DEFAULT_DRAWS`, or ``size`` if larger).
+        1000, ``DEFAULT_DRAWS``, or ``size`` if larger).
     resample_equal : bool
         ``True`` refuses signed weights (``ValueError``) instead of returning a result without
         a posterior.

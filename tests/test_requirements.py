@@ -24,7 +24,9 @@ def expand(name: str, table: dict) -> list:
         m = re.fullmatch(r"stein_coreset\[(.*)\]", req)
         parts = [r for sub in m.group(1).split(",") for r in expand(sub.strip(), table)] if m \
             else [req]
-        out += [r for r in parts if r not in out]
+        for r in parts:
+            if r not in out:
+                out.append(r)
     return out
 
 

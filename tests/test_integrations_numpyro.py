@@ -41,21 +41,27 @@ def radon_closed_over_numpy(log_radon=None):
     radon(COUNTY, FLOOR, log_radon)
 
 
+def float32():
+    """JAX's default 32-bit mode, even where another test's library (goodpoints.jax) turned
+    jax_enable_x64 on for the whole process."""
+    return jax.enable_x64(False)
+
+
 @pytest.fixture(scope="module")
 def run():
-    """Sampled in JAX's default float32 mode, warm-up collected first."""
-    assert not jax.config.jax_enable_x64
+    """Sampled in float32 (JAX's default), warm-up collected first."""
     mcmc = MCMC(NUTS(radon), num_warmup=40, num_samples=120, num_chains=2,
                 chain_method="sequential", progress_bar=False)
-    mcmc.warmup(jax.random.PRNGKey(0), COUNTY, FLOOR, LOG_RADON, collect_warmup=True)
-    warmup = mcmc.get_samples(group_by_chain=True)
-    mcmc.run(jax.random.PRNGKey(1), COUNTY, FLOOR, LOG_RADON)
+    with float32():
+        mcmc.warmup(jax.random.PRNGKey(0), COUNTY, FLOOR, LOG_RADON, collect_warmup=True)
+        warmup = mcmc.get_samples(group_by_chain=True)
+        mcmc.run(jax.random.PRNGKey(1), COUNTY, FLOOR, LOG_RADON)
     return mcmc, warmup
 
 
 def test_float32_samples_with_integer_indexing_give_float64_scores(run):
     mcmc, warmup = run
-    assert mcmc.get_samples()["a"].dtype == jnp.float32
+    assert np.asarray(mcmc.get_samples()["a"]).dtype == np.float32
     sd = mcmc_scores(mcmc, warmup=warmup)
     assert sd.X.dtype == np.float64 and sd.scores_dtype == "float64" and not sd.note
     assert sd.X.shape == (2 * (40 + 120), 1 + 1 + J + 1 + 1)
@@ -118,8 +124,9 @@ def test_without_warmup_the_note_says_how_to_collect_it(run):
 
 def test_jax_int32_arguments_and_a_closed_over_jax_array_work_in_float64():
     mcmc = MCMC(NUTS(radon), num_warmup=30, num_samples=40, progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(2), jnp.asarray(COUNTY), jnp.asarray(FLOOR),
-             jnp.asarray(LOG_RADON))
+    with float32():
+        mcmc.run(jax.random.PRNGKey(2), jnp.asarray(COUNTY), jnp.asarray(FLOOR),
+                 jnp.asarray(LOG_RADON))
     cs = get_group(compress_mcmc(mcmc, size=8, method="skt", seed=0), "coreset")
     assert cs.attrs["scores_dtype"] == "float64" and "note_scores" not in cs.attrs
 
@@ -130,7 +137,8 @@ def test_a_model_closing_over_a_seen_numpy_array_falls_back_to_its_own_precision
     sampler's precision, and the result says so."""
     mcmc = MCMC(NUTS(radon_closed_over_numpy), num_warmup=30, num_samples=40,
                 progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(3), LOG_RADON)
+    with float32():
+        mcmc.run(jax.random.PRNGKey(3), LOG_RADON)
     cs = get_group(compress_mcmc(mcmc, size=8, method="skt", seed=0), "coreset")
     assert cs.attrs["scores_dtype"] == "float32"
     assert "could not be evaluated in float64" in cs.attrs["note_scores"]
@@ -140,7 +148,8 @@ def test_a_kernel_without_a_model_and_a_wrong_warmup_are_errors(run):
     mcmc, _ = run
     pot = MCMC(NUTS(potential_fn=lambda x: 0.5 * jnp.sum(x**2)), num_warmup=5, num_samples=5,
                progress_bar=False)
-    pot.run(jax.random.PRNGKey(0), init_params=jnp.zeros(2))
+    with float32():
+        pot.run(jax.random.PRNGKey(0), init_params=jnp.zeros(2))
     with pytest.raises(TypeError, match="potential_fn, not a model"):
         compress_mcmc(pot, size=2, method="st")
     with pytest.raises(TypeError, match="warmup: expected the dict"):

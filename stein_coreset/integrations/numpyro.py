@@ -24,7 +24,6 @@ import numpy as np
 from .. import _progress
 from .. import _validation as val
 from . import arviz as _az
-from .jax import float64_mode
 from .results import ScoredDraws, announce, check_var_names, compress_scored
 
 __all__ = ["compress_mcmc", "mcmc_scores"]
@@ -137,7 +136,7 @@ def mcmc_scores(
         Draws per call of the compiled, vectorised maps.
     x64 : bool
         Trace and evaluate the model in float64 (default), inside JAX's float64 mode for this
-        call only; ``False`` evaluates in JAX's current mode.
+        call only; ``False`` evaluates in float32 (JAX's 32-bit mode, for this call only).
     progress : bool, optional
         Feedback on stderr (the JIT compile, a bar over the batches). Default: on when stderr
         is a terminal.
@@ -195,13 +194,27 @@ def mcmc_scores(
         first = exc
     # a model that fails in float64 after a 32-bit run (a NumPy array it closes over, whose
     # int32 device copy JAX keeps across modes; jax.clear_caches() does not drop it): the
-    # sampler's own precision, said in attrs["note_scores"]
+    # sampler's own precision (float32), said in attrs["note_scores"]
     scored = _evaluate(model, args, kwargs, samples, warm, False, batch_size, progress)
     scored.note = (
         f"the model could not be evaluated in float64 ({type(first).__name__}: "
-        f"{str(first).splitlines()[0][:160]}); the scores are in JAX's current precision"
+        f"{str(first).splitlines()[0][:160]}); the scores are in the sampler's float32"
     )
     return scored
+
+
+def _precision(x64: bool):
+    """JAX's float64 mode on (``x64``) or off for a ``with`` block, whatever the global
+    setting: the fallback evaluates a float32 run in float32 even where another library has
+    turned ``jax_enable_x64`` on for the whole process."""
+    import jax
+
+    ctx = getattr(jax, "enable_x64", None)
+    if ctx is None:  # older JAX
+        from jax.experimental import disable_x64, enable_x64
+
+        return enable_x64() if x64 else disable_x64()
+    return ctx(bool(x64))
 
 
 class _Refused(ValueError):
@@ -215,7 +228,7 @@ def _evaluate(model, args, kwargs, samples, warm, x64, batch_size, progress) -> 
     from numpyro.infer.util import constrain_fn, potential_energy, unconstrain_fn
 
     t0 = time.perf_counter()
-    with float64_mode(x64):
+    with _precision(x64):
         first = {k: v[0, 0] for k, v in samples.items()}
         latent = _sites(model, args, kwargs, first)
         missing = [s for s in latent if s not in samples]
@@ -243,7 +256,7 @@ def _evaluate(model, args, kwargs, samples, warm, x64, batch_size, progress) -> 
                 src_draw.append(np.arange(nd))
         params = {s: np.concatenate([b[s] for b in blocks]) for s in latent}
         n = params[latent[0]].shape[0]
-        ftype = jnp.float64 if x64 else jnp.result_type(float)
+        ftype = jnp.float64 if x64 else jnp.float32
         params = {s: jnp.asarray(v, dtype=ftype) for s, v in params.items()}
         flat0, unravel = ravel_pytree(unconstrain_fn(model, args, kwargs,
                                                      {s: v[0] for s, v in params.items()}))
@@ -279,7 +292,7 @@ def _evaluate(model, args, kwargs, samples, warm, x64, batch_size, progress) -> 
         t2 = time.perf_counter()
 
     def to_constrained(rows):
-        with float64_mode(x64):
+        with _precision(x64):
             out = bwd(jnp.asarray(rows, dtype=flat0.dtype))
             return {s: np.asarray(out[s], dtype=np.float64) for s in latent}
 

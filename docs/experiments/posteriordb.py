@@ -17,7 +17,7 @@ over the entries. Baselines with the same m: ``thin`` (m equally spaced states o
 chain), ``ref`` (m equally spaced draws of the reference itself: the error a perfect sampler's
 m draws have) and ``all n`` (the whole biased chain). Times: sampling, scoring, each method.
 
-    python docs/experiments/posteriordb.py                 # all posteriors, ~15-25 min
+    python docs/experiments/posteriordb.py                 # all posteriors, ~8 min once compiled
     python docs/experiments/posteriordb.py --names nes1972-nes --out /tmp/x
     python docs/experiments/posteriordb.py --table         # rewrite posteriordb.md from JSON
 

@@ -32,7 +32,8 @@ def require_matplotlib():
         import matplotlib.pyplot as plt
     except ImportError:
         raise DemoError(
-            "--plot needs matplotlib, which is not installed: pip install 'stein_coreset[plot]'"
+            "--plot needs matplotlib, which is not installed: pip install -r "
+            "requirements/plot.txt in the stein_coreset source tree (or pip install matplotlib)"
         ) from None
     return plt
 

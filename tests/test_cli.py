@@ -371,7 +371,7 @@ def test_demo_plot_writes_a_png_or_says_matplotlib_is_missing(tmp_path, capsys):
         import matplotlib  # noqa: F401
     except ImportError:
         rc, _, err = _run(argv, capsys)
-        assert "pip install 'stein_coreset[plot]'" in _one_line_error(rc, err)
+        assert "pip install -r requirements/plot.txt" in _one_line_error(rc, err)
     else:
         rc, out, _ = _run(argv, capsys)
         assert rc == 0 and f"wrote {png}" in out
@@ -383,7 +383,7 @@ def test_plot_without_matplotlib_fails_fast_with_one_line(tmp_path, capsys, monk
     monkeypatch.setattr(cli, "demo_chain", lambda *a, **k: pytest.fail("simulated before check"))
     rc, _, err = _run(["demo", "--plot", tmp_path / "x.png"], capsys)
     line = _one_line_error(rc, err)
-    assert "--plot needs matplotlib" in line and "stein_coreset[plot]" in line
+    assert "--plot needs matplotlib" in line and "requirements/plot.txt" in line
 
 
 def test_methods_lists_every_name(capsys):

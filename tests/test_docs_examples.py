@@ -42,6 +42,9 @@ FILES = ["README.md", *sorted(
 #: The optional peers a documentation file's examples import.
 NEEDS = {
     "docs/integrations.md": ("pymc", "arviz", "jax"),
+    "docs/integrations/stan.md": ("stan", "arviz"),
+    "docs/integrations/numpyro.md": ("numpyro", "arviz"),
+    "docs/integrations/blackjax.md": ("blackjax",),
     "docs/distributed.md": ("dask", "distributed", "zarr"),
 }
 

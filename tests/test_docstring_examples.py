@@ -15,6 +15,14 @@ NEEDS = {
     "stein_coreset.integrations.arviz": "arviz",
     "stein_coreset.integrations.pymc": "pymc",
     "stein_coreset.integrations.jax": "jax",
+    "stein_coreset.integrations.numpyro": "numpyro",
+    "stein_coreset.integrations.stan": "stan",
+    "stein_coreset.integrations.stan_model": "stan",
+    "stein_coreset.integrations.stan_draws": "xarray",
+    "stein_coreset.integrations.results": "xarray",
+    "stein_coreset.integrations.containers": "xarray",
+    "stein_coreset.integrations.summaries": "pandas",
+    "stein_coreset.integrations.pymc_model": "pymc",
     "stein_coreset.distributed": "dask",
 }
 

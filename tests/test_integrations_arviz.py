@@ -1,4 +1,5 @@
-"""flatten / unflatten: the (n, d) view of an ArviZ posterior and back."""
+"""flatten / unflatten: the (n, d) view of an ArviZ posterior and back; the groups of either
+ArviZ container (containers.py). The weighted figures: tests/test_integrations_summaries.py."""
 
 import numpy as np
 import pytest
@@ -83,13 +84,16 @@ def test_flatten_takes_an_xarray_datatree(idata):
         flatten(tree, group="warmup_posterior")
 
 
-def test_import_stein_coreset_does_not_import_pymc_arviz_or_jax(tmp_path):
+def test_importing_the_integrations_imports_no_sampler(tmp_path):
     import subprocess
     import sys
 
     code = (
         "import sys, stein_coreset, stein_coreset.integrations;"
-        "print([m for m in ('pymc', 'arviz', 'jax', 'pytensor') if m in sys.modules])"
+        "import stein_coreset.integrations.stan, stein_coreset.integrations.numpyro;"
+        "import stein_coreset.integrations.pymc, stein_coreset.datasets.posteriordb;"
+        "print([m for m in ('pymc', 'arviz', 'jax', 'pytensor', 'stan', 'httpstan', 'numpyro',"
+        " 'xarray') if m in sys.modules])"
     )
     # run outside the checkout: its source tree (without the built _core) would shadow the
     # installed package
@@ -99,71 +103,18 @@ def test_import_stein_coreset_does_not_import_pymc_arviz_or_jax(tmp_path):
     assert out.stdout.strip() == "[]"
 
 
-# ---- reading a coreset's weights ----------------------------------------------------------
-
-
-def coreset_tree(weights, **variables):
-    """A compress_trace-shaped result holding only its weighted support."""
-    ds = xr.Dataset(
-        {"weight": ("point", np.asarray(weights, float)), **variables},
-        coords={"school": list("ABC")},
-        attrs={"stein_coreset_method": "sr", "coreset_kind": "simplex"},
-    )
-    return xr.DataTree.from_dict({"coreset": ds})
-
-
-def test_summary_is_the_weighted_mean_sd_and_interval_with_no_mcmc_diagnostics():
-    from stein_coreset.integrations.arviz import summary
-
-    rng = np.random.default_rng(1)
-    w = rng.dirichlet(np.ones(30))
-    mu, th = rng.normal(size=30), rng.normal(size=(30, 3))
-    got = summary(coreset_tree(w, mu=("point", mu), th=(("point", "school"), th)))
-    assert list(got.columns) == ["mean", "sd", "eti_3%", "eti_97%"]
-    assert list(got.index) == ["mu", "th[A]", "th[B]", "th[C]"]
-    for label, x in [("mu", mu), ("th[B]", th[:, 1])]:
-        m = w @ x
-        assert got.loc[label, "mean"] == pytest.approx(m, rel=1e-12)
-        assert got.loc[label, "sd"] == pytest.approx(np.sqrt(w @ (x - m) ** 2), rel=1e-12)
-        order = np.argsort(x)
-        cw = np.cumsum(w[order])
-        assert got.loc[label, "eti_3%"] == x[order][np.argmax(cw >= 0.03)]
-        assert got.loc[label, "eti_97%"] == x[order][np.argmax(cw >= 0.97)]
-    assert got.attrs["coreset_kind"] == "simplex"
-    assert list(summary(coreset_tree(w, mu=("point", mu)), prob=0.5).columns)[2:] == [
-        "eti_25%", "eti_75%"
-    ]
-
-
-def test_summary_of_signed_weights_has_no_quantiles_and_no_sd_where_variance_is_negative():
-    from stein_coreset.integrations.arviz import summary
-
-    got = summary(coreset_tree([1.5, -0.5], mu=("point", [0.0, 10.0])))
-    assert list(got.columns) == ["mean", "sd"]
-    assert got.loc["mu", "mean"] == pytest.approx(-5.0)
-    assert np.isnan(got.loc["mu", "sd"])  # 1.5 * 25 - 0.5 * 225 < 0
-
-
-def test_summary_labels_entries_as_az_summary_does(idata):
-    from stein_coreset.integrations.arviz import summary
+def test_groups_are_read_from_either_container_a_dataset_or_a_dict(idata):
+    from stein_coreset.integrations.arviz import has_group, to_idata
 
     post = get_group(idata, "posterior")
-    flat = post.stack(point=("chain", "draw")).drop_vars(["point", "chain", "draw"])
-    flat = flat.assign(weight=("point", np.full(flat.sizes["point"], 1 / flat.sizes["point"])))
-    ours = summary(xr.DataTree.from_dict({"coreset": flat}))
-    theirs = az.summary(idata, kind="stats", round_to="none")
-    assert list(ours.index) == list(theirs.index)
-    np.testing.assert_allclose(ours["mean"], theirs["mean"], rtol=1e-12)
+    for container in (idata, post, {"posterior": post}, to_idata({"posterior": post})):
+        assert has_group(container, "posterior") and not has_group(container, "coreset")
+        assert get_group(container, "posterior").equals(post)
+    with pytest.raises(ValueError, match="no 'coreset' group"):
+        get_group({"posterior": post}, "coreset")
 
 
-def test_weighted_mean_reads_the_layout_with_weights_aligned_to_the_draws():
-    # results written before the support had its own dimension
-    from stein_coreset.integrations.arviz import weighted_mean
-
-    post = xr.Dataset({"mu": (("chain", "draw"), [[1.0, 2.0, 4.0]])})
-    cs = xr.Dataset({"weight": (("chain", "draw"), [[0.5, 0.25, 0.25]])})
-    tree = xr.DataTree.from_dict({"posterior": post, "coreset": cs})
-    assert float(weighted_mean(tree)["mu"]) == pytest.approx(2.0)
+# ---- what ArviZ reads of a coreset's layout --------------------------------------------------
 
 
 @pytest.mark.filterwarnings("ignore")

@@ -1,4 +1,6 @@
-"""compress_trace: a PyMC trace in, a debiased InferenceData out that ArviZ cannot misread.
+"""compress_trace: reading a PyMC trace (the model's compiled maps, the draws in the unconstrained
+space, their scores, what is checked, the feedback); the result it builds is
+tests/test_integrations_results.py's.
 
 Runs on PyMC 5 + ArviZ 0.x (InferenceData) and on PyMC 6 + ArviZ >= 1.1 (DataTree): the tests
 read groups through ``stein_coreset.integrations.arviz.get_group`` only."""
@@ -12,60 +14,17 @@ pm = pytest.importorskip("pymc")
 az = pytest.importorskip("arviz")
 pt = pytest.importorskip("pytensor.tensor")
 
-from stein_coreset.integrations.arviz import (  # noqa: E402
-    arviz_major,
-    get_group,
-    has_group,
-    to_idata,
-    weighted_mean,
+from support.pymc_traces import (  # noqa: E402
+    constrained_model,
+    from_dict,
+    map_groups,
+    random_trace,
 )
+
+from stein_coreset.integrations.arviz import get_group, to_idata, weighted_mean  # noqa: E402
 from stein_coreset.integrations.pymc import compress_trace, trace_scores  # noqa: E402
 
-ARVIZ_1 = arviz_major() >= 1
-
-
-def from_dict(**groups):
-    """az.from_dict for ArviZ 0.x (groups as keywords) and 1.x (one dict)."""
-    if ARVIZ_1:
-        return az.from_dict(groups, save_warmup=True)
-    return az.from_dict(**groups, save_warmup=True)
-
-
-def map_groups(idata, f):
-    names = [g for g in ("posterior", "warmup_posterior") if has_group(idata, g)]
-    return to_idata({g: f(get_group(idata, g)) for g in names}, like=idata)
-
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
-
-
-def constrained_model():
-    """A positive (HalfNormal), two bounded (Beta, Uniform with a random bound), a simplex
-    (Dirichlet) and a matrix-valued free variable, plus a deterministic."""
-    with pm.Model() as model:
-        s = pm.HalfNormal("s", 1.0)
-        b = pm.Beta("b", 2.0, 3.0)
-        u = pm.Uniform("u", -1.0, s + 1.0)  # a transform whose bounds depend on another RV
-        p = pm.Dirichlet("p", np.ones(3))
-        W = pm.Normal("W", 0.0, s, shape=(2, 3))
-        pm.Deterministic("t", W.sum() * p[0])
-        pm.Normal("y", W.sum() * p[0] + b + u, 1.0, observed=np.array([0.3, 0.5]))
-    return model
-
-
-def random_trace(rng, chains=2, draws=6, warmup=4):
-    def group(nd):
-        p = rng.dirichlet(np.ones(3), size=(chains, nd))
-        W = rng.normal(size=(chains, nd, 2, 3))
-        return {
-            "s": rng.gamma(2.0, 0.5, size=(chains, nd)),
-            "b": rng.uniform(0.05, 0.95, size=(chains, nd)),
-            "u": rng.uniform(-0.9, 0.95, size=(chains, nd)),  # below s + 1 > 1
-            "p": p,
-            "W": W,
-            "t": W.sum(axis=(2, 3)) * p[..., 0],
-        }
-
-    return from_dict(posterior=group(draws), warmup_posterior=group(warmup))
 
 
 @pytest.fixture(scope="module")
@@ -127,195 +86,6 @@ def test_unconstrained_draws_map_back_to_the_trace(model, trace):
     np.testing.assert_allclose(back["p"][:4], warm["p"].values[0], rtol=1e-10)
     np.testing.assert_allclose(back["s"][4:10], post["s"].values[0], rtol=1e-10)
     np.testing.assert_allclose(back["u"][14:], post["u"].values[1], rtol=1e-10)
-
-
-def hand_coreset(trace, model, size, method, seed):
-    """The same compression done by hand: trace_scores, then sc.compress with the same seed
-    stream, the support mapped back through the model's backward transform."""
-    import stein_coreset as sc
-
-    ts = trace_scores(trace, model)
-    res = sc.compress(ts.X, ts.S, size=size, method=method, seed=np.random.default_rng(seed))
-    pts = dict(zip(ts.functions.names,
-                   ts.functions.to_constrained(ts.X[np.asarray(res.indices)]), strict=True))
-    return res, np.asarray(res.weights), pts
-
-
-def test_weighted_support_keeps_its_weights_and_sources_in_the_coreset_group(model, trace):
-    out = compress_trace(trace, model, size=5, method="sr", random_seed=1)
-    post, cs = get_group(out, "posterior"), get_group(out, "coreset")
-    assert "coreset_weight" not in post.data_vars and "weight" not in post.data_vars
-    assert cs["weight"].dims == ("point",) and cs.sizes["point"] <= 5
-    assert cs["W"].shape[1:] == (2, 3) and post["p"].shape[2:] == (3,)
-    np.testing.assert_allclose(cs["weight"].values.sum(), 1.0)
-    np.testing.assert_allclose(post["p"].values.sum(axis=-1), 1.0)
-    a = post.attrs
-    assert a["stein_coreset_method"] == "sr" and a["ksd"] > 0 and a["n_input"] == 20
-    assert a["coreset_kind"] == "simplex" and a["coreset_size"] == cs.sizes["point"]
-    assert a["time_scores_s"] >= 0 and a["time_compress_s"] >= 0
-    # every point is a source draw: free variables (backward transform) and the deterministic
-    src = zip(cs["source_chain"].values, cs["source_draw"].values, cs["source_warmup"].values,
-              strict=True)
-    for j, (c, d, w) in enumerate(src):
-        g = get_group(trace, "warmup_posterior" if w else "posterior")
-        np.testing.assert_allclose(cs["W"].values[j], g["W"].values[c, d], rtol=1e-10)
-        np.testing.assert_allclose(cs["t"].values[j], g["t"].values[c, d], rtol=1e-12)
-    # the weighted mean is what the weights of the method say
-    res, w, pts = hand_coreset(trace, model, 5, "sr", 1)
-    np.testing.assert_allclose(cs["weight"].values, w, rtol=1e-12)
-    assert float(weighted_mean(out, "s")["s"]) == pytest.approx(float(w @ pts["s"]), rel=1e-12)
-
-
-def test_simplex_posterior_is_an_equal_weight_resample_of_the_weighted_support(model, trace):
-    out = compress_trace(trace, model, size=5, method="sr", random_seed=1, draws=200)
-    post, cs = get_group(out, "posterior"), get_group(out, "coreset")
-    assert post.sizes["chain"] * post.sizes["draw"] == 200
-    assert post.attrs["resampled_equal"] == 1 and post.attrs["posterior_draws"] == 200
-    assert "resample" in post.attrs["posterior_is"]
-    dp = cs["draw_point"].values.ravel()
-    for name in ("s", "W", "t"):  # each draw is one of the support points
-        np.testing.assert_array_equal(
-            post[name].values.reshape((200,) + cs[name].shape[1:]), cs[name].values[dp]
-        )
-    share = np.bincount(dp, minlength=cs.sizes["point"]) / 200
-    assert np.max(np.abs(share - cs["weight"].values)) <= 2 / 200 + 1e-12
-    # so plain az.summary of the posterior follows the weighted mean to resampling error
-    summ = az.summary(out, var_names=["s"], kind="stats", round_to="none")
-    want = float(weighted_mean(out, "s")["s"])
-    spread = float(np.ptp(cs["s"].values))
-    assert abs(float(summ["mean"].iloc[0]) - want) <= 2 * cs.sizes["point"] / 200 * spread
-    # the default: 1000 draws (pm.sample's default), or size if larger
-    default = compress_trace(trace, model, size=5, method="sr", random_seed=1)
-    assert get_group(default, "posterior").attrs["posterior_draws"] == 1000
-
-
-def test_signed_weights_give_no_posterior_draws_but_their_weighted_support(model, trace):
-    from stein_coreset.integrations.arviz import summary
-
-    out = compress_trace(trace, model, size=6, method="sc", random_seed=3)
-    assert not has_group(out, "posterior") and not has_group(out, "sample_stats")
-    cs = get_group(out, "coreset")
-    assert cs.attrs["coreset_kind"] == "constant" and cs.attrs["posterior_draws"] == 0
-    assert "signed" in cs.attrs["posterior_is"] and "summary" in cs.attrs["posterior_is"]
-    res, w, pts = hand_coreset(trace, model, 6, "sc", 3)
-    np.testing.assert_allclose(cs["weight"].values, w, rtol=1e-12)
-    got = summary(out, var_names=["s", "b"])
-    np.testing.assert_allclose(got["mean"].to_numpy(), [w @ pts["s"], w @ pts["b"]], rtol=1e-12)
-    # ArviZ refuses it rather than reading signed weights as draws
-    with pytest.raises((ValueError, KeyError, AttributeError, TypeError)):
-        az.summary(out)
-
-
-def test_documented_summary_is_the_weighted_truth_with_no_mcmc_diagnostics(model, trace):
-    from stein_coreset.integrations.arviz import summary
-
-    out = compress_trace(trace, model, size=5, method="sr", random_seed=1)
-    got = summary(out, var_names=["s", "u"])
-    assert list(got.columns) == ["mean", "sd", "eti_3%", "eti_97%"]
-    res, w, pts = hand_coreset(trace, model, 5, "sr", 1)
-    for name in ("s", "u"):
-        x, row = pts[name], got.loc[name]
-        mean = w @ x
-        assert row["mean"] == pytest.approx(mean, rel=1e-12)
-        assert row["sd"] == pytest.approx(np.sqrt(w @ (x - mean) ** 2), rel=1e-12)
-        assert x.min() <= row["eti_3%"] <= mean <= row["eti_97%"] <= x.max()
-
-
-def test_arviz_prints_no_ess_mcse_or_rhat_for_a_coreset(model, trace):
-    from stein_coreset.integrations.arviz import summary
-
-    out = compress_trace(trace, model, size=8, method="skt", random_seed=0)
-    full = az.summary(out, var_names=["s", "b"], round_to="none")
-    diag = [c for c in full.columns if c.startswith(("ess", "mcse", "r_hat"))]
-    assert len(diag) >= 3 and full[diag].isna().all().all(), full
-    # its means are the coreset's (equal weights, repeats kept) and the documented call agrees
-    ours = summary(out, var_names=["s", "b"])
-    np.testing.assert_allclose(full["mean"].to_numpy(), ours["mean"].to_numpy(), rtol=1e-12)
-    assert list(full.index) == list(ours.index)
-
-
-def test_equal_result_is_size_draws_with_repeats_and_summary_means_are_weighted_means(
-    model, trace
-):
-    out = compress_trace(trace, model, size=8, method="skt", random_seed=0)
-    post, cs = get_group(out, "posterior"), get_group(out, "coreset")
-    assert post.sizes["chain"] * post.sizes["draw"] == 8 and "weight" not in post.data_vars
-    counts = np.bincount(cs["draw_point"].values.ravel(), minlength=cs.sizes["point"])
-    np.testing.assert_allclose(cs["weight"].values, counts / 8, rtol=1e-12)
-    summ = az.summary(out, var_names=["s", "b"], kind="stats", round_to="none")
-    wm = weighted_mean(out, ["s", "b"])
-    np.testing.assert_allclose(summ["mean"].to_numpy(), [float(wm["s"]), float(wm["b"])],
-                               rtol=1e-12)
-
-
-def test_random_seed_and_var_names_as_pymc_names_them(model, trace):
-    a = compress_trace(trace, model, size=6, method="sr", random_seed=0, resample_equal=True,
-                       var_names=["W", "t"])
-    b = compress_trace(trace, model, size=6, method="sr", seed=0, resample_equal=True)
-    assert set(get_group(a, "posterior").data_vars) == {"W", "t"}
-    np.testing.assert_array_equal(get_group(a, "posterior")["W"], get_group(b, "posterior")["W"])
-    with pytest.raises(ValueError, match="var_names"):
-        compress_trace(trace, model, size=3, method="st", var_names=["nope"])
-    with pytest.raises(TypeError, match="random_seed"):
-        compress_trace(trace, model, size=3, method="st", random_seed=1, seed=1)
-
-
-def test_sample_stats_of_the_kept_draws_are_carried_over(model, trace):
-    rng = np.random.default_rng(5)
-    stats = {"energy": rng.normal(size=(2, 6)), "diverging": rng.uniform(size=(2, 6)) < 0.2}
-    wstats = {"energy": rng.normal(size=(2, 4)), "diverging": np.zeros((2, 4), bool)}
-    groups = {g: get_group(trace, g) for g in ("posterior", "warmup_posterior")}
-    groups["sample_stats"] = from_dict(posterior=stats)
-    groups["sample_stats"] = get_group(groups["sample_stats"], "posterior")
-    groups["warmup_sample_stats"] = get_group(from_dict(posterior=wstats), "posterior")
-    idata = to_idata(groups, like=trace)
-    out = compress_trace(idata, model, size=6, method="skt", random_seed=0)
-    ss, cs = get_group(out, "sample_stats"), get_group(out, "coreset")
-    for j, p in enumerate(cs["draw_point"].values.ravel()):
-        c, d = int(cs["source_chain"][p]), int(cs["source_draw"][p])
-        src = wstats if cs["source_warmup"][p] else stats
-        assert ss["energy"].values.ravel()[j] == src["energy"][c, d]
-
-
-def test_the_result_round_trips_through_netcdf(model, trace, tmp_path):
-    out = compress_trace(trace, model, size=4, method="skt", random_seed=0)
-    out.to_netcdf(tmp_path / "coreset.nc")
-    back = az.from_netcdf(tmp_path / "coreset.nc")
-    np.testing.assert_array_equal(
-        get_group(back, "coreset")["source_draw"], get_group(out, "coreset")["source_draw"]
-    )
-    np.testing.assert_array_equal(
-        get_group(back, "posterior")["p"].values, get_group(out, "posterior")["p"].values
-    )
-
-
-def test_a_datatree_trace_gives_a_datatree_coreset(model, trace):
-    xr = pytest.importorskip("xarray")
-    tree = xr.DataTree.from_dict(
-        {g: get_group(trace, g) for g in ("posterior", "warmup_posterior")}
-    )
-    out = compress_trace(tree, model, size=4, method="skt", random_seed=0)
-    ref = compress_trace(trace, model, size=4, method="skt", random_seed=0)
-    assert isinstance(out, xr.DataTree)
-    np.testing.assert_array_equal(
-        out["posterior"]["W"].values, get_group(ref, "posterior")["W"].values
-    )
-    assert out["posterior"].attrs["n_input"] == 20
-
-
-def test_the_resample_is_deterministic_for_a_seed_and_resample_equal_refuses_signed(
-    model, trace
-):
-    a = compress_trace(trace, model, size=6, method="sr", random_seed=3, draws=6)
-    b = compress_trace(trace, model, size=6, method="sr", random_seed=3, draws=6,
-                       resample_equal=True)
-    assert get_group(a, "posterior").attrs["posterior_draws"] == 6
-    np.testing.assert_array_equal(
-        get_group(a, "posterior")["W"].values, get_group(b, "posterior")["W"].values
-    )
-    assert get_group(a, "posterior").attrs["coreset_kind"] == "simplex"
-    with pytest.raises(ValueError, match="signed"):
-        compress_trace(trace, model, size=6, method="sc", random_seed=3, resample_equal=True)
 
 
 def test_a_model_variable_missing_from_the_trace_is_an_error(model, trace):

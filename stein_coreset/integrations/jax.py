@@ -9,11 +9,36 @@ import contextlib
 
 import numpy as np
 
-__all__ = ["scores_from_logdensity"]
+__all__ = ["scores_from_logdensity", "float64_mode"]
 
 
-def _x64(enable: bool):
-    """JAX's float64 mode for the duration of the call, without changing the global config."""
+def float64_mode(enable: bool = True):
+    """JAX's float64 mode for a ``with`` block, without changing the global config.
+
+    Parameters
+    ----------
+    enable : bool
+        ``False`` gives a context that changes nothing.
+
+    Returns
+    -------
+    context manager
+
+    Notes
+    -----
+    Everything a computation needs should be created inside the block: a function traced or
+    a ``jax.flatten_util.ravel_pytree`` unravel made outside keeps the 32-bit types of its
+    constants, and mixing them with 64-bit ones is what fails (``lax.add requires arguments
+    to have the same dtypes, got int32, int64``).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from stein_coreset.integrations.jax import float64_mode
+    >>> with float64_mode():
+    ...     print(jnp.ones(2).dtype)
+    float64
+    """
     import jax
 
     if not enable:
@@ -71,7 +96,10 @@ def scores_from_logdensity(logdensity_fn, X, *, batch_size: int | None = None, x
         import jax
         import jax.numpy as jnp
     except ImportError as exc:  # pragma: no cover
-        raise ImportError("scores_from_logdensity needs JAX: pip install jax") from exc
+        raise ImportError(
+            "scores_from_logdensity needs JAX: pip install jax (or, in the stein_coreset "
+            "source tree, pip install -r requirements/jax.txt)"
+        ) from exc
     if not callable(logdensity_fn):
         raise TypeError(f"logdensity_fn must be callable, got {type(logdensity_fn).__name__}")
     X = np.asarray(X, dtype=np.float64)
@@ -83,7 +111,7 @@ def scores_from_logdensity(logdensity_fn, X, *, batch_size: int | None = None, x
     elif int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     batch_size = int(batch_size)
-    with _x64(x64):
+    with float64_mode(x64):
         grad = jax.jit(jax.vmap(jax.grad(logdensity_fn)))
         parts = [
             np.asarray(grad(jnp.asarray(X[i : i + batch_size])), dtype=np.float64)

@@ -5,319 +5,28 @@ it was kept: the burn-in is exactly what the debiased methods correct), maps the
 unconstrained space PyMC samples in (the model's value variables and their transforms), evaluates
 the scores with the model's own compiled gradient of the joint log density (vectorised over
 draws, in batches), runs :func:`stein_coreset.compress` and maps the coreset back to the
-constrained space. PyMC, PyTensor, ArviZ and xarray are imported lazily.
+constrained space. The model's compiled maps are :mod:`.pymc_model`'s, the result is built by
+:func:`stein_coreset.integrations.results.compress_scored` (the same for every integration). PyMC,
+PyTensor, ArviZ and xarray are imported lazily.
 """
 
 from __future__ import annotations
 
-import math
-import threading
 import time
-import weakref
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _progress
 from .. import _validation as val
-from ..compress import compress
 from . import arviz as _az
+from .pymc_model import ModelFunctions, model_functions
+from .results import ScoredDraws, announce, check_var_names, compress_scored
 
 __all__ = ["TraceScores", "trace_scores", "compress_trace", "ModelFunctions", "model_functions"]
 
 
-# ---- the model's compiled maps -----------------------------------------------------------------
-
-
-class ModelFunctions:
-    """Compiled maps of a PyMC model between constrained draws, unconstrained points and scores.
-
-    ``forward`` (constrained free-variable values -> value variables), ``backward`` (value
-    variables -> constrained values), ``dlogp`` (value variables -> gradient of the joint log
-    density, Jacobian terms included, i.e. the score PyMC's samplers follow) and ``logp``. Each is
-    vectorised over a leading batch dimension with ``pytensor.graph.replace.vectorize_graph``;
-    when a graph cannot be vectorised (or the vectorised result disagrees with the per-draw one
-    on the first draw) the per-draw function is looped over instead and ``vectorized`` is False.
-    Use :func:`model_functions` to get one: it caches the instance per model.
-
-    Parameters
-    ----------
-    model : pymc.Model
-        A model whose free variables are all continuous (the scores need a gradient);
-        otherwise a ``ValueError`` names the discrete ones.
-
-    Attributes
-    ----------
-    names : list of str
-        The free variables, in column order.
-    value_names : list of str
-        Their value variables (``sigma_log__`` for a positive ``sigma``): the unconstrained
-        coordinates.
-    d : int
-        Number of unconstrained columns.
-    vectorized : dict of str to bool
-        Per compiled map, whether it runs batched (True) or draw by draw.
-
-    Notes
-    -----
-    Construction builds the PyTensor graphs (no compilation); each map compiles on its first
-    use, once per model (about a second with a warm PyTensor cache, tens of seconds on a cold
-    one). Evaluation is one compiled call per batch of draws.
-
-    See Also
-    --------
-    model_functions : the cached instance of a model.
-    trace_scores : applies these maps to a whole trace.
-
-    Examples
-    --------
-    >>> import numpy as np, pymc as pm
-    >>> from stein_coreset.integrations.pymc import ModelFunctions
-    >>> with pm.Model() as model:
-    ...     mu = pm.Normal("mu", 0.0, 1.0)
-    ...     sigma = pm.HalfNormal("sigma", 1.0)
-    >>> fns = ModelFunctions(model)
-    >>> fns.names, fns.value_names, fns.d
-    (['mu', 'sigma'], ['mu', 'sigma_log__'], 2)
-    >>> X = np.array([[0.5, 0.0], [-1.0, np.log(2.0)]])   # rows (mu, log sigma)
-    >>> fns.scores(X).round(3)                             # (-mu, 1 - sigma^2)
-    array([[-0.5,  0. ],
-           [ 1. , -3. ]])
-    >>> [v.round(3) for v in fns.to_constrained(X)]        # mu, sigma
-    [array([ 0.5, -1. ]), array([1., 2.])]
-    """
-
-    def __init__(self, model):
-        import pytensor
-        import pytensor.tensor as pt
-        from pytensor.graph.replace import clone_replace  # pytensor 2.x and 3.x
-
-        self.model = model
-        self.free = list(model.free_RVs)
-        if not self.free:
-            raise ValueError("model: it has no free random variables to compress over")
-        self.names = [rv.name for rv in self.free]
-        self.values = [model.rvs_to_values[rv] for rv in self.free]
-        discrete = [
-            n
-            for n, v in zip(self.names, self.values, strict=True)
-            if not v.dtype.startswith("float")
-        ]
-        if discrete:
-            raise ValueError(
-                f"model: free variables {discrete} are discrete; the scores need a gradient, so "
-                "every free variable must be continuous (marginalise discrete ones out)"
-            )
-        self.value_names = [v.name for v in self.values]
-        transforms = getattr(model, "rvs_to_transforms", {})
-        self.transforms = [transforms.get(rv) for rv in self.free]
-        ip = model.initial_point()
-        self._initial = [np.asarray(ip[name]) for name in self.value_names]
-        self.value_shapes = [tuple(np.shape(ip[name])) for name in self.value_names]
-        self.value_sizes = [int(np.prod(s, dtype=np.int64)) for s in self.value_shapes]
-        self.d = int(sum(self.value_sizes))
-
-        # forward: constrained placeholders -> value-variable values
-        consts = [rv.type(name=f"{rv.name}_constrained") for rv in self.free]
-        fwd = [
-            tr.forward(rv, *rv.owner.inputs) if tr is not None else rv
-            for rv, tr in zip(self.free, self.transforms, strict=True)
-        ]
-        fwd = clone_replace(fwd, replace=dict(zip(self.free, consts, strict=True)))
-        fwd = [pt.as_tensor_variable(f) for f in fwd]
-        # backward and the joint log density, in the value variables
-        bwd = model.replace_rvs_by_values(self.free)
-        logp = model.logp(jacobian=True)
-        dlogp = pytensor.grad(logp, self.values)
-
-        self._single_fns: dict = {}
-        self._graphs = {
-            "forward": (consts, fwd),
-            "backward": (self.values, bwd),
-            "dlogp": (self.values, dlogp),
-            "logp": (self.values, [logp]),
-        }
-        self._batched: dict = {}
-        self.vectorized: dict = {}
-
-    def single(self, key):
-        """The compiled per-draw map ``key`` (compiled on first use)."""
-        if key not in self._single_fns:
-            self._single_fns[key] = self._compile(*self._graphs[key])
-        return self._single_fns[key]
-
-    @staticmethod
-    def _compile(inputs, outputs):
-        import pytensor
-
-        # float64 draws into a floatX=float32 model are cast down, as PyMC's own functions do
-        return pytensor.function(
-            inputs, outputs, on_unused_input="ignore", allow_input_downcast=True
-        )
-
-    def _batched_fn(self, key):
-        if key not in self._batched:
-            import pytensor.tensor as pt
-            from pytensor.graph.replace import vectorize_graph
-
-            inputs, outputs = self._graphs[key]
-            try:
-                binputs = [
-                    pt.tensor(
-                        name=f"{v.name}_batch", dtype=v.dtype, shape=(None,) + tuple(v.type.shape)
-                    )
-                    for v in inputs
-                ]
-                bout = vectorize_graph(outputs, replace=dict(zip(inputs, binputs, strict=True)))
-                self._batched[key] = self._compile(binputs, bout)
-            except Exception:  # noqa: BLE001 - any failure falls back to the per-draw loop
-                self._batched[key] = None
-        return self._batched[key]
-
-    def __call__(
-        self, key: str, args: list, batch_size: int = 1024, progress: str | None = None
-    ) -> list:
-        """Evaluate map ``key`` on batched inputs, each ``(n, *shape)``; list of ``(n, *shape)``.
-        ``progress``: a label to show a bar over the batches (or draws) under."""
-        n = int(args[0].shape[0])
-        single = self.single(key)
-        fn = self._batched_fn(key)
-        if key not in self.vectorized:
-            self._check_vectorized(key, args)
-        if fn is not None and self.vectorized.get(key):
-            starts = range(0, n, batch_size)
-            if progress:
-                starts = _progress.progress_bar(starts, f"{progress} (batches of {batch_size})")
-            parts = [fn(*[a[i : i + batch_size] for a in args]) for i in starts]
-            return [np.concatenate([np.asarray(p[j]) for p in parts]) for j in range(len(parts[0]))]
-        self.vectorized[key] = False
-        draws = range(n)
-        if progress:
-            draws = _progress.progress_bar(draws, f"{progress} (draw by draw)")
-        rows = [single(*[a[i] for a in args]) for i in draws]
-        return [np.stack([np.asarray(r[j]) for r in rows]) for j in range(len(rows[0]))]
-
-    def _check_vectorized(self, key: str, args: list) -> None:
-        """Call the batched and the per-draw map ``key`` on the first row of ``args`` and set
-        ``vectorized[key]`` to whether they agree (False when there is no batched map)."""
-        fn, ok = self._batched_fn(key), False
-        if fn is not None:
-            try:
-                got = fn(*[a[:1] for a in args])
-                want = self.single(key)(*[a[0] for a in args])
-                ok = all(
-                    np.allclose(
-                        np.asarray(g)[0], np.asarray(w), rtol=1e-10, atol=1e-12, equal_nan=True
-                    )
-                    for g, w in zip(got, want, strict=True)
-                )
-            except Exception:  # noqa: BLE001 - any failure falls back to the per-draw loop
-                ok = False
-        self.vectorized[key] = ok
-
-    def compile(self, keys=("forward", "dlogp", "backward")) -> None:
-        """Compile the per-draw and batched maps ``keys`` now and make their first call, at the
-        model's initial point (PyTensor 3 finishes building a function on its first call), so
-        that later evaluations time evaluation only. Each map once per model."""
-        for key in keys:
-            if key in self.vectorized:
-                continue
-            example = [v[None] for v in self._initial]
-            if key == "forward":  # takes constrained values
-                example = [np.asarray(v)[None] for v in self.single("backward")(*self._initial)]
-            self._check_vectorized(key, example)
-
-    # flat views -------------------------------------------------------------------------------
-    def split(self, X):
-        """``(n, d)`` unconstrained rows -> list of ``(n, *value_shape)`` arrays."""
-        n, out, start = X.shape[0], [], 0
-        for shape, size in zip(self.value_shapes, self.value_sizes, strict=True):
-            out.append(np.ascontiguousarray(X[:, start : start + size]).reshape((n,) + shape))
-            start += size
-        return out
-
-    def join(self, parts) -> np.ndarray:
-        """List of ``(n, *value_shape)`` arrays -> ``(n, d)`` float64 rows (undoes ``split``)."""
-        n = parts[0].shape[0]
-        return np.concatenate(
-            [np.asarray(p, dtype=np.float64).reshape(n, -1) for p in parts], axis=1
-        )
-
-    def to_unconstrained(self, constrained: list, batch_size: int = 1024) -> np.ndarray:
-        """``(n, *shape)`` constrained values per free variable -> ``(n, d)`` unconstrained
-        rows."""
-        return self.join(self("forward", constrained, batch_size))
-
-    def to_constrained(self, X, batch_size: int = 1024) -> list:
-        """``(n, d)`` unconstrained rows -> list of ``(n, *shape)`` constrained values per
-        variable."""
-        return self("backward", self.split(X), batch_size)
-
-    def scores(self, X, batch_size: int = 1024, progress: str | None = None) -> np.ndarray:
-        """(n, d) gradients of the joint log density at the unconstrained rows of X."""
-        return self.join(self("dlogp", self.split(X), batch_size, progress))
-
-    def logp(self, X, batch_size: int = 1024) -> np.ndarray:
-        """(n,) joint log density (Jacobian terms included) at the unconstrained rows of X."""
-        return np.asarray(self("logp", self.split(X), batch_size)[0]).reshape(-1)
-
-
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def model_functions(model) -> ModelFunctions:
-    """The model's :class:`ModelFunctions`, cached per model.
-
-    The cache is keyed on the model and its current set of variables (a variable added
-    later gives a fresh instance), so compressing one trace with several methods compiles the
-    gradient once. It holds the model weakly: a model that is dropped frees its functions.
-
-    Parameters
-    ----------
-    model : pymc.Model
-        The model; one that cannot be weakly referenced is not cached.
-
-    Returns
-    -------
-    ModelFunctions
-
-    See Also
-    --------
-    ModelFunctions : the compiled maps.
-    trace_scores : the one user of this cache most callers need.
-
-    Examples
-    --------
-    >>> import pymc as pm
-    >>> from stein_coreset.integrations.pymc import model_functions
-    >>> with pm.Model() as model:
-    ...     mu = pm.Normal("mu", 0.0, 1.0)
-    >>> model_functions(model) is model_functions(model)
-    True
-    >>> with model:
-    ...     tau = pm.HalfNormal("tau", 1.0)
-    >>> model_functions(model).names       # a new variable: a new instance
-    ['mu', 'tau']
-    """
-    key = (
-        tuple(id(v) for v in model.free_RVs),
-        tuple(id(v) for v in model.value_vars),
-        tuple(id(v) for v in model.potentials),
-        tuple(id(v) for v in model.observed_RVs),
-    )
-    try:
-        hit = _CACHE.get(model)
-    except TypeError:  # not weak-referenceable: no cache
-        return ModelFunctions(model)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    fns = ModelFunctions(model)
-    _CACHE[model] = (key, fns)
-    return fns
-
-
-# ---- feedback ----------------------------------------------------------------------------------
+# ---- checks --------------------------------------------------------------------------------------
 
 
 def _check_shapes(model, post, names) -> None:
@@ -338,39 +47,13 @@ def _check_shapes(model, post, names) -> None:
             )
 
 
-@contextmanager
-def _announce(message: str, enabled: bool):
-    """A stage that cannot count its work (a PyTensor compile): ``message ...`` on stderr once it
-    has run :data:`stein_coreset._progress.DELAY_S` seconds, and its time when it ends; nothing
-    for a shorter stage or when not ``enabled``."""
-    if not enabled:
-        yield
-        return
-    t0 = time.perf_counter()
-    shown = threading.Event()
-
-    def show():
-        shown.set()
-        _progress.stage(f"{message} ...")
-
-    timer = threading.Timer(_progress.DELAY_S, show)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-        timer.join()
-        if shown.is_set():
-            _progress.stage(f"{message}: done in {time.perf_counter() - t0:.1f} s")
-
-
 # ---- the trace in the unconstrained space --------------------------------------------------------
 
 
 @dataclass
-class TraceScores:
-    """The draws of a trace in the model's unconstrained space with their scores.
+class TraceScores(ScoredDraws):
+    """The draws of a trace in the model's unconstrained space with their scores: a
+    :class:`~stein_coreset.integrations.results.ScoredDraws` that keeps the model's maps.
 
     Row ``i`` of ``X`` / ``S`` comes from ``source_group[i]`` ("warmup_posterior" or "posterior"),
     chain ``source_chain[i]``, draw ``source_draw[i]`` (its position in that group); the rows are
@@ -387,6 +70,8 @@ class TraceScores:
         The chain of each row, and its draw within that chain's group.
     functions : ModelFunctions
         The compiled maps used (``functions.to_constrained`` maps rows back).
+    names, to_constrained
+        The model's free variables and the map of rows to them (``functions``' backward map).
     time_scores_s, time_transform_s, time_compile_s : float
         Seconds spent evaluating the gradient, the forward transform, and building and
         compiling the model's functions (0 after the first call on a model, but for the
@@ -412,15 +97,7 @@ class TraceScores:
     (array(['warmup_posterior', 'posterior'], dtype='<U16'), array([0, 1]), array([0, 0]))
     """
 
-    X: np.ndarray
-    S: np.ndarray
-    source_group: np.ndarray
-    source_chain: np.ndarray
-    source_draw: np.ndarray
-    functions: ModelFunctions
-    time_scores_s: float
-    time_transform_s: float
-    time_compile_s: float = 0.0
+    functions: ModelFunctions | None = None
 
 
 def _check_model(model):
@@ -428,7 +105,8 @@ def _check_model(model):
         import pymc as pm
     except ImportError as exc:  # pragma: no cover
         raise ImportError(
-            "stein_coreset.integrations.pymc needs PyMC: pip install 'stein_coreset[pymc]'"
+            "stein_coreset.integrations.pymc needs PyMC: pip install -r requirements/pymc.txt "
+            "in the stein_coreset source tree (or pip install pymc)"
         ) from exc
     if model is None:
         model = pm.modelcontext(None)
@@ -544,7 +222,7 @@ def trace_scores(
     tc = time.perf_counter()
     # compile (or fetch from the per-model cache) before timing evaluation; the backward map
     # too, so that a compress_trace call compiles in one stage
-    with _announce("compress_trace: compiling the model's gradient (PyTensor)", progress):
+    with announce("compress_trace: compiling the model's gradient (PyTensor)", progress):
         fns.compile()
     t_compile = t_build + time.perf_counter() - tc
     t0 = time.perf_counter()
@@ -582,15 +260,17 @@ def trace_scores(
         source_group=np.asarray(src_group),
         source_chain=np.concatenate(src_chain).astype(np.int64),
         source_draw=np.concatenate(src_draw).astype(np.int64),
-        functions=fns,
+        names=list(fns.names),
+        to_constrained=lambda rows: dict(
+            zip(fns.names, fns.to_constrained(rows, batch_size), strict=True)
+        ),
         time_scores_s=t2 - t1,
         time_transform_s=t1 - t0,
         time_compile_s=t_compile,
+        scores_vectorized=bool(fns.vectorized.get("dlogp", False)),
+        scores_dtype=str(np.result_type(*[v.dtype for v in fns.values])),
+        functions=fns,
     )
-
-
-#: Equal-weight draws a simplex result's posterior resamples by default (``pm.sample``'s draws).
-_DEFAULT_DRAWS = 1000
 
 
 # ---- compress_trace ----------------------------------------------------------------------------
@@ -746,9 +426,6 @@ def compress_trace(
     Signed weights (``"sc"``) are not draws, hence no ``posterior`` group: read them with
     :func:`~stein_coreset.integrations.arviz.summary`.
     """
-    import xarray as xr
-
-
     if seed is not None:
         if random_seed is not None:
             raise TypeError("give random_seed or its alias seed, not both")
@@ -760,171 +437,16 @@ def compress_trace(
         draws = val.check_int(draws, "draws", lo=1)
     progress = _progress.resolve(progress)
     rng = val.check_random_state(random_seed, "random_seed")
-    post = _az.get_group(idata, "posterior")
-    if var_names is None:
-        var_names = list(post.data_vars)
-    else:
-        var_names = [var_names] if isinstance(var_names, str) else list(var_names)
-        missing = [v for v in var_names if v not in post.data_vars]
-        if missing:
-            raise ValueError(
-                f"var_names: {missing} are not in the trace's posterior ({list(post.data_vars)})"
-            )
+    var_names = check_var_names(_az.get_group(idata, "posterior"), var_names)
     ts = trace_scores(
         idata, model, include_warmup=include_warmup, batch_size=batch_size, progress=progress
     )
-    X, S = ts.X, ts.S
-    bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(S).all(axis=1))
-    n_bad = int(bad.sum())
-    if n_bad and nan_policy == "raise":
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"the model's gradient (or the draw) is NaN or inf at {n_bad} of {X.shape[0]} draws, "
-            f"first at {ts.source_group[i]} chain {ts.source_chain[i]} draw "
-            f"{ts.source_draw[i]}; pass nan_policy='omit' to drop them"
-        )
-    t0 = time.perf_counter()
-    res = compress(
-        X, S, size=size, method=method, seed=rng, nan_policy=nan_policy, progress=progress,
+    return compress_scored(
+        ts, idata, size=size, method=method, rng=rng, var_names=var_names, draws=draws,
+        resample_equal=resample_equal, nan_policy=nan_policy, progress=progress,
+        note_warmup=_warmup_note(idata, include_warmup, ts.n_warmup), caller="compress_trace",
         **compress_options,
     )
-    t_compress = time.perf_counter() - t0
-    kind = res.kind
-    if resample_equal and kind == "constant":
-        raise ValueError(
-            f"resample_equal: method {method!r} returned signed ('constant') weights, "
-            "which cannot be resampled; use a method with simplex weights (sr, lsr) or "
-            "equal weights (st, skt, lskt)"
-        )
-    support = np.asarray(res.indices, dtype=np.int64)
-    w = np.asarray(res.weights, dtype=np.float64)
-    k = support.size
-    if kind == "equal":  # the sample: the m draws, repeats kept
-        rows = np.asarray(res.draw_indices, dtype=np.int64)
-        posterior_is = f"the coreset's {rows.size} draws (equal weights, repeats kept)"
-    elif kind == "simplex":  # an equal-weight resample of the weighted support
-        n_draws = max(_DEFAULT_DRAWS, int(size)) if draws is None else draws
-        rows = np.asarray(res.resample_equal(n_draws, rng).draw_indices, np.int64)
-        posterior_is = (
-            f"an equal-weight resample ({rows.size} draws, stratified residual resampling) of "
-            f"the {k}-point simplex-weighted coreset: its means are within resampling error of "
-            "the weighted ones; the exact weights are in the 'coreset' group "
-            "(stein_coreset.integrations.arviz.summary / weighted_mean read them)"
-        )
-    else:  # signed weights are not draws
-        rows = None
-        posterior_is = (
-            f"absent: method {method!r} gives signed weights, which are not draws, so no "
-            "posterior is offered to tools that ignore weights; use "
-            "stein_coreset.integrations.arviz.summary(result) or weighted_mean(result), or the "
-            "weighted points of the 'coreset' group"
-        )
-    draw_point = None
-    if rows is not None:
-        where = {int(r): j for j, r in enumerate(support)}
-        draw_point = np.array([where[int(r)] for r in rows], dtype=np.int64)
-
-    fns = ts.functions
-    tc = time.perf_counter()
-    with _announce("compress_trace: compiling the model's backward transform", progress):
-        fns.compile(("backward",))  # compiled by trace_scores already, unless called alone
-    t_compile = ts.time_compile_s + time.perf_counter() - tc
-    constrained = dict(zip(fns.names, fns.to_constrained(X[support], batch_size), strict=True))
-    src_group, src_chain, src_draw = (
-        ts.source_group[support], ts.source_chain[support], ts.source_draw[support]
-    )
-    groups = {g: _az.get_group(idata, g) for g in set(src_group.tolist())}
-
-    def from_sources(group_of, name, template):
-        vals = [
-            group_of[g][name].transpose("chain", "draw", ...).values[c, dr]
-            for g, c, dr in zip(src_group, src_chain, src_draw, strict=True)
-        ]
-        return np.stack(vals) if k else np.empty((0,) + template.shape[2:], template.dtype)
-
-    m = 0 if rows is None else rows.size
-    cd = ("chain", "draw")
-    draw_coords = {"chain": np.arange(m), "draw": np.arange(1)}
-    point_vars, draw_vars, var_coords = {}, {}, {}
-    for name in var_names:
-        da = post[name].transpose("chain", "draw", ...)
-        dims = tuple(da.dims[2:])
-        if name in constrained:
-            vals = np.asarray(constrained[name]).reshape((k,) + da.shape[2:])
-        else:  # deterministics: from the source draws
-            vals = from_sources(groups, name, da)
-        vals = vals.astype(da.dtype, copy=False)
-        point_vars[name] = (("point",) + dims, vals)
-        if draw_point is not None:
-            draw_vars[name] = (cd + dims, vals[draw_point][:, None])
-        for dim in dims:
-            if dim in post.coords:
-                var_coords[dim] = post.coords[dim].values
-
-    n_warm = int((ts.source_group == "warmup_posterior").sum())
-    attrs = {
-        "stein_coreset_method": method,
-        "coreset_kind": kind,
-        "ksd": float("nan") if res.ksd is None else float(res.ksd),
-        "coreset_size": int(k),
-        "posterior_draws": int(m),
-        "posterior_is": posterior_is,
-        "n_input": int(X.shape[0]),
-        "n_warmup_input": n_warm,
-        "n_dropped": int(res.info.get("n_dropped", 0)),
-        "time_transform_s": float(ts.time_transform_s),
-        "time_compile_s": float(t_compile),
-        "time_scores_s": float(ts.time_scores_s),
-        "time_compress_s": float(t_compress),
-        "scores_vectorized": int(bool(ts.functions.vectorized.get("dlogp", False))),
-        "resampled_equal": int(kind == "simplex"),
-        "bandwidth": float(res.info.get("bandwidth", math.nan)),
-        "preconditioner": str(res.info.get("preconditioner", "")),
-    }
-    note = _warmup_note(idata, include_warmup, n_warm)
-    if note:  # not a warning: pm.sample discards the warm-up by default, a fine input
-        attrs["note_warmup"] = note
-        if progress:
-            _progress.stage(f"compress_trace: {note}")
-    out = {}
-    if draw_point is not None:
-        out["posterior"] = xr.Dataset(
-            draw_vars, coords={**draw_coords, **var_coords}, attrs=attrs
-        )
-    cs_vars = dict(point_vars)
-    cs_vars.update(
-        {
-            "weight": (("point",), w),
-            "source_chain": (("point",), src_chain),
-            "source_draw": (("point",), src_draw),
-            "source_warmup": (("point",), (src_group == "warmup_posterior").astype(np.int64)),
-        }
-    )
-    cs_coords = {"point": np.arange(k), **var_coords}
-    if draw_point is not None:
-        cs_vars["draw_point"] = (cd, draw_point[:, None])
-        cs_coords.update(draw_coords)
-    out["coreset"] = xr.Dataset(cs_vars, coords=cs_coords, attrs=attrs)
-    stats = {"posterior": "sample_stats", "warmup_posterior": "warmup_sample_stats"}
-    if draw_point is not None and all(_az.has_group(idata, stats[g]) for g in groups):
-        sgroups = {g: _az.get_group(idata, stats[g]) for g in groups}
-        first = sgroups[next(iter(sgroups))]
-        svars = {}
-        for name in first.data_vars:
-            if not all(name in ds.data_vars for ds in sgroups.values()):
-                continue
-            da = first[name]
-            if da.dims[:2] != ("chain", "draw"):
-                if "chain" not in da.dims or "draw" not in da.dims:
-                    continue
-                da = da.transpose("chain", "draw", ...)
-            vals = from_sources(sgroups, name, da)
-            svars[name] = (cd + tuple(da.dims[2:]), vals[draw_point][:, None])
-        out["sample_stats"] = xr.Dataset(svars, coords=draw_coords)
-    for g in ("observed_data", "constant_data"):
-        if _az.has_group(idata, g):
-            out[g] = _az.get_group(idata, g)
-    return _az.to_idata(out, like=idata)
 
 
 def _warmup_note(idata, include_warmup: bool, n_warm: int) -> str:

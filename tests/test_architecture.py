@@ -25,6 +25,10 @@ API_MODULES = [
     "stein_coreset.integrations.pymc",
     "stein_coreset.integrations.arviz",
     "stein_coreset.integrations.jax",
+    "stein_coreset.integrations.stan",
+    "stein_coreset.integrations.numpyro",
+    "stein_coreset.integrations.results",
+    "stein_coreset.datasets.posteriordb",
 ]
 
 
@@ -396,3 +400,13 @@ def test_compiled_sources_live_in_their_backends_folder():
                 stray.append(rel)
     assert stray == []
     assert not (ROOT / "src_cpp").exists()
+
+
+#: Most lines a module of the package may have: past it, split it by responsibility.
+MAX_MODULE_LINES = 600
+
+
+def test_every_module_stays_under_the_size_a_reader_can_hold():
+    big = {p.relative_to(PKG).as_posix(): n for p in PKG.rglob("*.py")
+           if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert big == {}, f"split by responsibility (<= {MAX_MODULE_LINES} lines): {big}"

@@ -54,10 +54,6 @@ def test_install_hints_name_an_install_that_works_from_the_source_tree():
     """The package is not on PyPI: no hint may say pip install 'stein_coreset[...]'."""
     bad = []
     for path in (ROOT / "stein_coreset").rglob("*.py"):
-        if path.name == "distributed.py":
-            # not this change's file (owned by the issue 52 restructuring): its hint
-            # "pip install 'stein_coreset[dask]'" becomes requirements/dask.txt there
-            continue
         for i, line in enumerate(path.read_text().splitlines(), 1):
             if re.search(r"pip install ['\"]?stein_coreset\[", line):
                 bad.append(f"{path.relative_to(ROOT)}:{i}")

@@ -12,7 +12,7 @@ __all__ = ["NEEDS_DASK", "CANCEL_WAIT_S", "compute", "cancel_on_workers", "impor
 NEEDS_DASK = (
     "the distributed path (stein_coreset.distributed; several chain files, --workers, "
     "--scheduler or --block-size on the command line) needs the optional extra 'dask': "
-    "pip install 'stein_coreset[dask]'"
+    "pip install -r requirements/dask.txt (from the source tree)"
 )
 
 

@@ -289,7 +289,7 @@ _SWAP_PASSES_CPP = Option(
 _SWAP_CANDIDATES = Option(
     "auto",
     "how many of KT-SPLIT's candidates KT-Swap refines beside Stein thinning's baseline: a "
-    "positive int, or 'auto' (8 up to d = 4, 4 up to d = 16, 1 above: "
+    "positive int, or 'auto' (4 up to d = 16, 1 above: "
     "stein_coreset.algorithms.skt.swap_candidates); Alg. D.3 refines one",
     lambda v, name: v if v == "auto" else val.check_int(v, name, lo=1),
 )

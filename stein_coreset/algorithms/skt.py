@@ -20,17 +20,18 @@ __all__ = ["stein_kernel_thinning", "swap_candidates"]
 
 def swap_candidates(d: int) -> int:
     """How many of KT-SPLIT's candidates SKT's KT-Swap refines beside the Stein thinning
-    baseline by default, for points of dimension ``d``: 8 up to d = 4, 4 up to d = 16, 1 above.
+    baseline by default, for points of dimension ``d``: 4 up to d = 16, 1 above.
 
     With Alg. D.3's one candidate the baseline won the final pick in 8 of 12 usual inputs and
-    17 of 66 posteriordb chains, so KT-SPLIT's work was thrown away there; refining the 4 or 8
-    best let its candidates win in all but 3 / 1 and 9 / 7 of them, with a KSD lower by a
-    median 2.8% / 4.5% (usual) and 1.8% / 5.9% (posteriordb), up to 18% / 57%, and never
-    higher (the shortlist only grows). A refinement reads one kernel column per swap, which is
-    memory-bound: 0.1-0.3 of KT-SPLIT's time at d <= 10, 3-4 times it at d = 50 and 100, where
-    the extra candidates measured no gain (within 0.1%). ``python
-    docs/experiments/skt_candidates.py`` has the measurement."""
-    return 8 if d <= 4 else 4 if d <= 16 else 1
+    17 of 66 posteriordb chains, so KT-SPLIT's work was thrown away there; refining the best 4
+    let its candidates win in all but 3 and 9 of them, the KSD lower by a median of 2.8%
+    (usual) and 1.8% / 6.1% (posteriordb NUTS with a short warm-up / tempered chains), up to
+    16% / 57% / 44%, and never higher (the shortlist only grows), for 19-28% more time (the
+    median share of the 3 extra refinements). 8 gained 1-4 points more for twice that. A
+    refinement reads one kernel column per swap, which is memory-bound: at d = 50 and 100 one
+    costs 3-4 times the whole KT-SPLIT, and there the extra candidates gained nothing measurable
+    (within 0.1%). ``python docs/experiments/skt_candidates.py`` has the measurement."""
+    return 4 if d <= 16 else 1
 
 
 def swap_candidates_of(value, d: int) -> int:
@@ -80,7 +81,7 @@ def stein_kernel_thinning(
         What ``delta`` means to KT-SPLIT (:func:`kt_split`).
     swap_candidates : int or "auto"
         How many of KT-SPLIT's candidates (the best by KSD) KT-Swap refines beside the
-        baseline; ``"auto"``: :func:`swap_candidates` of d (8, 4 or 1). Alg. 1 / D.3: 1.
+        baseline; ``"auto"``: :func:`swap_candidates` of d (4 or 1). Alg. 1 / D.3: 1.
     progress : bool
         Progress bars of the Stein Thinning loop, KT-SPLIT and KT-Swap.
 

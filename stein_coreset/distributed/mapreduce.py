@@ -12,7 +12,7 @@ from .. import _io
 from .. import _validation as val
 from .._progress import DELAY_S, stage
 from .._progress import resolve as resolve_progress
-from .._threads import effective_n_threads
+from .._threads import effective_n_threads, new_scope
 from ..coreset import Coreset, equal_draw_counts
 from ..kernels import SteinKernel
 from ..methods import METHODS
@@ -204,11 +204,14 @@ def compress(
 
     token = tokenize(Xd.name, Sd.name, method, size, block_size, fan_in, kernel, seed,
                      nan_policy, opts, _delay_s)
+    # the tasks' cancellation scope: the driver's Ctrl-C stops their loops, and no other
+    # call's (not part of the keys: the same call computes the same thing)
+    scope = new_scope()
     task_b = dask.delayed(block_task, pure=True)
     task_r = dask.delayed(reduce_task, pure=True)
     level = [
         task_b(Xblocks[b], Sblocks[b], int(offsets[b]), block_size, method, kernel, seeds[b],
-               nan_policy, opts, _delay_s, dask_key_name=f"sc-block-{b}-{token}")
+               nan_policy, opts, _delay_s, scope, dask_key_name=f"sc-block-{b}-{token}")
         for b in range(n_blocks)
     ]
     node = 0
@@ -218,7 +221,8 @@ def compress(
         for g in range(0, len(level), fan_in):
             s = seeds[n_blocks + node]
             nxt.append(task_r(level[g:g + fan_in], size if final else block_size, method,
-                              kernel, s, opts, final, dask_key_name=f"sc-reduce-{node}-{token}"))
+                              kernel, s, opts, final, scope,
+                              dask_key_name=f"sc-reduce-{node}-{token}"))
             node += 1
         level = nxt
         if final:
@@ -229,10 +233,10 @@ def compress(
         from dask.diagnostics import ProgressBar
 
         with ProgressBar(minimum=DELAY_S, out=sys.stderr):
-            (out,) = compute(dask, level[0], scheduler=scheduler)
+            (out,) = compute(dask, level[0], scheduler=scheduler, scope=scope)
         stage(f"stein_coreset.distributed: {method} done in {time.perf_counter() - t0:.1f} s")
     else:
-        (out,) = compute(dask, level[0], scheduler=scheduler)
+        (out,) = compute(dask, level[0], scheduler=scheduler, scope=scope)
 
     blocks, reduce_info = list(out["blocks"]), list(out["reduce"])
     blocks.sort(key=lambda c: c["offset"])

@@ -140,7 +140,9 @@ def compress(
     # scores read from the points' own files must be named: the only array is the points
     Sd = as_dask(S, "S", SCORE_KEYS, only_array=not same_files(X, S))
     if Xd.shape != Sd.shape:
-        raise ValueError(f"X and S must have the same shape, got {Xd.shape} and {Sd.shape}")
+        chain = _mismatched_chain(X, S)
+        raise ValueError(f"X and S must have the same shape, got {Xd.shape} and {Sd.shape}"
+                         + (f" (chain {chain})" if chain else ""))
     if Xd.chunks[0] != Sd.chunks[0]:
         raise ValueError(
             "X and S must be chunked alike along rows, got row chunks "
@@ -263,6 +265,20 @@ def compress(
         out["indices"], out["weights"], out["points"], out["kind"], method, out["ksd"], info,
         draw_indices, draws,
     )
+
+
+def _mismatched_chain(X, S) -> str | None:
+    """The first chain whose points and scores differ in shape, when both are given as lists
+    of arrays (``"1: X[1] is (100, 2), S[1] is (50, 2)"``)."""
+    if not (isinstance(X, (list, tuple)) and isinstance(S, (list, tuple))):
+        return None
+    if len(X) != len(S):
+        return f"count: {len(X)} chains of points, {len(S)} of scores"
+    for i, (x, s) in enumerate(zip(X, S, strict=True)):
+        xs, ss = getattr(x, "shape", None), getattr(s, "shape", None)
+        if xs is not None and ss is not None and tuple(xs) != tuple(ss):
+            return f"{i}: X[{i}] has shape {tuple(xs)}, S[{i}] has {tuple(ss)}"
+    return None
 
 
 def count_reduce_nodes(n_blocks: int, fan_in: int) -> int:

@@ -12,7 +12,11 @@ A CSV file here is text: comma-separated numbers, one point per line, one option
   name the line;
 - a header naming a column twice (selecting it by name would silently take the first one):
   the names are returned as they are, and ``--x-columns`` / ``--score-columns`` refuse an
-  ambiguous name.
+  ambiguous name;
+- a row index a writer added as the first column (pandas' ``to_csv``: an unnamed column of
+  0, 1, 2, ...; R's ``write.csv``: ``""`` over 1, 2, 3, ...), which would be read as one more
+  coordinate of every point: :func:`index_column` finds it and the reader of whole tables
+  (:func:`stein_coreset._io.load_points`) refuses it; cells in double quotes are unquoted.
 
 A comma ending every data line (some spreadsheet exports) is a trailing separator, not an
 empty last column: it is dropped (before: the table had an extra all-NaN column and was
@@ -29,7 +33,7 @@ import os
 
 import numpy as np
 
-__all__ = ["NA_TOKENS", "read_csv", "read_csv_table", "csv_text"]
+__all__ = ["NA_TOKENS", "read_csv", "read_csv_table", "csv_text", "index_column"]
 
 #: CSV cells read as missing (NaN), as pandas reads them: ``nan_policy`` then reports or drops
 #: their rows.
@@ -143,7 +147,24 @@ def _lines(text: str):
 
 
 def _cells(line: str):
-    return [c.strip() for c in line.split(",")]
+    return [_unquote(c.strip()) for c in line.split(",")]
+
+
+def _unquote(c: str) -> str:
+    """A cell without the double quotes CSV writers put around text (R's write.csv quotes
+    every name, and its row names: ``"x"``, ``"1"``), as pandas reads it."""
+    return c[1:-1].strip() if len(c) >= 2 and c[0] == c[-1] == '"' else c
+
+
+def index_column(A: np.ndarray, names) -> bool:
+    """Whether the first column is a row index a writer added: unnamed in a header that names
+    the others (pandas' ``to_csv`` writes ``,x,y``; R's ``write.csv`` ``"","x","y"``) and
+    holding 0, 1, 2, ... or 1, 2, 3, ..."""
+    if names is None or len(names) < 2 or names[0] != "" or not any(names[1:]):
+        return False
+    first = A[:, 0]
+    steps = np.arange(A.shape[0], dtype=np.float64)
+    return bool(np.array_equal(first, steps) or np.array_equal(first, steps + 1.0))
 
 
 def _cell_value(c: str):

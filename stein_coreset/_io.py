@@ -26,7 +26,7 @@ import zipfile
 
 import numpy as np
 
-from ._csv import NA_TOKENS, read_csv, read_csv_table
+from ._csv import NA_TOKENS, index_column, read_csv, read_csv_table
 from ._output import (
     NO_FILE,
     Output,
@@ -104,8 +104,9 @@ def write_coreset(path, res, info_json: str) -> str:
 def load_table(
     spec: str | os.PathLike, what: str = "POINTS", keys: tuple[str, ...] = POINT_KEYS
 ):
-    """:func:`load_points` with the CSV header's column names: ``(A, names or None)``."""
-    return _load(spec, what, keys)
+    """:func:`load_points` with the CSV header's column names: ``(A, names or None)``; a row
+    index column is kept (the caller selects the columns it reads)."""
+    return _load(spec, what, keys, index_ok=True)
 
 
 def _npy_header(f):
@@ -296,8 +297,9 @@ def load_points(
     return _load(spec, what, keys)[0]
 
 
-def _load(spec, what: str, keys):
-    """:func:`load_points` and the CSV header's names (None for the other files)."""
+def _load(spec, what: str, keys, index_ok: bool = False):
+    """:func:`load_points` and the CSV header's names (None for the other files); a CSV row
+    index column is refused unless ``index_ok`` (the caller selects columns)."""
     names = None
     path, key = split_key(os.fspath(spec))
     ext = os.path.splitext(path)[1].lower()
@@ -312,6 +314,13 @@ def _load(spec, what: str, keys):
                 A = z[member]
         elif ext == ".csv":
             A, names = read_csv_table(path)
+            if not index_ok and index_column(A, names):
+                raise ValueError(
+                    f"{path}: its first column is a row index (unnamed, holding "
+                    f"{int(A[0, 0])}, {int(A[0, 0]) + 1}, ...: pandas' to_csv, R's write.csv), "
+                    "not a coordinate; write the file without it (index=False, row.names = "
+                    "FALSE) or pick the columns with --x-columns / --score-columns"
+                )
         else:
             raise ValueError(
                 f"{what}: unsupported file type {ext or '(none)'!r} of {path}; "

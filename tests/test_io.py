@@ -291,3 +291,28 @@ def test_a_csv_column_named_twice_is_refused_when_selected_by_name(tmp_path, cap
     rc = cli.main(["compress", str(p), "--x-columns", "0:2", "--score-columns", "s1,s2",
                    "--method", "st", "--size", "5", "--out", "-"])
     assert rc == 0
+
+
+@pytest.mark.parametrize("header, first", [(",a,b", 0), ('"","a","b"', 1)])
+def test_a_row_index_written_as_the_first_column_is_not_read_as_a_coordinate(tmp_path, header,
+                                                                             first):
+    # before: pandas' to_csv (",a,b" over 0, 1, ...) and R's write.csv ('"","a","b"' over
+    # "1", "2", ...) files were read with the row number as one more coordinate of every point
+    p = tmp_path / "t.csv"
+    rows = [f'{first + i if header.startswith(",") else chr(34) + str(first + i) + chr(34)},'
+            f"{a},{b}" for i, (a, b) in enumerate(_VALUES)]
+    p.write_text(header + "\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match=r"t\.csv: its first column is a row index \(unnamed, "
+                                         rf"holding {first}, {first + 1}, \.\.\."):
+        _io.load_points(str(p))
+    table, names = _io.load_table(str(p))  # columns picked by name: the index is not read
+    assert names == ["", "a", "b"]
+    np.testing.assert_array_equal(table[:, 1:], _VALUES)
+
+
+def test_quoted_header_names_are_unquoted(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text('"a","b"\n1.5,2\n3,4\n-1,0.25\n')
+    table, names = _io.load_table(str(p))
+    assert names == ["a", "b"]
+    np.testing.assert_array_equal(table, _VALUES)

@@ -339,3 +339,17 @@ def test_a_result_keeps_the_kernel_that_computed_it_when_the_callers_kernel_chan
     assert kept.base.sigma == 1.0  # before: the caller's object, now saying 3.0
     assert sc.ksd(res.points, -res.points, res.weights, kernel=kept) == pytest.approx(res.ksd)
     assert K.quad(w) == q and K.base.sigma == 1.0  # the bound matrix is a snapshot too
+
+
+def test_the_default_kernel_shared_by_every_call_cannot_be_changed():
+    # before: DEFAULT_KERNEL.M = None changed the kernel of every later call given none
+    from stein_coreset.kernels import DEFAULT_KERNEL
+
+    with pytest.raises(AttributeError, match=r"DEFAULT_KERNEL\.M cannot be set"):
+        DEFAULT_KERNEL.M = None
+    with pytest.raises(AttributeError, match=r"DEFAULT_KERNEL\.base cannot be set"):
+        DEFAULT_KERNEL.base = sc.IMQ(2.0)
+    assert DEFAULT_KERNEL.M == "scale" and DEFAULT_KERNEL.base is None
+    assert DEFAULT_KERNEL.snapshot().M == "scale"  # a copy is the user's
+    k = DEFAULT_KERNEL.snapshot()
+    k.M = None

@@ -70,6 +70,7 @@ class SteinKernel:
 
     @base.setter
     def base(self, base) -> None:
+        self._check_not_shared("base")
         if base is not None and not isinstance(base, RadialKernel):
             raise TypeError(f"base must be IMQ, Gaussian or Matern, got {type(base).__name__}")
         self._base = base
@@ -82,10 +83,18 @@ class SteinKernel:
 
     @M.setter
     def M(self, M) -> None:
+        self._check_not_shared("M")
         if isinstance(M, str) and M != "scale":
             raise TypeError(f"M must be an array, a number, 'scale' or None, got {M!r}")
         val.check_real_parameter(M, "M")
         self._M = M
+
+    def _check_not_shared(self, name: str) -> None:
+        if getattr(self, "_shared", False):
+            raise AttributeError(
+                f"DEFAULT_KERNEL.{name} cannot be set: it is the kernel of every call given "
+                "none; pass your own kernel=SteinKernel(...) instead"
+            )
 
     def __repr__(self):
         if self.M is None:
@@ -196,6 +205,7 @@ class SteinKernel:
 #: median bandwidth, with the scale-free preconditioner M = diag(per-coordinate variance of X),
 #: both resolved on the X of the call.
 DEFAULT_KERNEL = SteinKernel(M="scale")
+DEFAULT_KERNEL._shared = True  # read-only: a change would reach every later call
 
 
 def centred_kernel_matrix(

@@ -538,3 +538,39 @@ def test_a_local_cluster_larger_than_the_machine_is_refused_before_any_process(c
                                          r"most \d+; pass workers <= \d+"):
         scd.run_cli(npz, size=8, method="st", workers=10**9)
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_tasks_on_threads_do_not_silence_the_users_own_diagnostics(tmp_path, capsys):
+    # before: while a task ran on the threaded scheduler (and after a Ctrl-C, until the queued
+    # tasks drained), DiagnosticWarning was ignored process-wide: a swapped-scores warning of
+    # the user's own call on another thread never showed
+    from stein_coreset.distributed import tasks
+
+    rng = np.random.default_rng(0)
+    X = 0.5 + rng.standard_normal((500, 3))
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "s.npy", -(X - 0.5))
+    entered, release = threading.Event(), threading.Event()
+
+    class Held(sc.IMQ):  # the task waits inside compress until the user's call is done
+        def radial(self, xp, q):
+            if not entered.is_set():
+                entered.set()
+                release.wait(30)
+            return super().radial(xp, q)
+
+    Y = 0.5 + rng.standard_normal((200, 2))
+    t = threading.Thread(target=tasks.task_compress, args=(Y, -Y),
+                         kwargs=dict(size=8, method="st", kernel=sc.SteinKernel(Held(1.0)),
+                                     seed=np.random.default_rng(0)))
+    t.start()
+    try:
+        assert entered.wait(30)
+        rc = cli.main(["compress", str(tmp_path / "s.npy"), "--scores", str(tmp_path / "x.npy"),
+                       "--method", "skt", "--size", "16", "--out", "-"])
+        err = capsys.readouterr().err
+    finally:
+        release.set()
+        t.join()
+    assert rc == 0
+    assert "stein-coreset: warning:" in err and "swapped" in err

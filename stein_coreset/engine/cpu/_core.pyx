@@ -599,9 +599,11 @@ def lowrank_residual(const double[:, :] F, const double[::1] diag, int n_threads
     if r == 0:
         rv[:] = diag
         return res
-    with nogil:
-        sc_lowrank_residual(&F[0, 0], F.strides[0] // sizeof(double),
-                            F.strides[1] // sizeof(double), n, r, &diag[0], &rv[0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_lowrank_residual(&F[0, 0], F.strides[0] // sizeof(double),
+                                F.strides[1] // sizeof(double), n, r, &diag[0], &rv[0],
+                                n_threads)
     return res
 
 
@@ -616,8 +618,9 @@ def factor32(const double[:, :] F, int n_threads=1):
     cdef int e = 0
     if n == 0 or r == 0:
         return G, 0
-    with nogil:
-        e = sc_factor32(&F[0, 0], si, sk, n, r, &Gv[0, 0], n_threads)
+    with _Interruptible():
+        with nogil:
+            e = sc_factor32(&F[0, 0], si, sk, n, r, &Gv[0, 0], n_threads)
     return G, e
 
 
@@ -648,8 +651,9 @@ def lowrank_quad(const double[:, :] F, const double[::1] res, const double[::1] 
     if r > 0:
         Fp = &F[0, 0]
     cdef double out
-    with nogil:
-        out = sc_lowrank_quad(Fp, si, sk, &res[0], n, r, &c[0], Jp, m, n_threads)
+    with _Interruptible():
+        with nogil:
+            out = sc_lowrank_quad(Fp, si, sk, &res[0], n, r, &c[0], Jp, m, n_threads)
     return out
 
 

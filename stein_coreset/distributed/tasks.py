@@ -3,6 +3,7 @@ and the reduce (merge block coresets and compress the union again)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import warnings
@@ -11,6 +12,7 @@ import array_api_compat
 import numpy as np
 
 from .._array_api import to_host
+from .._threads import call_scope
 from ..compress import compress as sc_compress
 from ..diagnostics import DiagnosticWarning
 
@@ -37,15 +39,15 @@ class TaskCancelled(RuntimeError):
     """A task's loops were stopped because the driver was interrupted (Ctrl-C)."""
 
 
-def task_compress(*args, **kw):
+def task_compress(*args, scope: int = 0, **kw):
     """``compress`` inside a task, without its input diagnostics' warnings: a block may hold
     only burn-in and a reduce node only debiased points, so Stein's identity judged there
-    says nothing of the user's input (and a warning from a worker reaches no one). Loops
-    stopped for the driver's Ctrl-C end the task with :class:`TaskCancelled`, an ordinary
-    error, not the KeyboardInterrupt they raise in a user's thread: a Dask worker treats the
-    latter as its own interruption."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DiagnosticWarning)
+    says nothing of the user's input (and a warning from a worker reaches no one). It runs
+    under the driver's cancellation ``scope`` (:func:`stein_coreset._threads.call_scope`), so
+    the driver's Ctrl-C stops this call's loops and no other's. Loops stopped for it end the
+    task with :class:`TaskCancelled`, an ordinary error, not the KeyboardInterrupt they raise
+    in a user's thread: a Dask worker treats the latter as its own interruption."""
+    with _diagnostics_quiet(), call_scope(scope):
         try:
             return sc_compress(*args, **kw)
         except KeyboardInterrupt:
@@ -54,7 +56,53 @@ def task_compress(*args, **kw):
             raise TaskCancelled("stopped: the driver was interrupted") from None
 
 
-def block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, delay_s):
+class _TaskThreads:
+    """The message pattern of a warnings filter that matches on the threads running a task and
+    nowhere else (the ``match`` the warnings module calls on a filter's pattern)."""
+
+    def __init__(self):
+        self.local = threading.local()
+
+    def match(self, text) -> bool:
+        return getattr(self.local, "depth", 0) > 0
+
+    def __repr__(self):
+        return "<threads running stein_coreset.distributed tasks>"
+
+
+_TASK_THREADS = _TaskThreads()
+_QUIET = ("ignore", _TASK_THREADS, DiagnosticWarning, None, 0)
+_QUIET_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _diagnostics_quiet():
+    """DiagnosticWarning ignored on this thread while it runs the task. Before,
+    ``catch_warnings`` + ``simplefilter("ignore")`` changed the process's filters for as long as
+    any task ran: on the threaded scheduler the user's own diagnostics, on their threads, were
+    silenced meanwhile (and after a Ctrl-C, until the queued tasks drained); and
+    ``catch_warnings`` is not thread-safe, so two tasks could restore each other's filter list.
+    Now one filter, matching only on the threads running a task, is kept first in the list."""
+    with _QUIET_LOCK:
+        if not warnings.filters or warnings.filters[0] is not _QUIET:
+            try:
+                warnings.filters.remove(_QUIET)
+            except ValueError:
+                pass
+            warnings.filters.insert(0, _QUIET)
+            mutated = getattr(warnings, "_filters_mutated", None)
+            if mutated is not None:  # the caches of the filters (CPython)
+                mutated()
+    local = _TASK_THREADS.local
+    local.depth = getattr(local, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        local.depth -= 1
+
+
+def block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, delay_s,
+               scope=0):
     """Map: compress one block; return (global indices, weights, points, scores, info).
 
     The block is compressed in its own namespace (NumPy, or CuPy on the worker's GPU); only the
@@ -90,7 +138,7 @@ def block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, 
     opts = fit_options(options, n_ok)
     res = task_compress(
         Xb, Sb, size=min(size, n_ok), method=method, kernel=kernel,
-        seed=np.random.default_rng(seed), nan_policy=nan_policy, **opts,
+        seed=np.random.default_rng(seed), nan_policy=nan_policy, scope=scope, **opts,
     )
     loc = to_host(res.indices, dtype=np.int64)
     return {
@@ -117,7 +165,7 @@ def fit_options(options, n):
     return opts
 
 
-def reduce_task(parts, size, method, kernel, seed, options, final):
+def reduce_task(parts, size, method, kernel, seed, options, final, scope=0):
     """Reduce: merge block coresets and compress the union again, targeting P."""
     X = np.concatenate([p["points"] for p in parts])
     S = np.concatenate([p["scores"] for p in parts])
@@ -136,7 +184,7 @@ def reduce_task(parts, size, method, kernel, seed, options, final):
     opts = fit_options(options, n)
     res = task_compress(
         X, S, size=min(size, n), method=method, kernel=kernel,
-        seed=np.random.default_rng(seed), **opts,
+        seed=np.random.default_rng(seed), scope=scope, **opts,
     )
     loc = np.asarray(res.indices, dtype=np.int64)
     info = {"n_union": n, "size": int(loc.size), "ksd": res.ksd,

@@ -410,3 +410,30 @@ def test_every_module_stays_under_the_size_a_reader_can_hold():
     big = {p.relative_to(PKG).as_posix(): n for p in PKG.rglob("*.py")
            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert big == {}, f"split by responsibility (<= {MAX_MODULE_LINES} lines): {big}"
+
+
+def _python_subprocesses_without_cwd(source):
+    """Lines of ``subprocess`` calls that start ``sys.executable -c``/``-m`` with no ``cwd``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "subprocess"
+                and node.args and isinstance(node.args[0], (ast.List, ast.Tuple))):
+            continue
+        argv = node.args[0].elts
+        starts_python = bool(argv) and ast.unparse(argv[0]) == "sys.executable"
+        inline = any(isinstance(a, ast.Constant) and a.value in ("-c", "-m") for a in argv[1:2])
+        if starts_python and inline and not any(k.arg == "cwd" for k in node.keywords):
+            found.append(node.lineno)
+    return found
+
+
+def test_tests_run_python_subprocesses_outside_the_source_tree():
+    """``python -c``/``-m`` puts its working directory first on sys.path: run from the clone's
+    root (CI tests the installed wheel there) it imports the source tree, whose compiled
+    extension is not built, so every such call names a ``cwd``."""
+    assert _python_subprocesses_without_cwd(
+        "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'pass'])\n") == [2]
+    offenders = {p.name: lines for p in sorted((ROOT / "tests").glob("*.py"))
+                 if (lines := _python_subprocesses_without_cwd(p.read_text()))}
+    assert offenders == {}

@@ -197,7 +197,7 @@ def test_after_ctrl_c_of_distributed_compress_on_threads_the_next_runs_work():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS, /proc")
-def test_threads_that_cannot_start_are_an_error_naming_n_threads():
+def test_threads_that_cannot_start_are_an_error_naming_n_threads(tmp_path):
     # before: a bare "RuntimeError: Resource temporarily unavailable"
     import subprocess
 
@@ -214,7 +214,8 @@ try:
 except RuntimeError as e:
     print(e)
 """
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
     out = p.stdout.strip()
     if out == "ran":
         pytest.skip("64 threads started under the address-space limit here")

@@ -617,7 +617,7 @@ def test_ctrl_c_exits_130_within_a_second_and_leaves_no_file(tmp_path):
         [sys.executable, "-m", "stein_coreset", "compress", str(tmp_path / "X.npy"),
          "--scores", str(tmp_path / "S.npy"), "--method", "st", "--size", str(2**17),
          "--seed", "0", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )
     time.sleep(3.0)  # imports, reading, then the C++ loops
     if p.poll() is not None:

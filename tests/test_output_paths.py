@@ -104,7 +104,7 @@ def test_out_dev_stdout_writes_the_npz_to_stdout_without_a_suffix(tmp_path):
             [sys.executable, "-m", "stein_coreset", "compress", str(tmp_path / "X.npy"),
              "--scores", str(tmp_path / "S.npy"), "--method", "st", "--size", "8",
              "--seed", "0", "--out", "/dev/stdout"],
-            stdout=f, stderr=subprocess.PIPE, text=True, timeout=120,
+            stdout=f, stderr=subprocess.PIPE, text=True, timeout=120, cwd=tmp_path,
         )
     assert p.returncode == 0, p.stderr
     assert "st: 8 of 100 points" in p.stderr  # the summary moves to stderr
@@ -179,7 +179,8 @@ def test_a_file_size_limit_is_a_one_line_error_naming_the_output_and_leaves_noth
         f"{str(tmp_path / 'S.npy')!r}, '--method', 'st', '--size', '2000', '--out', "
         f"{str(tmp_path / 'out' / 'c.npz')!r}]))\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
     assert p.returncode == 2
     assert p.stderr.strip() == (f"stein-coreset: error: --out: cannot write "
                                 f"{tmp_path / 'out' / 'c.npz'}: File too large")

@@ -119,7 +119,7 @@ def median_bandwidth_of(X, M, max_points: int, xp, dev, n_threads: int = 1, *,
                         advice: str | None = None) -> float:
     """:func:`median_bandwidth` on validated points (X float64, finite). ``for_kernel``: the
     bandwidth of a kernel about to be built (:meth:`SteinKernel.resolve`, :func:`mmd`), so a
-    value outside :data:`~stein_coreset._validation.SIGMA_RANGE` is refused naming ``name``
+    value outside [1e-75, 1e75] (``SIGMA_RANGE``) is refused naming ``name``
     (the points' scale), not the sigma the user never gave, with ``advice`` (default: rescale
     X and S, or standardise the coordinates with M = "scale")."""
     n = X.shape[0]

@@ -43,7 +43,8 @@ class RadialKernel:
 
     @property
     def sigma(self) -> float:
-        """The bandwidth, in :data:`~stein_coreset._validation.SIGMA_RANGE` (checked when set)."""
+        """The bandwidth, in [1e-75, 1e75] (checked when set: beyond it sigma^4 under- or
+        overflows)."""
         return self._sigma
 
     @sigma.setter

@@ -437,3 +437,46 @@ def test_tests_run_python_subprocesses_outside_the_source_tree():
     offenders = {p.name: lines for p in sorted((ROOT / "tests").glob("*.py"))
                  if (lines := _python_subprocesses_without_cwd(p.read_text()))}
     assert offenders == {}
+
+
+#: What a test module may import unguarded: the package's own dependencies and the test extra.
+_TEST_BASE = {"numpy", "scipy", "array_api_compat", "pytest", "_pytest", "array_api_strict",
+              "hypothesis", "sybil", "stein_coreset", "support", "conftest"}
+#: An optional package whose ``importorskip`` also guarantees the ones it requires.
+_BROUGHT_BY = {"numpyro": {"jax"}, "pymc": {"arviz", "pytensor"}, "stan": {"httpstan"},
+               "distributed": {"dask"}}
+
+
+def _unguarded_optional_imports(source):
+    """Line numbers of module-level imports of an optional package that no earlier
+    ``pytest.importorskip`` of it (or of a package that requires it) guards."""
+    import sys
+
+    guarded, found = set(), []
+    for node in ast.parse(source).body:
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Call) and getattr(sub.func, "attr", "") == "importorskip"
+                    and sub.args and isinstance(sub.args[0], ast.Constant)):
+                top = sub.args[0].value.split(".")[0]
+                guarded |= {top} | _BROUGHT_BY.get(top, set())
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module]
+        else:
+            continue
+        tops = {n.split(".")[0] for n in names}
+        if tops - sys.stdlib_module_names - _TEST_BASE - guarded:
+            found.append(node.lineno)
+    return found
+
+
+def test_test_modules_import_optional_packages_only_behind_importorskip():
+    """CI runs the suite against the wheel with the test extra alone: a test module that
+    imports an optional package unguarded stops the whole collection there."""
+    assert _unguarded_optional_imports("import jax\nimport pytest\n") == [1]
+    assert _unguarded_optional_imports(
+        "import pytest\nnumpyro = pytest.importorskip('numpyro')\nimport jax.numpy\n") == []
+    offenders = {p.name: lines for p in sorted((ROOT / "tests").glob("test_*.py"))
+                 if (lines := _unguarded_optional_imports(p.read_text()))}
+    assert offenders == {}

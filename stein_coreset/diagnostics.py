@@ -63,6 +63,7 @@ __all__ = [
 
 #: The input's Stein residuals are taken on at most this many evenly spaced rows.
 INPUT_ROWS = 2048
+_BLOCK = 1 << 18  # entries of X per block of columns in stein_residuals
 #: Where the warnings send the reader for what the checks cannot see.
 DOCS = "docs/diagnostics.md, 'What cannot be detected'"
 
@@ -104,7 +105,7 @@ class DiagnosticWarning(UserWarning):
 SIGN_FLIP_CORR = 0.2
 #: Under P ``stein_trace`` is -1 for every target (-T for a chain tempered at T).
 SIGN_FLIP_TRACE = 0.5
-#: ``nn_rank_z`` and ``nn_sign_z`` (:func:`score_field_test`) both below this: S is not a
+#: ``nn_rank_z`` and ``|nn_sign_z|`` (:func:`score_field_test`) both below this: S is not a
 #: function of X's rows (for unrelated rows each is about N(0, 1)). ``nn_sign_z`` below minus
 #: this with a positive ``stein_trace``: sign-flipped.
 MISALIGNED_Z = 4.0
@@ -150,8 +151,8 @@ def stein_residuals(X, S, weights=None) -> dict:
 
     Notes
     -----
-    O(n d): per-coordinate means, variances and covariances (no d x d matrix); 5 d numbers
-    leave the device.
+    O(n d): per-coordinate means, variances and covariances (no d x d matrix), in blocks of
+    columns (a Ctrl-C is seen between blocks); 5 d numbers leave the device.
 
     See Also
     --------
@@ -175,20 +176,23 @@ def stein_residuals(X, S, weights=None) -> dict:
     """
     xp = aa.namespace(X=X, S=S)[0]
     n, d = int(X.shape[0]), int(X.shape[1])
-    Z = xp.concat([X, S], axis=1)  # one pass over the rows for every moment
-    if weights is None:
-        zbar = xp.mean(Z, axis=0)
+    w = None if weights is None else xp.astype(weights, xp.float64)
+    parts = []
+    step = max(1, _BLOCK // max(n, 1))  # columns per block: bounded memory and Ctrl-C latency
+    for j in range(0, d, step):
+        Z = xp.concat([X[:, j:j + step], S[:, j:j + step]], axis=1)
+        k = int(Z.shape[1]) // 2
+        zbar = xp.mean(Z, axis=0) if w is None else xp.matmul(w, Z)
         Zc = Z - zbar[None, :]
-        m2 = xp.mean(xp.concat([Zc * Zc, Zc[:, :d] * Zc[:, d:]], axis=1), axis=0)
+        P = xp.concat([Zc * Zc, Zc[:, :k] * Zc[:, k:]], axis=1)
+        m2 = xp.mean(P, axis=0) if w is None else xp.matmul(w, P)
+        parts.append(aa.to_host(xp.concat([zbar, m2])).reshape(5, k))
+    xbar, sbar, var_x, var_s, cov = np.concatenate(parts, axis=1)
+    if w is None:
         n_eff = float(n)
     else:
-        w = xp.astype(weights, xp.float64)
-        zbar = xp.matmul(w, Z)
-        Zc = Z - zbar[None, :]
-        m2 = xp.matmul(w, xp.concat([Zc * Zc, Zc[:, :d] * Zc[:, d:]], axis=1))
         w_abs = xp.abs(w)
         n_eff = float(xp.sum(w_abs)) ** 2 / float(xp.sum(w_abs * w_abs))
-    xbar, sbar, var_x, var_s, cov = np.split(aa.to_host(xp.concat([zbar, m2])), 5)
     var_x, var_s = np.abs(var_x), np.abs(var_s)  # signed weights: a variance can dip below 0
     ok = (var_x > 0) & (var_s > 0)
     sd_x, sd_s = np.sqrt(var_x), np.sqrt(var_s)
@@ -260,7 +264,7 @@ def _judge(out: dict) -> tuple:
             "from another run)?"
         )
     if (field["nn_queries"] >= MISALIGNED_MIN_ROWS and field["nn_rank_z"] < MISALIGNED_Z
-            and field["nn_sign_z"] < MISALIGNED_Z):
+            and abs(field["nn_sign_z"]) < MISALIGNED_Z):
         return "misaligned", (
             "S does not look like a function of X: the scores of nearest neighbours in X are "
             f"no closer than those of random rows ({field['nn_rank']:.0%} closer, 50% for "
@@ -327,7 +331,7 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
     docs/diagnostics.md measures them); the figures of the input unless said otherwise:
 
     1. ``repeat_conflicts`` >= :data:`MISALIGNED_CONFLICTS` and >= 10% of ``repeats``, or
-       ``nn_rank_z`` and ``nn_sign_z`` both < :data:`MISALIGNED_Z` (from
+       ``nn_rank_z`` < :data:`MISALIGNED_Z` and ``|nn_sign_z|`` < :data:`MISALIGNED_Z` (from
        :data:`MISALIGNED_MIN_ROWS` query points on): "misaligned";
     2. ``stein_corr`` > 0 and (``stein_trace`` > :data:`SIGN_FLIP_TRACE` or ``stein_corr`` >
        max(:data:`SIGN_FLIP_CORR`, 4 / sqrt(n))), or ``nn_sign_z`` < -:data:`MISALIGNED_Z`
@@ -407,8 +411,8 @@ def thresholds() -> str:
     z = f"{MISALIGNED_Z:g}"
     rows = [
         ("1", "misaligned", f"`repeat_conflicts` ≥ {MISALIGNED_CONFLICTS} and ≥ 10% of "
-         f"`repeats`; or `nn_rank_z` < {z} and `nn_sign_z` < {z} (from {MISALIGNED_MIN_ROWS} "
-         "query points on)"),
+         f"`repeats`; or `nn_rank_z` < {z} and abs(`nn_sign_z`) < {z} (from "
+         f"{MISALIGNED_MIN_ROWS} query points on)"),
         ("2", "sign-flipped", f"`stein_corr` > 0 and (`stein_trace` > {SIGN_FLIP_TRACE:g} or "
          f"`stein_corr` > max({SIGN_FLIP_CORR:g}, 4/√n)); or `nn_sign_z` < -{z} and "
          "`stein_trace` > 0"),

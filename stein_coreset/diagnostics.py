@@ -42,7 +42,7 @@ import warnings
 import numpy as np
 
 from . import _array_api as aa
-from .score_field import score_field_test
+from .score_field import MAX_POINTS, score_field_test
 
 __all__ = [
     "DiagnosticWarning",
@@ -59,6 +59,7 @@ __all__ = [
     "CORESET_MEAN_SCORE",
     "SWAP_MEAN_SCORE",
     "SWAP_RATIO",
+    "SWAP_TRACE",
 ]
 
 #: The input's Stein residuals are taken on at most this many evenly spaced rows.
@@ -109,7 +110,8 @@ SIGN_FLIP_TRACE = 0.5
 #: function of X's rows (for unrelated rows each is about N(0, 1)). ``nn_sign_z`` below minus
 #: this with a positive ``stein_trace``: sign-flipped.
 MISALIGNED_Z = 4.0
-#: The nearest-neighbour test judges S from this many query points (distinct rows) on.
+#: The nearest-neighbour test judges S when it searched at least max(this, 5 d) distinct rows
+#: (or all it reads, :data:`stein_coreset.score_field.MAX_POINTS`).
 MISALIGNED_MIN_ROWS = 32
 #: Repeated rows of X with a different score (``repeat_conflicts``), at least this many and
 #: 10% of the repeats: misaligned, whatever the nearest-neighbour test says.
@@ -121,7 +123,11 @@ CORESET_MEAN_SCORE = 0.5
 #: The input's ``mean_score_sd`` above this and above :data:`SWAP_RATIO` times
 #: ``mean_score_sd_swapped``: X and S are probably exchanged.
 SWAP_MEAN_SCORE = 0.1
-SWAP_RATIO = 3.0
+SWAP_RATIO = 4.0
+#: ... and ``stein_trace`` below this: the sample spans its target's scale, as Stein's identity
+#: says a sample of P does (-1); a short chain that covers a corner of P has a trace near 0,
+#: and a mean score far from 0 that no swap explains.
+SWAP_TRACE = -0.5
 
 
 def stein_residuals(X, S, weights=None) -> dict:
@@ -131,7 +137,8 @@ def stein_residuals(X, S, weights=None) -> dict:
     ``stein_corr`` (mean corr(s_j, x_j): negative for correct scores, -1 for a Gaussian
     target), ``stein_trace`` (mean_j E[s_j (x_j - xbar_j)], -1 under P), ``mean_score`` (RMS_j
     mean(s_j) sd(x_j), 0 under P) and ``mean_score_sd`` (RMS_j mean(s_j) / sd(s_j)) are
-    described in the module docstring; ``mean_score_swapped`` and ``mean_score_sd_swapped``
+    described in the module docstring; ``stein_trace_se`` is the standard error of
+    ``stein_trace`` for independent rows; ``mean_score_swapped`` and ``mean_score_sd_swapped``
     are the last two with the roles of X and S exchanged (``mean_score_sd_swapped`` is how many
     of its sds the mean point sits from 0); ``n_eff`` is the effective sample size of the
     weights.
@@ -146,8 +153,8 @@ def stein_residuals(X, S, weights=None) -> dict:
     Returns
     -------
     dict
-        ``{"stein_corr", "stein_trace", "mean_score", "mean_score_sd", "mean_score_swapped",
-        "mean_score_sd_swapped", "n_eff"}``, Python floats.
+        ``{"stein_corr", "stein_trace", "stein_trace_se", "mean_score", "mean_score_sd",
+        "mean_score_swapped", "mean_score_sd_swapped", "n_eff"}``, Python floats.
 
     Notes
     -----
@@ -168,8 +175,9 @@ def stein_residuals(X, S, weights=None) -> dict:
     >>> X = 0.5 + np.random.default_rng(0).standard_normal((500, 2))   # biased for N(0, I)
     >>> r = stein_residuals(X, -X)
     >>> {k: round(v, 3) for k, v in r.items()}
-    {'stein_corr': -1.0, 'stein_trace': -0.952, 'mean_score': 0.442, 'mean_score_sd': 0.466,
-     'mean_score_swapped': 0.442, 'mean_score_sd_swapped': 0.466, 'n_eff': 500.0}
+    {'stein_corr': -1.0, 'stein_trace': -0.952, 'stein_trace_se': 0.045, 'mean_score': 0.442,
+     'mean_score_sd': 0.466, 'mean_score_swapped': 0.442, 'mean_score_sd_swapped': 0.466,
+     'n_eff': 500.0}
     >>> res = sc.compress(X, -X, size=16, method="skt", seed=0)   # the debiased coreset
     >>> round(stein_residuals(X[res.indices], -X[res.indices], res.weights)["mean_score"], 3)
     0.012
@@ -178,6 +186,7 @@ def stein_residuals(X, S, weights=None) -> dict:
     n, d = int(X.shape[0]), int(X.shape[1])
     w = None if weights is None else xp.astype(weights, xp.float64)
     parts = []
+    row_trace = 0.0  # per row, sum_j (s_j - sbar_j)(x_j - xbar_j): the trace's noise
     step = max(1, _BLOCK // max(n, 1))  # columns per block: bounded memory and Ctrl-C latency
     for j in range(0, d, step):
         Z = xp.concat([X[:, j:j + step], S[:, j:j + step]], axis=1)
@@ -186,19 +195,25 @@ def stein_residuals(X, S, weights=None) -> dict:
         Zc = Z - zbar[None, :]
         P = xp.concat([Zc * Zc, Zc[:, :k] * Zc[:, k:]], axis=1)
         m2 = xp.mean(P, axis=0) if w is None else xp.matmul(w, P)
+        row_trace = row_trace + xp.sum(P[:, 2 * k:], axis=1)
         parts.append(aa.to_host(xp.concat([zbar, m2])).reshape(5, k))
     xbar, sbar, var_x, var_s, cov = np.concatenate(parts, axis=1)
+    row_trace = row_trace / d
     if w is None:
         n_eff = float(n)
+        spread = float(xp.mean((row_trace - xp.mean(row_trace)) ** 2))
     else:
         w_abs = xp.abs(w)
         n_eff = float(xp.sum(w_abs)) ** 2 / float(xp.sum(w_abs * w_abs))
+        spread = float(xp.matmul(w_abs, (row_trace - xp.matmul(w, row_trace)) ** 2)
+                       / xp.sum(w_abs))
     var_x, var_s = np.abs(var_x), np.abs(var_s)  # signed weights: a variance can dip below 0
     ok = (var_x > 0) & (var_s > 0)
     sd_x, sd_s = np.sqrt(var_x), np.sqrt(var_s)
     return {
         "stein_corr": float(np.mean(cov[ok] / (sd_x[ok] * sd_s[ok]))) if ok.any() else 0.0,
         "stein_trace": float(np.mean(cov)),
+        "stein_trace_se": math.sqrt(max(spread, 0.0) / max(n_eff, 1.0)),
         "mean_score": float(np.sqrt(np.mean((sbar * sd_x) ** 2))),
         "mean_score_sd": float(np.sqrt(np.mean(np.where(var_s > 0, sbar / np.where(
             var_s > 0, sd_s, 1.0), 0.0) ** 2))),
@@ -251,8 +266,9 @@ def _noise(n_eff: float) -> float:
     return 4.0 / math.sqrt(max(n_eff, 1.0))
 
 
-def _judge(out: dict) -> tuple:
-    """(suspect, message) from the figures of :func:`check_scores`, or (None, None)."""
+def _judge(out: dict, d: int) -> tuple:
+    """(suspect, message) from the figures of :func:`check_scores` for d-dimensional points,
+    or (None, None)."""
     inp, field, cor = out["input"], out["field"], out["coreset"]
     if (field["repeat_conflicts"] >= MISALIGNED_CONFLICTS
             and field["repeat_conflicts"] >= 0.1 * field["repeats"]):
@@ -263,8 +279,8 @@ def _judge(out: dict) -> tuple:
             "gives. Are the rows of S those of X, in the same order (not shuffled, shifted or "
             "from another run)?"
         )
-    if (field["nn_queries"] >= MISALIGNED_MIN_ROWS and field["nn_rank_z"] < MISALIGNED_Z
-            and abs(field["nn_sign_z"]) < MISALIGNED_Z):
+    if (field["nn_rows"] >= min(max(MISALIGNED_MIN_ROWS, 5 * d), MAX_POINTS)
+            and field["nn_rank_z"] < MISALIGNED_Z and abs(field["nn_sign_z"]) < MISALIGNED_Z):
         return "misaligned", (
             "S does not look like a function of X: the scores of nearest neighbours in X are "
             f"no closer than those of random rows ({field['nn_rank']:.0%} closer, 50% for "
@@ -274,8 +290,8 @@ def _judge(out: dict) -> tuple:
         )
     corr, trace = inp["stein_corr"], inp["stein_trace"]
     local = field["nn_sign_z"] is not None and field["nn_sign_z"] < -MISALIGNED_Z
-    if ((corr > 0 and (trace > SIGN_FLIP_TRACE or corr > max(SIGN_FLIP_CORR,
-                                                                _noise(inp["n_eff"]))))
+    flat = trace > max(SIGN_FLIP_TRACE, 3.0 * inp["stein_trace_se"])
+    if (corr > 0 and (flat or corr > max(SIGN_FLIP_CORR, _noise(inp["n_eff"])))
             or (local and trace > 0)):
         return "sign-flipped", (
             f"S looks sign-flipped: the scores point away from the bulk of X (mean corr(s_j, "
@@ -291,8 +307,9 @@ def _judge(out: dict) -> tuple:
             "scores those of another density than the one X was sampled for, or has X not "
             "reached where P has its mass (a chain still in its burn-in, or too short)?"
         )
-    if (inp["mean_score_sd"] > SWAP_MEAN_SCORE
-            and inp["mean_score_sd"] > SWAP_RATIO * inp["mean_score_sd_swapped"]):
+    if (inp["mean_score_sd"] > max(SWAP_MEAN_SCORE, _noise(inp["n_eff"]))
+            and inp["mean_score_sd"] > SWAP_RATIO * inp["mean_score_sd_swapped"]
+            and trace < SWAP_TRACE):
         return "swapped", (
             f"X and S look swapped: the mean score is {inp['mean_score_sd']:.2f} standard "
             "deviations of the scores from 0, and the mean point "
@@ -331,15 +348,15 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
     docs/diagnostics.md measures them); the figures of the input unless said otherwise:
 
     1. ``repeat_conflicts`` >= :data:`MISALIGNED_CONFLICTS` and >= 10% of ``repeats``, or
-       ``nn_rank_z`` < :data:`MISALIGNED_Z` and ``|nn_sign_z|`` < :data:`MISALIGNED_Z` (from
-       :data:`MISALIGNED_MIN_ROWS` query points on): "misaligned";
-    2. ``stein_corr`` > 0 and (``stein_trace`` > :data:`SIGN_FLIP_TRACE` or ``stein_corr`` >
-       max(:data:`SIGN_FLIP_CORR`, 4 / sqrt(n))), or ``nn_sign_z`` < -:data:`MISALIGNED_Z`
-       and ``stein_trace`` > 0: "sign-flipped";
+       ``nn_rank_z`` < :data:`MISALIGNED_Z` and ``|nn_sign_z|`` < :data:`MISALIGNED_Z` (with
+       ``nn_rows`` >= min(max(:data:`MISALIGNED_MIN_ROWS`, 5 d), 512)): "misaligned";
+    2. ``stein_corr`` > 0 and (``stein_trace`` > max(:data:`SIGN_FLIP_TRACE`, 3
+       ``stein_trace_se``) or ``stein_corr`` > max(:data:`SIGN_FLIP_CORR`, 4 / sqrt(n))), or
+       ``nn_sign_z`` < -:data:`MISALIGNED_Z` and ``stein_trace`` > 0: "sign-flipped";
     3. the result's ``mean_score_sd`` > :data:`CORESET_MEAN_SCORE`: "wrong target" (X and S
        swapped, the scores of another density, or a sample that has not reached P's mass);
-    4. ``mean_score_sd`` > :data:`SWAP_MEAN_SCORE` and > :data:`SWAP_RATIO` times
-       ``mean_score_sd_swapped``: "swapped".
+    4. ``mean_score_sd`` > max(:data:`SWAP_MEAN_SCORE`, 4 / sqrt(n)) and > :data:`SWAP_RATIO`
+       times ``mean_score_sd_swapped``, with ``stein_trace`` < :data:`SWAP_TRACE`: "swapped".
 
     :func:`stein_coreset.compress` runs it on every call with scores (on the result too for
     the debiased methods) unless ``diagnostics=False``. Cost, whatever n: O(d) moments of at
@@ -380,7 +397,7 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
         out["coreset"] = stein_residuals(
             xp.take(X, coreset_rows, axis=0), xp.take(S, coreset_rows, axis=0), coreset_weights
         )
-    suspect, msg = _judge(out)
+    suspect, msg = _judge(out, int(X.shape[1]))
     out["suspect"] = suspect
     if warn and suspect is not None:
         warnings.warn(f"{msg} (res.info['diagnostics'] has the figures; what these checks "
@@ -411,14 +428,14 @@ def thresholds() -> str:
     z = f"{MISALIGNED_Z:g}"
     rows = [
         ("1", "misaligned", f"`repeat_conflicts` ≥ {MISALIGNED_CONFLICTS} and ≥ 10% of "
-         f"`repeats`; or `nn_rank_z` < {z} and abs(`nn_sign_z`) < {z} (from "
-         f"{MISALIGNED_MIN_ROWS} query points on)"),
-        ("2", "sign-flipped", f"`stein_corr` > 0 and (`stein_trace` > {SIGN_FLIP_TRACE:g} or "
-         f"`stein_corr` > max({SIGN_FLIP_CORR:g}, 4/√n)); or `nn_sign_z` < -{z} and "
-         "`stein_trace` > 0"),
+         f"`repeats`; or `nn_rank_z` < {z} and abs(`nn_sign_z`) < {z} (with `nn_rows` ≥ "
+         f"min(max({MISALIGNED_MIN_ROWS}, 5 d), {MAX_POINTS}))"),
+        ("2", "sign-flipped", f"`stein_corr` > 0 and (`stein_trace` > max({SIGN_FLIP_TRACE:g}, "
+         f"3 `stein_trace_se`) or `stein_corr` > max({SIGN_FLIP_CORR:g}, 4/√n)); or "
+         f"`nn_sign_z` < -{z} and `stein_trace` > 0"),
         ("3", "wrong target", f"the debiased result's `mean_score_sd` > {CORESET_MEAN_SCORE:g}"),
-        ("4", "swapped", f"`mean_score_sd` > {SWAP_MEAN_SCORE:g} and > {SWAP_RATIO:g} × "
-         "`mean_score_sd_swapped`"),
+        ("4", "swapped", f"`mean_score_sd` > max({SWAP_MEAN_SCORE:g}, 4/√n) and > {SWAP_RATIO:g} × "
+         f"`mean_score_sd_swapped`, and `stein_trace` < {SWAP_TRACE:g}"),
     ]
     lines = ["| rule | suspect | fires when |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]

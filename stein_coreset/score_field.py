@@ -137,13 +137,14 @@ def score_field_test(X, S, *, max_points: int = MAX_POINTS, queries: int = QUERI
     Returns
     -------
     dict
-        ``{"nn_rank", "nn_rank_z", "nn_sign", "nn_sign_z", "nn_queries", "repeats",
-        "repeat_conflicts"}``: Python floats (the ``nn_`` figures None when fewer than 8
-        distinct rows) and ints. See the module docstring: ``nn_rank`` and ``nn_sign`` are
-        near 1 for a score field of X and 1/2 for unrelated rows; the ``_z`` figures are their
-        distances from 1/2 in standard deviations of unrelated rows. ``repeats``: rows (of
-        those tested) equal to the row before them; ``repeat_conflicts``: those of them whose
-        score differs from the previous row's (by more than 1e-6 relative), which a score
+        ``{"nn_rank", "nn_rank_z", "nn_sign", "nn_sign_z", "nn_queries", "nn_rows",
+        "repeats", "repeat_conflicts"}``: Python floats (the ``nn_`` figures None when fewer
+        than 8 distinct rows) and ints (``nn_rows``: the distinct rows searched). See the
+        module docstring: ``nn_rank`` and ``nn_sign`` are near 1 for a score field of X and
+        1/2 for unrelated rows; the ``_z`` figures are their distances from 1/2 in standard
+        deviations of unrelated rows. ``repeats``: rows (of those tested) equal to the row
+        before them; ``repeat_conflicts``: those of them whose score differs from the
+        previous row's (by more than 1e-6 relative), which a score
         field never does.
 
     Notes
@@ -188,11 +189,13 @@ def score_field_test(X, S, *, max_points: int = MAX_POINTS, queries: int = QUERI
     tol = 1e-6 * (np.abs(Sm) + np.abs(Sb[k:])) + 1e-300
     conflicts = int(np.sum(same & np.any(np.abs(Sm - Sb[k:]) > tol, axis=1)))
     out = {"nn_rank": None, "nn_rank_z": None, "nn_sign": None, "nn_sign_z": None,
-           "nn_queries": 0, "repeats": int(np.sum(same)), "repeat_conflicts": conflicts}
+           "nn_queries": 0, "nn_rows": 0, "repeats": int(np.sum(same)),
+           "repeat_conflicts": conflicts}
     # drop a row equal to the one before it (a chain repeats a state after a rejection)
     keep = np.concatenate([[True], np.any(Xm[1:] != Xm[:-1], axis=1)])
     Xm, Sm = Xm[keep], Sm[keep]
     m = int(Xm.shape[0])
+    out["nn_rows"] = m
     if m < 8:
         return out
     q = _spaced(m, min(int(queries), m))

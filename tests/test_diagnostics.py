@@ -111,6 +111,9 @@ def test_stein_residuals_match_their_definitions():
     assert got["mean_score_sd"] == pytest.approx(np.sqrt(np.mean(sbar**2 / var_s)), rel=1e-12)
     assert got["mean_score_sd_swapped"] == pytest.approx(np.sqrt(np.mean(xbar**2 / var_x)),
                                                          rel=1e-12)
+    t = (ds * dx).mean(axis=1)  # per row, the trace's terms
+    t_var = w @ (t - w @ t) ** 2
+    assert got["stein_trace_se"] == pytest.approx(np.sqrt(t_var / got["n_eff"]), rel=1e-12)
     assert got["n_eff"] == pytest.approx(1.0 / np.sum(w**2), rel=1e-12)
 
 

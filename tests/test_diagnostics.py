@@ -209,12 +209,14 @@ def test_sign_flip_is_caught_by_the_trace_where_coordinates_correlate_weakly():
 
 
 def test_few_rows_are_not_called_misaligned():
-    """A reduce node of 32 debiased points (d = 2) once was called 'unrelated rows'; the
-    nearest-neighbour test needs 32 query points and finds 32 correct rows related."""
+    """A reduce node of 32 debiased points (d = 2) once was called 'unrelated rows'; below
+    100 distinct rows the nearest-neighbour test does not judge (40 correct rows of a banana
+    looked unrelated to it)."""
     X = np.random.default_rng(0).standard_normal((32, 2))
     assert check_scores(X, -X, warn=False)["suspect"] is None
-    X = np.random.default_rng(0).standard_normal((20, 2))
     assert check_scores(X, -X[::-1], warn=False)["suspect"] is None  # too few to judge
+    X, S = _banana(40, 1)  # 40 correct rows: nn_rank_z 3.6, nn_sign_z 3.8
+    assert check_scores(X, S, warn=False)["suspect"] is None
     perm = np.random.default_rng(1).permutation(2000)
     X = np.random.default_rng(2).standard_normal((2000, 2))
     assert check_scores(X, -X[perm], warn=False)["suspect"] == "misaligned"
@@ -400,3 +402,26 @@ def test_no_false_alarm_and_every_shuffle_caught_over_seeds(make):
         assert check_scores(X, S, warn=False)["suspect"] is None
         perm = np.random.default_rng(seed).permutation(len(S))
         assert check_scores(X, S[perm], warn=False)["suspect"] == "misaligned"
+
+
+def test_a_noisy_trace_from_few_draws_of_a_curved_target_is_no_sign_flip():
+    """64 exact draws of a banana: Stein's trace (-1 under P) comes out at +0.77 with correct
+    scores, s_1 x_1 being heavy-tailed; the rule asks for 3 standard errors."""
+    X, S = _banana(64, 3)
+    out = check_scores(X, S, warn=False)
+    assert out["input"]["stein_trace"] > 0.5 and out["input"]["stein_corr"] > 0
+    assert out["input"]["stein_trace"] < 3.0 * out["input"]["stein_trace_se"]
+    assert out["suspect"] is None
+
+
+def test_a_short_chain_near_zero_is_not_called_swapped(monkeypatch):
+    """A chain that covers a corner of a centred target has its mean score far from 0 and
+    its mean point near 0 -- the swap's signature -- but a Stein trace near 0, not -1."""
+    target = datasets.Gaussian.correlated(d=10, rho=0.9)
+    rng = np.random.default_rng(5)
+    ch = datasets.mala(target.log_density_and_score, target.sample(1, rng)[0], 200, 0.01,
+                       precond=target.cov, rng=rng)
+    out = check_scores(ch.X, ch.S, warn=False)
+    assert out["suspect"] is None and out["input"]["stein_trace"] > diagnostics.SWAP_TRACE
+    monkeypatch.setattr(diagnostics, "SWAP_TRACE", 10.0)
+    assert check_scores(ch.X, ch.S, warn=False)["suspect"] == "swapped"

@@ -20,6 +20,7 @@ __all__ = [
     "device_of",
     "to_host",
     "from_host",
+    "copy_array",
     "is_numpy",
     "is_cupy",
     "as_index_array",
@@ -206,6 +207,19 @@ def to_host(x, dtype=np.float64) -> np.ndarray:
         out = np.ascontiguousarray(np.from_dlpack(x), dtype=dtype)
     TRANSFERS["to_host_bytes"] += out.nbytes
     return out
+
+
+def copy_array(x):
+    """A copy of an array of any namespace, on its device (a list or tuple: a deep copy), so
+    that later in-place changes of ``x`` do not reach it."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if array_api_compat.is_array_api_obj(x):
+        xp = array_api_compat.array_namespace(x)
+        return xp.asarray(x, copy=True)
+    import copy
+
+    return copy.deepcopy(x)
 
 
 def from_host(y: np.ndarray, like=None, *, xp=None, device=None):

@@ -137,13 +137,17 @@ def polled(desc: str, total: int, read, reset=None, enabled: bool = True, unit: 
             bar.advance_to(read())
 
     th = threading.Thread(target=poll, name="stein_coreset-progress", daemon=True)
-    th.start()
+    try:
+        th.start()
+    except RuntimeError:  # no thread to spare (a limit on threads): the bar moves at the end
+        th = None
     try:
         yield bar
         bar.advance_to(total)
     finally:
         stop.set()
-        th.join()
+        if th is not None:
+            th.join()
         bar.close()
 
 

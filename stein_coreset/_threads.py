@@ -8,12 +8,13 @@ C++ loops as an argument; no process-wide OpenMP state is changed.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 
 import numpy as np
 
-__all__ = ["effective_n_threads", "usable_cores", "cancel_running", "cancel_loops_briefly"]
+__all__ = ["effective_n_threads", "usable_cores", "new_scope", "call_scope", "cancel_scope"]
 
 
 def _cgroup_cpu_limit() -> int | None:
@@ -96,24 +97,33 @@ def effective_n_threads(n_threads=None) -> int:
 MAX_THREADS_PER_CPU = 64
 
 
-def cancel_running() -> None:
-    """Ask every C++ loop running in this process, on any thread, to stop (each raises
-    KeyboardInterrupt); the next call from the main thread clears the request. For Ctrl-C
-    while other threads (Dask's threaded scheduler) run the library's loops."""
+def new_scope() -> int:
+    """A fresh cancellation scope: a random nonzero 62-bit id, unique across the processes of a
+    cluster in practice (a Dask worker runs the tasks of several drivers)."""
+    import secrets
+
+    return secrets.randbits(62) + 1
+
+
+@contextlib.contextmanager
+def call_scope(scope: int):
+    """Run this thread's library calls under the cancellation scope ``scope`` for the block:
+    :func:`cancel_scope` of it stops them (and no other thread's calls). For the tasks of
+    :func:`stein_coreset.distributed.compress`, which run on threads the driver does not own."""
     from .engine.cpu import bridge
 
-    bridge.cancel_running()
+    prev = bridge.set_call_scope(scope)
+    try:
+        yield scope
+    finally:
+        bridge.set_call_scope(prev)
 
 
-def cancel_loops_briefly(seconds: float = 0.1) -> None:
-    """:func:`cancel_running`, then the request withdrawn after ``seconds``: the C++ loops
-    running in this process poll within that time (every few milliseconds) and unwind, and the
-    next call on any thread starts clean. For a Dask worker, whose tasks never run on its main
-    thread (where a call would clear the request itself)."""
-    import time
-
+def cancel_scope(scope: int) -> int:
+    """Stop the C++ loops of the calls in flight under ``scope``, on any thread of this process
+    (each raises KeyboardInterrupt in its thread within milliseconds), and refuse the calls
+    begun under it later. Calls of other scopes, a main-thread call and the next calls of every
+    thread are untouched: nothing stays set. Returns how many calls were in flight."""
     from .engine.cpu import bridge
 
-    bridge.cancel_running()
-    time.sleep(seconds)
-    bridge.cancel_clear()
+    return bridge.cancel_scope(scope)

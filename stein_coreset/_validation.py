@@ -23,6 +23,7 @@ __all__ = [
     "check_int",
     "check_real",
     "check_positive",
+    "check_real_parameter",
     "check_bool",
     "check_choice",
     "check_random_state",
@@ -105,6 +106,49 @@ def check_bandwidth(value, name: str = "sigma") -> float:
             "(sigma^-4) stay finite; rescale the points (and scores) instead"
         )
     return value
+
+
+def check_real_parameter(value, name: str) -> None:
+    """Refuse a complex number or an array of complex (or non-numeric) entries as a real
+    parameter such as the preconditioner M (``TypeError`` naming it; before,
+    ``np.asarray(M, dtype=float64)`` dropped the imaginary part with a ComplexWarning only).
+    Strings, None and real numbers pass; shapes and values are checked where they are used."""
+    if value is None or isinstance(value, str):
+        return
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number or an array of real numbers, got bool")
+    if isinstance(value, numbers.Number):
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be real, got the {type(value).__name__} {value!r}")
+        return
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:  # a list or tuple
+        try:
+            dtype = np.asarray(value).dtype
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must hold real numbers") from None
+    kind = getattr(np.dtype(dtype), "kind", None) if _numpy_dtype(dtype) else None
+    if kind is None:  # another library's dtype: ask its namespace
+        try:
+            xp = aa.namespace(**{name: value})[0]
+            if xp.isdtype(dtype, ("real floating", "integral")):
+                return
+        except (TypeError, AttributeError, ValueError):
+            return  # an unknown kind of array: the use site converts and checks it
+        raise TypeError(f"{name} must hold real numbers, got {dtype} entries")
+    if kind == "c":
+        raise TypeError(f"{name} must be real, got complex ({dtype}) entries; the imaginary "
+                        "part would be dropped")
+    if kind not in "fiub":
+        raise TypeError(f"{name} must hold real numbers, got {dtype} entries")
+
+
+def _numpy_dtype(dtype) -> bool:
+    try:
+        np.dtype(dtype)
+    except TypeError:
+        return False
+    return True
 
 
 def physical_memory() -> int | None:

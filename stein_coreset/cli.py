@@ -48,6 +48,7 @@ def _cmd_demo(args) -> int:
         no_curves=args.no_curves,
         save_chain=args.save_chain,
         progress=args.progress,
+        force=args.force,
     )
 
 
@@ -122,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="also save the simulated chain (X, S, ...) for `stein-coreset compress FILE.npz`",
     )
+    demo.add_argument("--force", action="store_true",
+                      help="replace an existing --plot or --save-chain file")
     demo.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
         help="progress on stderr (default: on when stderr is a terminal)",

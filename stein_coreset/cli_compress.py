@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import warnings
 
 import numpy as np
@@ -155,7 +154,13 @@ def _columns(spec: str | None, names, d: int, flag: str):
         elif part.lstrip("-").isdigit():
             out.append(int(part))
         elif names is not None and part in names:
-            out.append(list(names).index(part))
+            where = [j for j, name in enumerate(names) if name == part]
+            if len(where) > 1:  # before: the first of them, silently
+                raise CLIError(
+                    f"{flag}: the header names {len(where)} columns {part!r} (columns "
+                    f"{', '.join(str(j) for j in where)}, 0-based); select them by number"
+                )
+            out.append(where[0])
         else:
             known = f"; the header has {', '.join(names)}" if names is not None else ""
             raise CLIError(f"{flag}: no column {part!r}{known}")
@@ -248,67 +253,52 @@ def _compress_single(args) -> int:
     where = _write_coreset(out, res, info)
     ksd = "n/a (no scores)" if res.ksd is None else f"{res.ksd:.4g}"
     dropped = f", dropped {n_bad} rows with NaN/inf" if n_bad else ""
+    to = _summary_stream(out)
     print(
         f"{res.method}: {len(res)} of {X.shape[0]} points ({res.kind} weights), KSD {ksd}, "
-        f"{info['time_s']:.2f} s{dropped}{where}"
+        f"{info['time_s']:.2f} s{dropped}{where}", file=to
     )
     stages = res.summary().partition("; stages: ")[2]
     if stages:
-        print(f"  stages (KSD): {stages}")
+        print(f"  stages (KSD): {stages}", file=to)
     return 0
 
 
 #: --out values that ask for the summary line only, no file.
-NO_FILE = ("-", os.devnull)
+NO_FILE = _io.NO_FILE
 
 
-def _check_out(out: str, inputs: list, force: bool = False) -> str | None:
-    """The ``.npz`` path --out names (np.savez appends .npz: --out chain is chain.npz), checked
-    before any work: refused when it is empty, one of the inputs, a directory or another
-    non-regular file, or when its directory does not exist or cannot be written (a probe file is
-    created there and removed, so /proc, /sys or a read-only mount fail now, not after the
-    compression). ``None`` for :data:`NO_FILE` (print the summary only); an existing file
-    is replaced only with ``force``."""
-    if out in NO_FILE:
-        return None
-    if not out or not os.path.basename(out.rstrip("/" + os.sep)) or out.endswith(("/", os.sep)):
-        raise CLIError(f"--out: {out!r} names no file; give a file name such as coreset.npz")
-    if os.path.isdir(out):  # np.savez would write OUT.npz beside it: not what was meant
-        raise CLIError(f"--out: {out} is a directory; give a file name such as "
-                       f"{os.path.join(out, 'coreset.npz')}")
+def _check_out(out: str, inputs: list, force: bool = False):
+    """The output --out names (:func:`stein_coreset._io.check_output`, the one output path):
+    checked before any work, refused when it is empty, one of the inputs (in any spelling,
+    ``--out chain`` being ``chain.npz``), a directory or another non-regular file, an existing
+    file without ``--force``, or when its directory does not exist or cannot be written. A
+    device or pipe (``--out /dev/stdout``) is written in place, without a suffix. ``None`` for
+    :data:`NO_FILE` (print the summary only)."""
     try:
-        out = _io.refuse_overwrite_input(out, inputs)
-        _io.check_out_name(out, "--out")  # before: Errno 36 on a temporary name, after the work
-    except ValueError as e:
+        return _io.check_output(out, inputs, force=force, what="--out",
+                                force_hint="pass --force to replace it, --out - to print "
+                                           "the summary only")
+    except (ValueError, OSError) as e:
         raise CLIError(str(e)) from None
-    if os.path.isdir(out):
-        raise CLIError(f"--out: {out} is a directory; give a file name such as "
-                       f"{os.path.join(out, 'coreset.npz')}")
-    if os.path.exists(out) and not os.path.isfile(out):
-        raise CLIError(f"--out: {out} exists and is not a regular file; choose another path")
-    if os.path.exists(out) and not force:
-        raise CLIError(f"--out: {out} exists; pass --force to replace it, choose another "
-                       "--out, or --out - to print the summary only")
-    out_dir = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(out_dir):
-        raise CLIError(f"--out: directory does not exist: {out_dir}")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".stein-coreset-", suffix=".probe", dir=out_dir)
-    except OSError as e:
-        raise CLIError(f"--out: cannot write {out}: {e.strerror or e}") from None
-    os.close(fd)
-    os.unlink(probe)
-    return out
 
 
-def _write_coreset(out: str | None, res, info: dict) -> str:
+def _write_coreset(out, res, info: dict) -> str:
     """The output ``.npz`` of ``compress`` (single-process and distributed alike); returns the
     summary line's tail (``" -> FILE"``, or nothing for ``--out -``)."""
     if out is None:
         return ""
     # written atomically: an error or Ctrl-C never leaves a partial file behind
-    _io.write_coreset(out, res, json.dumps(_jsonable(info)))
-    return f" -> {out}"
+    try:
+        name = _io.write_coreset(out, res, json.dumps(_jsonable(info)))
+    except OSError as e:
+        raise CLIError(str(e)) from None
+    return f" -> {name}"
+
+
+def _summary_stream(out):
+    """Where the summary line goes: stderr when the coreset itself goes to stdout."""
+    return sys.stderr if out is not None and out.is_stdout() else sys.stdout
 
 
 @contextlib.contextmanager
@@ -416,6 +406,7 @@ def _cmd_compress_distributed(args) -> int:
     (:func:`stein_coreset.distributed.run_cli`): one block per chain file, read on the workers;
     the driver holds only block coresets."""
     from . import distributed as scd
+    from .distributed.files import check_workers
 
     if args.workers is not None and args.scheduler is not None:
         raise CLIError(
@@ -424,6 +415,11 @@ def _cmd_compress_distributed(args) -> int:
         )
     if args.workers is not None and args.workers < 1:
         raise CLIError(f"--workers must be >= 1, got {args.workers}")
+    if args.workers is not None:
+        try:
+            check_workers(args.workers)
+        except ValueError as e:
+            raise CLIError(str(e)) from None
     if args.block_size is not None and args.block_size < 1:
         raise CLIError(f"--block-size must be >= 1, got {args.block_size}")
     files = list(args.files)
@@ -473,6 +469,7 @@ def _cmd_compress_distributed(args) -> int:
         where = "the threaded scheduler"
     print(
         f"{res.method}: {len(res)} of {info['n']} points ({res.kind} weights), KSD {ksd}, "
-        f"{info['time_s']:.2f} s, {info['n_blocks']} blocks on {where}{dropped}{dest}"
+        f"{info['time_s']:.2f} s, {info['n_blocks']} blocks on {where}{dropped}{dest}",
+        file=_summary_stream(out),
     )
     return 0

@@ -221,10 +221,12 @@ def compress(
     -------
     Coreset
         With ``res.info["diagnostics"]`` (the figures of
-        :func:`stein_coreset.diagnostics.check_scores` and the ``"suspect"`` it names, or
-        ``{"checked": False, ...}`` with ``diagnostics=False``) when S is given, and
-        ``res.info["stages"]`` (each stage's KSD and the candidate that won) for skt, lskt, sr,
-        lsr, sc and lsc; ``res.summary()`` prints both in one line.
+        :func:`stein_coreset.diagnostics.check_scores`, which warns with
+        :class:`~stein_coreset.DiagnosticWarning` naming a likely misuse, and the ``"suspect"``
+        it names, or ``{"checked": False, ...}`` with ``diagnostics=False``) when S is given, and
+        ``res.info["stages"]`` (each stage's KSD and size in distinct points, and, for skt and
+        lskt, the coreset KT-Swap kept among those of the same number of picks) for skt, lskt,
+        sr, lsr, sc and lsc; ``res.summary()`` prints both in one line.
 
     Notes
     -----
@@ -250,10 +252,11 @@ def compress(
     >>> bool(np.abs(res.draws.mean(axis=0)).max() < 0.1)  # debiased: P's mean is 0
     True
     >>> res.info["stages"]["winner"]                     # which candidate KT-Swap kept
-    'baseline'
+    'kt_split'
     >>> print(res.summary())
-    skt: 30 points (equal weights), KSD 0.03648; stages: stein_thinning 0.00519,
-    kt_split 0.165, baseline 0.113, kt_swap 0.0365; baseline won
+    skt: 31 points (equal weights), KSD 0.03188; stages: stein_thinning 0.00519 (464 points),
+    kt_split 0.165 (32 points), baseline 0.113 (31 points), kt_swap 0.0319 (31 points); of the
+    coresets of 32 picks compared after KT-Swap, kt_split won
     """
     # -- scalar arguments and options: all checked before any array work ------------------
     for name, value in (("size", size), ("method", method)):

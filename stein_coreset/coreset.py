@@ -54,7 +54,7 @@ class Coreset:
     >>> X = 0.7 + 1.5 * np.random.default_rng(0).standard_normal((256, 2))
     >>> res = sc.compress(X, -X, 16, "sr", seed=0)       # simplex weights (Alg. 5)
     >>> res
-    Coreset(method='sr', kind='simplex', size=16, winner='recombination', ksd=0.06032)
+    Coreset(method='sr', kind='simplex', size=16, ksd=0.06032)
     >>> res.points.shape, round(float(res.weights.sum()), 4), res.draws is None
     ((16, 2), 1.0, True)
     >>> res.resample_equal(16, seed=0).draws.shape       # an equal-weight sample of 16
@@ -134,8 +134,9 @@ class Coreset:
         return int(self.indices.shape[0])
 
     def summary(self) -> str:
-        """One line on what the run did: the result, then each stage's KSD in order and which
-        candidate won (``info["stages"]``), and the input diagnostics' suspect if any."""
+        """One line on what the run did: the result, then each stage's KSD and size (distinct
+        points) in order, which coreset won where coresets of the same number of picks were
+        compared (``info["stages"]``), and the input diagnostics' suspect if any."""
         k = "n/a (no scores)" if self.ksd is None else f"{self.ksd:.4g}"
         line = f"{self.method}: {len(self)} points ({self.kind} weights), KSD {k}"
         stages = self.info.get("stages")
@@ -145,8 +146,13 @@ class Coreset:
                 if name == "winner":
                     continue
                 v = st.get("ksd")
-                parts.append(f"{name} {'n/a' if v is None else f'{v:.3g}'}")
-            line += f"; stages: {', '.join(parts)}; {stages['winner']} won"
+                size = f" ({st['size']} points)" if st.get("size") is not None else ""
+                parts.append(f"{name} {'n/a' if v is None else f'{v:.3g}'}{size}")
+            line += f"; stages: {', '.join(parts)}"
+            if "winner" in stages:
+                picks = stages.get("kt_swap", {}).get("picks")
+                line += (f"; of the coresets of {picks} picks compared after KT-Swap, "
+                         f"{stages['winner']} won")
         suspect = (self.info.get("diagnostics") or {}).get("suspect")
         if suspect:
             line += f"; WARNING: the scores look {suspect} (info['diagnostics'])"
@@ -156,7 +162,7 @@ class Coreset:
         k = "None" if self.ksd is None else f"{self.ksd:.4g}"
         extra = "" if self.draws is None else f", draws={int(self.draws.shape[0])}"
         stages = self.info.get("stages")
-        if stages:
+        if stages and "winner" in stages:
             extra += f", winner={stages['winner']!r}"
         suspect = (self.info.get("diagnostics") or {}).get("suspect")
         if suspect:

@@ -14,6 +14,8 @@ import time
 
 import numpy as np
 
+from . import _io
+
 __all__ = ["DemoError", "demo_chain", "run_methods", "run_demo", "size_curves", "plot_demo"]
 
 
@@ -135,11 +137,14 @@ def run_demo(
     no_curves: bool = False,
     save_chain: str | None = None,
     progress: bool | None = None,
+    force: bool = False,
 ) -> int:
     """Simulate a biased chain, compress it with each method, print the table (and plot).
 
     ``progress``: bars on stderr for the simulation and the long methods (default: on when
-    stderr is a terminal).
+    stderr is a terminal). ``plot`` and ``save_chain`` (``.png`` / ``.npz`` appended when the
+    name has no extension) are checked before the simulation and written atomically
+    (:mod:`stein_coreset._output`): an existing file is replaced only with ``force``.
 
     Returns the exit code: 0, or 1 when a method failed (the others still run).
     Raises :class:`DemoError` on a bad argument, before any simulation.
@@ -151,9 +156,7 @@ def run_demo(
     methods_progress = progress  # None stays "bars on a terminal" for compress: no stage lines
     progress = resolve_progress(progress)
     plt = require_matplotlib() if plot else None
-    for flag, path in (("--plot", plot), ("--save-chain", save_chain)):
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            raise DemoError(f"{flag}: directory does not exist: {os.path.dirname(path)}")
+    plot_out, chain_out = _check_outputs(plot, save_chain, force)
     names = _demo_methods(methods)
     n = DEMO_DEFAULT_N[target] if n is None else n
     if n < 16:
@@ -172,15 +175,14 @@ def run_demo(
     )
     chain = demo_chain(target, n, seed, progress, reference)
     t_sim = time.perf_counter() - t0
-    if save_chain:
-        path = save_chain if save_chain.endswith(".npz") else save_chain + ".npz"
-        np.savez(
-            path,
+    if chain_out is not None:
+        arrays = dict(
             X=chain.X,
             S=chain.S,
             log_density=chain.log_density,
             reference=chain.reference if chain.reference is not None else np.empty((0, 0)),
         )
+        path = _write(chain_out, lambda f: np.savez(f, **arrays))
         print(f"saved the chain to {path} (arrays X, S, log_density, reference)")
     from .kernels import DEFAULT_KERNEL
 
@@ -234,8 +236,7 @@ def run_demo(
     )
     if plt is not None:
         curves = {} if no_curves else size_curves(chain, rows, size, kernel, seed)
-        plot_demo(plt, plot, chain, rows, curves, target)
-        print(f"wrote {plot}")
+        print(f"wrote {plot_demo(plt, plot_out, chain, rows, curves, target)}")
     failed = [r["method"] for r in rows if "error" in r]
     if failed:
         print(f"stein-coreset: error: method(s) failed: {', '.join(failed)}", file=sys.stderr)
@@ -335,5 +336,40 @@ def plot_demo(plt, path, chain, rows, curves, target):
                title="dot area ~ |weight| (equal weights: one size; a point drawn k times is k x)",
                title_fontsize=7)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=72)
-    plt.close(fig)
+    if not isinstance(path, _io.Output):  # a plain path: replaced, as savefig does
+        path = _io.check_output(path, force=True, what="plot", suffix=_plot_suffix(path))
+    fmt = os.path.splitext(path.name)[1].lstrip(".").lower() or "png"
+    try:
+        return _write(path, lambda f: fig.savefig(f, dpi=72, format=fmt))
+    finally:
+        plt.close(fig)
+
+
+def _plot_suffix(path: str) -> str | None:
+    """``.png`` for a name without an extension (as matplotlib appends it), else none."""
+    return None if os.path.splitext(path)[1] else ".png"
+
+
+def _check_outputs(plot, save_chain, force: bool):
+    """``--plot`` and ``--save-chain`` checked before the simulation (the one output path,
+    :func:`stein_coreset._io.check_output`): each names a new file (or an existing one with
+    ``--force``), a device, or nothing; never the same file."""
+    hint = "pass --force to replace it"
+    try:
+        plot_out = None if not plot else _io.check_output(
+            plot, force=force, what="--plot", suffix=_plot_suffix(plot), force_hint=hint)
+        chain_out = None if not save_chain else _io.check_output(
+            save_chain, force=force, what="--save-chain", suffix=".npz", force_hint=hint)
+    except (ValueError, OSError) as e:
+        raise DemoError(str(e)) from None
+    if (plot_out is not None and chain_out is not None and not plot_out.stream
+            and os.path.realpath(plot_out.path) == os.path.realpath(chain_out.path)):
+        raise DemoError(f"--plot and --save-chain name the same file {plot_out.name}")
+    return plot_out, chain_out
+
+
+def _write(target, writer) -> str:
+    try:
+        return _io.write_output(target, writer)
+    except OSError as e:
+        raise DemoError(str(e)) from None

@@ -10,8 +10,10 @@ import math
 
 from . import _array_api as aa
 from . import _validation as val
+from ._threads import effective_n_threads
 from .engine import KernelMatrix, squared_distances
-from .kernels import DEFAULT_KERNEL, IMQ, RadialKernel, SteinKernel, median_bandwidth
+from .kernels import DEFAULT_KERNEL, IMQ, RadialKernel, SteinKernel
+from .kernels.bandwidth import median_bandwidth_of
 
 __all__ = ["ksd", "mmd", "energy_distance", "finite_discrepancy"]
 
@@ -187,8 +189,11 @@ def mmd(X, Y, wx=None, wy=None, kernel=None, *, max_pairs: int | None = MMD_MAX_
     """
     xp, dev, X, Y, wx, wy = _two_sample(X, Y, wx, wy)
     _check_pairs(X, Y, max_pairs, "mmd")
-    if kernel is None:
-        kernel = IMQ(sigma=median_bandwidth(xp.concat([X, Y], axis=0)))
+    if kernel is None:  # the pooled sample's median distance (a scale out of range: "X, Y")
+        kernel = IMQ(sigma=median_bandwidth_of(xp.concat([X, Y], axis=0), None, 1000, xp, dev,
+                                               effective_n_threads(n_threads), for_kernel=True,
+                                               name="X, Y", advice="rescale X and Y, or pass "
+                                               "kernel=IMQ(sigma=...)"))
     if isinstance(kernel, SteinKernel):
         raise TypeError("mmd takes a base kernel; for the Stein kernel use ksd")
     if not isinstance(kernel, RadialKernel):

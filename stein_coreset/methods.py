@@ -286,6 +286,13 @@ _SWAP_PASSES_CPP = Option(
     "docs/experiments/compresspp_gap.py)",
     _int_at_least(1),
 )
+_SWAP_CANDIDATES = Option(
+    "auto",
+    "how many of KT-SPLIT's candidates KT-Swap refines beside Stein thinning's baseline: a "
+    "positive int, or 'auto' (4 up to d = 16, 1 above: "
+    "stein_coreset.algorithms.skt.swap_candidates); Alg. D.3 refines one",
+    lambda v, name: v if v == "auto" else val.check_int(v, name, lo=1),
+)
 _SWAP_ORDER = Option(
     "sorted",
     "KT-Swap sweep order: 'sorted' (increasing index, every sweep, as goodpoints) or 'given' "
@@ -394,7 +401,8 @@ METHODS: Mapping[str, Method] = MappingProxyType(
             run=_on_matrix(stein_kernel_thinning),
             options=MappingProxyType(
                 {"delta": _DELTA, "standard_thin": _STANDARD_THIN, "swap_passes": _SWAP_PASSES_P,
-                 "swap_order": _SWAP_ORDER, "delta_rule": _DELTA_RULE}
+                 "swap_order": _SWAP_ORDER, "delta_rule": _DELTA_RULE,
+                 "swap_candidates": _SWAP_CANDIDATES}
             ),
             takes_progress=True,
         ),

@@ -142,7 +142,7 @@ def test_two_sample_distances_at_a_size_of_minutes_are_refused_at_once(fn, n, li
 
     monkeypatch.setattr(discrepancy, "_weighted_pair_sum", started)
     monkeypatch.setattr(discrepancy.KernelMatrix, "quad", started)
-    monkeypatch.setattr(discrepancy, "median_bandwidth", lambda *a, **k: 1.0)
+    monkeypatch.setattr(discrepancy, "median_bandwidth_of", lambda *a, **k: 1.0)
     X = np.zeros((n, 1))
     X[::2] = 1.0
     t = time.perf_counter()

@@ -410,3 +410,73 @@ def test_every_module_stays_under_the_size_a_reader_can_hold():
     big = {p.relative_to(PKG).as_posix(): n for p in PKG.rglob("*.py")
            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert big == {}, f"split by responsibility (<= {MAX_MODULE_LINES} lines): {big}"
+
+
+def _python_subprocesses_without_cwd(source):
+    """Lines of ``subprocess`` calls that start ``sys.executable -c``/``-m`` with no ``cwd``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "subprocess"
+                and node.args and isinstance(node.args[0], (ast.List, ast.Tuple))):
+            continue
+        argv = node.args[0].elts
+        starts_python = bool(argv) and ast.unparse(argv[0]) == "sys.executable"
+        inline = any(isinstance(a, ast.Constant) and a.value in ("-c", "-m") for a in argv[1:2])
+        if starts_python and inline and not any(k.arg == "cwd" for k in node.keywords):
+            found.append(node.lineno)
+    return found
+
+
+def test_tests_run_python_subprocesses_outside_the_source_tree():
+    """``python -c``/``-m`` puts its working directory first on sys.path: run from the clone's
+    root (CI tests the installed wheel there) it imports the source tree, whose compiled
+    extension is not built, so every such call names a ``cwd``."""
+    assert _python_subprocesses_without_cwd(
+        "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'pass'])\n") == [2]
+    offenders = {p.name: lines for p in sorted((ROOT / "tests").glob("*.py"))
+                 if (lines := _python_subprocesses_without_cwd(p.read_text()))}
+    assert offenders == {}
+
+
+#: What a test module may import unguarded: the package's own dependencies and the test extra.
+_TEST_BASE = {"numpy", "scipy", "array_api_compat", "pytest", "_pytest", "array_api_strict",
+              "hypothesis", "sybil", "stein_coreset", "support", "conftest"}
+#: An optional package whose ``importorskip`` also guarantees the ones it requires.
+_BROUGHT_BY = {"numpyro": {"jax"}, "pymc": {"arviz", "pytensor"}, "stan": {"httpstan"},
+               "distributed": {"dask"}}
+
+
+def _unguarded_optional_imports(source):
+    """Line numbers of module-level imports of an optional package that no earlier
+    ``pytest.importorskip`` of it (or of a package that requires it) guards."""
+    import sys
+
+    guarded, found = set(), []
+    for node in ast.parse(source).body:
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Call) and getattr(sub.func, "attr", "") == "importorskip"
+                    and sub.args and isinstance(sub.args[0], ast.Constant)):
+                top = sub.args[0].value.split(".")[0]
+                guarded |= {top} | _BROUGHT_BY.get(top, set())
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module]
+        else:
+            continue
+        tops = {n.split(".")[0] for n in names}
+        if tops - sys.stdlib_module_names - _TEST_BASE - guarded:
+            found.append(node.lineno)
+    return found
+
+
+def test_test_modules_import_optional_packages_only_behind_importorskip():
+    """CI runs the suite against the wheel with the test extra alone: a test module that
+    imports an optional package unguarded stops the whole collection there."""
+    assert _unguarded_optional_imports("import jax\nimport pytest\n") == [1]
+    assert _unguarded_optional_imports(
+        "import pytest\nnumpyro = pytest.importorskip('numpyro')\nimport jax.numpy\n") == []
+    offenders = {p.name: lines for p in sorted((ROOT / "tests").glob("test_*.py"))
+                 if (lines := _unguarded_optional_imports(p.read_text()))}
+    assert offenders == {}

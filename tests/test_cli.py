@@ -615,12 +615,14 @@ def test_ctrl_c_exits_130_within_a_second_and_leaves_no_file(tmp_path):
     out.parent.mkdir()
     p = subprocess.Popen(
         [sys.executable, "-m", "stein_coreset", "compress", str(tmp_path / "X.npy"),
-         str(tmp_path / "S.npy"), "--method", "st", "--size", str(2**17), "--seed", "0",
-         "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+         "--scores", str(tmp_path / "S.npy"), "--method", "st", "--size", str(2**17),
+         "--seed", "0", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )
     time.sleep(3.0)  # imports, reading, then the C++ loops
     if p.poll() is not None:
+        # (it once exited at once with a usage error, and the test skipped without a word)
+        assert p.returncode == 0, p.communicate()[1]
         pytest.skip("the compression finished before the signal")
     t0 = time.perf_counter()
     p.send_signal(signal.SIGINT)

@@ -509,3 +509,68 @@ def test_cli_two_chain_files_run_distributed_in_a_real_process(chains):
     ref = scd.compress(npz[:2], npz[:2], size=16, method="skt", seed=0, scheduler="sync")
     with np.load(d / "two.npz") as z:
         np.testing.assert_array_equal(z["indices"], ref.indices)
+
+
+def test_api_chains_of_different_dimension_name_the_chain():
+    # before: dask's raw ('Shapes do not align: %s', [(100, 2), (100, 3)]) tuple as the message
+    rng = np.random.default_rng(0)
+    Xs = [rng.standard_normal((100, 2)), rng.standard_normal((100, 3))]
+    with pytest.raises(ValueError, match=r"X\[1\]: chain 1 has points of dimension d = 3, but "
+                                         r"chain 0 has d = 2"):
+        scd.compress(Xs, [-x for x in Xs], size=8, method="st", seed=0, scheduler="sync")
+    Xs = [Xs[0], rng.standard_normal((100, 2))]
+    with pytest.raises(ValueError, match=r"S\[1\]: chain 1 has points of dimension d = 1"):
+        scd.compress(Xs, [-Xs[0], -Xs[1][:, :1]], size=8, method="st", seed=0,
+                     scheduler="sync")
+    with pytest.raises(ValueError, match=r"same shape, .* \(chain 1: X\[1\] has shape "
+                                         r"\(100, 2\), S\[1\] has \(50, 2\)\)"):
+        scd.compress(Xs, [-Xs[0], -Xs[1][:50]], size=8, method="st", seed=0, scheduler="sync")
+
+
+def test_a_local_cluster_larger_than_the_machine_is_refused_before_any_process(chains, capsys):
+    # before: --workers 1000000000 spawned worker processes for 14 s, then a MemoryError
+    d, npz, _, _ = chains
+    t0 = time.perf_counter()
+    line = _error_line(*_main(["compress", *npz, "--method", "st", "--size", 8, "--out", "-",
+                               "--workers", 10**9], capsys)[::2])
+    assert "--workers) = 1000000000: a local cluster runs one process per worker" in line
+    with pytest.raises(ValueError, match=r"workers \(--workers\) = 1000000000: .* room for at "
+                                         r"most \d+; pass workers <= \d+"):
+        scd.run_cli(npz, size=8, method="st", workers=10**9)
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_tasks_on_threads_do_not_silence_the_users_own_diagnostics(tmp_path, capsys):
+    # before: while a task ran on the threaded scheduler (and after a Ctrl-C, until the queued
+    # tasks drained), DiagnosticWarning was ignored process-wide: a swapped-scores warning of
+    # the user's own call on another thread never showed
+    from stein_coreset.distributed import tasks
+
+    rng = np.random.default_rng(0)
+    X = 0.5 + rng.standard_normal((500, 3))
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "s.npy", -(X - 0.5))
+    entered, release = threading.Event(), threading.Event()
+
+    class Held(sc.IMQ):  # the task waits inside compress until the user's call is done
+        def radial(self, xp, q):
+            if not entered.is_set():
+                entered.set()
+                release.wait(30)
+            return super().radial(xp, q)
+
+    Y = 0.5 + rng.standard_normal((200, 2))
+    t = threading.Thread(target=tasks.task_compress, args=(Y, -Y),
+                         kwargs=dict(size=8, method="st", kernel=sc.SteinKernel(Held(1.0)),
+                                     seed=np.random.default_rng(0)))
+    t.start()
+    try:
+        assert entered.wait(30)
+        rc = cli.main(["compress", str(tmp_path / "s.npy"), "--scores", str(tmp_path / "x.npy"),
+                       "--method", "skt", "--size", "16", "--out", "-"])
+        err = capsys.readouterr().err
+    finally:
+        release.set()
+        t.join()
+    assert rc == 0
+    assert "stein-coreset: warning:" in err and "swapped" in err

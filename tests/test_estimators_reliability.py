@@ -253,3 +253,50 @@ def test_nan_data_are_not_pointed_to_an_option_fit_does_not_take():
     X[3] = np.nan
     with pytest.raises(ValueError, match=r"NaN or inf in 1 of its 50 rows; drop those rows"):
         est.fit(est.Gaussian(), X, discrepancy="sm", optimizer="lbfgs")
+
+
+class _Returns:
+    """A user model whose score returns ``kind`` instead of an array."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def score(self, x, theta):
+        s = -(x - theta[0])
+        return {"list": s.tolist(), "none": None, "tuple": (s,), "scalar": 1.0}[self.kind]
+
+
+@pytest.mark.parametrize("kind, what", [("list", "a list"), ("none", "None"),
+                                        ("tuple", "a tuple"), ("scalar", "a float")])
+@pytest.mark.parametrize("call", ["loss_ksd", "loss_dksd", "loss_sm", "fit"])
+def test_a_model_score_that_is_no_array_is_a_type_error_naming_it(kind, what, call):
+    # before: AttributeError: 'list' object has no attribute 'shape', deep inside the loss
+    X = np.random.default_rng(0).standard_normal((60, 2))
+    m = _Returns(kind)
+    theta = np.array([0.1])
+    with pytest.raises(TypeError, match=rf"model\.score\(x, theta\) must return an array of "
+                                        rf"x's namespace \(.*\), got {what}"):
+        if call == "fit":
+            est.fit(m, X, discrepancy="ksd", kernel=sc.IMQ(1.0), theta0=theta, steps=3)
+        elif call == "loss_sm":
+            est.loss(m, theta, X, discrepancy="sm")
+        else:
+            est.loss(m, theta, X, discrepancy=call[5:], kernel=sc.IMQ(1.0))
+
+
+@pytest.mark.parametrize("make, name, value", [
+    (lambda: est.StudentT(nu=5.0), "nu", -1.0),
+    (lambda: est.StudentT(nu=5.0), "d", 2),
+    (lambda: est.SymmetricBessel(s=1.0), "s", 0.1),
+    (lambda: est.Gaussian(d=2), "param_names", ("a",)),
+])
+def test_a_built_models_constants_cannot_be_changed_behind_its_layout(make, name, value):
+    # before: StudentT.nu = -1 was taken, and fit said "the information tensor at theta is
+    # zero or not finite"; d = 2 then refused the data as having the wrong width
+    m = make()
+    before = getattr(m, name)
+    with pytest.raises(AttributeError, match=rf"{type(m).__name__}\.{name} is fixed when the "
+                                             rf"model is built"):
+        setattr(m, name, value)
+    assert getattr(m, name) == before
+    m.start = np.zeros(m.n_params)  # a new attribute is still the user's to set

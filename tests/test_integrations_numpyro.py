@@ -1,10 +1,10 @@
 """compress_mcmc: a NumPyro MCMC (samples, model, warm-up when collected) in, the result
 compress_trace gives out; float64 scores of a model sampled in float32 with integer indexing."""
 
-import jax
 import numpy as np
 import pytest
 
+jax = pytest.importorskip("jax")
 numpyro = pytest.importorskip("numpyro")
 import jax.numpy as jnp  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402

@@ -262,3 +262,26 @@ def test_skt_beats_standard_thinning_in_ksd_and_posterior_mean_error():
             got = np.array([coreset_mean(out, "mu"), coreset_mean(out, "sigma")])
             err[m].append(np.linalg.norm(got - ref_mean))
     assert np.median(err["skt"]) < np.median(err["standard"]), err
+
+
+def test_compress_trace_from_eight_threads_on_one_model_gives_the_serial_results(model):
+    """The per-model compiled PyTensor functions are shared by every call on the model: from
+    8 threads at once, each on its own trace, every result must be the serial one (they once
+    raised AttributeError / ValueError / PermissionError or returned another coreset: a
+    PyTensor function's input and output storage is per function, not per call). Repeated."""
+    import concurrent.futures
+
+    traces = [random_trace(np.random.default_rng(100 + i), chains=2, draws=40, warmup=20)
+              for i in range(8)]
+
+    def run(tr):
+        res = compress_trace(tr, model, size=6, method="st", random_seed=0)
+        post = get_group(res, "posterior")
+        return np.concatenate([np.asarray(post[v]).ravel() for v in ("s", "b", "u", "W")])
+
+    serial = [run(tr) for tr in traces]
+    for _ in range(4):
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(run, traces))
+        for g, s in zip(got, serial, strict=True):
+            np.testing.assert_array_equal(g, s)

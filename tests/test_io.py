@@ -200,3 +200,119 @@ def test_an_out_name_longer_than_the_file_system_allows_is_refused(tmp_path):
     _io.check_out_name(str(tmp_path / ("a" * 200 + ".npz")))
     with pytest.raises(ValueError, match=r"--out: the file name a+\.\.\. is 304 bytes long"):
         _io.check_out_name(str(tmp_path / ("a" * 300 + ".npz")))
+
+
+# ---- CSV encodings, trailing separators, headers ----------------------------------------------
+
+_TABLE = "a,b\n1.5,2\n3,4\n-1,0.25\n"
+_VALUES = [[1.5, 2.0], [3.0, 4.0], [-1.0, 0.25]]
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("gzip", r"gz\.csv is gzip-compressed, not a CSV text file; decompress it first"),
+    ("bz2", r"gz\.csv is bzip2-compressed"),
+    ("npz", r"gz\.csv is a zip archive \(an \.npz file\?\)"),
+    ("latin1", r"gz\.csv, line 1: the byte 0xe9 is not UTF-8 text"),
+    ("binary", r"gz\.csv, line 1: the byte 0x80 is not UTF-8 text"),
+    ("utf16-no-bom", r"gz\.csv, line 1: a NUL character: a binary file, or UTF-16 text without"),
+])
+def test_a_csv_that_is_not_utf8_text_names_the_file(tmp_path, kind, needle):
+    # before: "POINTS: 'utf-8' codec can't decode byte 0x8b in position 1" (no file named)
+    import bz2
+    import gzip
+    import io
+
+    p = tmp_path / "gz.csv"
+    if kind == "gzip":
+        p.write_bytes(gzip.compress(_TABLE.encode()))
+    elif kind == "bz2":
+        p.write_bytes(bz2.compress(_TABLE.encode()))
+    elif kind == "npz":
+        buf = io.BytesIO()
+        np.savez(buf, X=np.ones((3, 2)))
+        p.write_bytes(buf.getvalue())
+    elif kind == "latin1":
+        p.write_bytes("é,b\n1,2\n".encode("latin-1"))
+    elif kind == "binary":
+        p.write_bytes(bytes(range(128, 256)) * 4)
+    else:
+        p.write_bytes(_TABLE.encode("utf-16-le"))
+    with pytest.raises(ValueError, match="POINTS: .*" + needle):
+        _io.load_points(str(p))
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-8-sig"])
+def test_a_csv_with_a_byte_order_mark_is_read_in_its_encoding(tmp_path, encoding):
+    p = tmp_path / "t.csv"
+    p.write_bytes(_TABLE.encode(encoding))
+    table, names = _io.load_table(str(p))
+    np.testing.assert_array_equal(table, _VALUES)
+    assert names == ["a", "b"]
+
+
+@pytest.mark.parametrize("text", [
+    "1.5,2,\n3,4,\n-1,0.25,\n",          # a comma ends every line
+    "a,b,\n1.5,2,\n3,4,\n-1,0.25,\n",    # the header's too
+    "a,b\n1.5,2,\n3,4,\n-1,0.25,\n",     # the data lines only
+])
+def test_a_trailing_comma_on_every_line_is_a_separator_not_a_column(tmp_path, monkeypatch, text):
+    # before: an extra all-NaN column, reported as a shape mismatch with the scores
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    with_pd = _io.load_table(str(p))
+    monkeypatch.setitem(__import__("sys").modules, "pandas", None)
+    without = _io.load_table(str(p))
+    for table, names in (with_pd, without):
+        np.testing.assert_array_equal(table, _VALUES)
+        assert names in (None, ["a", "b"])
+
+
+def test_a_last_column_the_header_names_stays_a_column_of_missing_values(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("a,b,c\n1,2,\n3,4,\n")
+    table, names = _io.load_table(str(p))
+    assert names == ["a", "b", "c"] and table.shape == (2, 3) and np.isnan(table[:, 2]).all()
+
+
+def test_a_csv_column_named_twice_is_refused_when_selected_by_name(tmp_path, capsys):
+    # before: --x-columns x silently took the first of two columns named x
+    from stein_coreset import cli
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 2))
+    rows = "\n".join(f"{x:.6f},{y:.6f},{-x:.6f},{-y:.6f}" for x, y in X)
+    p = tmp_path / "dup.csv"
+    p.write_text("x,x,s1,s2\n" + rows + "\n")
+    rc = cli.main(["compress", str(p), "--x-columns", "x", "--score-columns", "s1,s2",
+                   "--method", "st", "--size", "5", "--out", "-"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "--x-columns: the header names 2 columns 'x' (columns 0, 1, 0-based)" in err
+    rc = cli.main(["compress", str(p), "--x-columns", "0:2", "--score-columns", "s1,s2",
+                   "--method", "st", "--size", "5", "--out", "-"])
+    assert rc == 0
+
+
+@pytest.mark.parametrize("header, first", [(",a,b", 0), ('"","a","b"', 1)])
+def test_a_row_index_written_as_the_first_column_is_not_read_as_a_coordinate(tmp_path, header,
+                                                                             first):
+    # before: pandas' to_csv (",a,b" over 0, 1, ...) and R's write.csv ('"","a","b"' over
+    # "1", "2", ...) files were read with the row number as one more coordinate of every point
+    p = tmp_path / "t.csv"
+    rows = [f'{first + i if header.startswith(",") else chr(34) + str(first + i) + chr(34)},'
+            f"{a},{b}" for i, (a, b) in enumerate(_VALUES)]
+    p.write_text(header + "\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match=r"t\.csv: its first column is a row index \(unnamed, "
+                                         rf"holding {first}, {first + 1}, \.\.\."):
+        _io.load_points(str(p))
+    table, names = _io.load_table(str(p))  # columns picked by name: the index is not read
+    assert names == ["", "a", "b"]
+    np.testing.assert_array_equal(table[:, 1:], _VALUES)
+
+
+def test_quoted_header_names_are_unquoted(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text('"a","b"\n1.5,2\n3,4\n-1,0.25\n')
+    table, names = _io.load_table(str(p))
+    assert names == ["a", "b"]
+    np.testing.assert_array_equal(table, _VALUES)

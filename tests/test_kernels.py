@@ -186,7 +186,10 @@ def test_default_stein_kernel_resolves_median_bandwidth_per_call_without_mutatio
     resolved = kern.resolve(X)
     assert resolved is not kern and resolved.base.sigma == K1.base.sigma
     given = sc.SteinKernel(sc.IMQ(sigma=2.0))
-    assert given.resolve(X) is given
+    # nothing to resolve: the same kernel, as a snapshot (a later change of the caller's base
+    # does not reach a result that recorded it)
+    snap = given.resolve(X)
+    assert snap.base == given.base and snap.base is not given.base and snap.M is None
 
 
 def test_median_bandwidth_is_median_pairwise_distance_of_standard_thinned_points():
@@ -281,3 +284,72 @@ def test_diag_is_finite_agrees_with_the_diagonal(scale, sigma):
         expect = bool(np.all(np.isfinite(sc.SteinKernel(sc.IMQ(sigma)).bind(X, -X * scale)
                                          .diag())))
         assert K.diag_is_finite() is expect
+
+
+# ---- parameters set after construction ------------------------------------------------------
+
+
+@pytest.mark.parametrize("make, name, value, exc, needle", [
+    (lambda: sc.IMQ(1.0), "sigma", float("inf"), ValueError, "sigma must be positive and finite"),
+    (lambda: sc.IMQ(1.0), "sigma", 0.0, ValueError, "sigma must be positive and finite"),
+    (lambda: sc.Gaussian(1.0), "sigma", 1e200, ValueError, "sigma = 1e\\+200 is outside"),
+    (lambda: sc.Matern(1.0), "sigma", "2", TypeError, "sigma must be a real number"),
+    (lambda: sc.IMQ(1.0), "beta", 0.5, ValueError, "beta must lie in \\(-1, 0\\)"),
+    (lambda: sc.Matern(1.0), "nu", 3.5, ValueError, "nu must be 1.5 or 2.5"),
+])
+def test_a_kernel_parameter_set_after_construction_is_checked(make, name, value, exc, needle):
+    # before: k.sigma = inf gave a KSD of 0.0, k.sigma = 0 a ZeroDivisionError in the evaluation
+    k = make()
+    before = getattr(k, name)
+    with pytest.raises(exc, match=needle):
+        setattr(k, name, value)
+    assert getattr(k, name) == before
+    setattr(k, name, before)  # a valid value is taken
+
+
+def test_a_kernel_changed_after_construction_computes_with_its_new_value():
+    X = np.random.default_rng(0).standard_normal((300, 2))
+    k = sc.IMQ(1.0)
+    k.sigma = 2.0
+    assert sc.ksd(X, -X, kernel=k) == sc.ksd(X, -X, kernel=sc.IMQ(2.0))
+
+
+@pytest.mark.parametrize("M", [np.eye(2) * (1 + 1j), 1j, [[1 + 0j, 0], [0, 1]]])
+def test_a_complex_preconditioner_is_refused_naming_M(M):
+    # before: NumPy's ComplexWarning only, and the real part kept
+    with pytest.raises(TypeError, match="M must be real"):
+        sc.SteinKernel(sc.IMQ(1.0), M=M)
+    k = sc.SteinKernel(sc.IMQ(1.0))
+    with pytest.raises(TypeError, match="M must be real"):
+        k.M = M
+    assert k.M is None
+    with pytest.raises(TypeError, match="base must be IMQ, Gaussian or Matern"):
+        k.base = "IMQ"
+
+
+def test_a_result_keeps_the_kernel_that_computed_it_when_the_callers_kernel_changes():
+    X = 0.5 + np.random.default_rng(1).standard_normal((400, 2))
+    k = sc.SteinKernel(sc.IMQ(1.0))
+    res = sc.compress(X, -X, size=16, method="skt", seed=0, kernel=k)
+    K = k.bind(X, -X)
+    w = np.full(400, 1 / 400)
+    q = K.quad(w)
+    k.base.sigma = 3.0
+    kept = res.info["stein_kernel"]
+    assert kept.base.sigma == 1.0  # before: the caller's object, now saying 3.0
+    assert sc.ksd(res.points, -res.points, res.weights, kernel=kept) == pytest.approx(res.ksd)
+    assert K.quad(w) == q and K.base.sigma == 1.0  # the bound matrix is a snapshot too
+
+
+def test_the_default_kernel_shared_by_every_call_cannot_be_changed():
+    # before: DEFAULT_KERNEL.M = None changed the kernel of every later call given none
+    from stein_coreset.kernels import DEFAULT_KERNEL
+
+    with pytest.raises(AttributeError, match=r"DEFAULT_KERNEL\.M cannot be set"):
+        DEFAULT_KERNEL.M = None
+    with pytest.raises(AttributeError, match=r"DEFAULT_KERNEL\.base cannot be set"):
+        DEFAULT_KERNEL.base = sc.IMQ(2.0)
+    assert DEFAULT_KERNEL.M == "scale" and DEFAULT_KERNEL.base is None
+    assert DEFAULT_KERNEL.snapshot().M == "scale"  # a copy is the user's
+    k = DEFAULT_KERNEL.snapshot()
+    k.M = None

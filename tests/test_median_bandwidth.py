@@ -94,3 +94,41 @@ def test_median_bandwidth_agrees_across_namespaces(xp):
 def test_median_bandwidth_of_equal_points_still_raises():
     with pytest.raises(ValueError, match="median pairwise distance of X is zero"):
         sc.median_bandwidth(np.ones((3000, 2)))
+
+
+@pytest.mark.parametrize("c", [1e160, 1e300, 1e-300, 2.0**-1070 * 2**40])
+def test_median_bandwidth_scales_with_the_points_at_any_scale(c):
+    # before: inf at 1e160 (the squared distances overflowed), and "the points are (nearly)
+    # all equal" at 1e-300 (they underflowed to 0)
+    X = np.random.default_rng(0).standard_normal((500, 2))
+    assert sc.median_bandwidth(c * X) == pytest.approx(c * sc.median_bandwidth(X), rel=1e-12)
+
+
+def test_median_bandwidth_is_unchanged_bit_for_bit_at_ordinary_scales():
+    X = np.random.default_rng(1).standard_normal((300, 3))
+    for c in (1.0, 2.0**100, 2.0**-100, 1e50):
+        m = sc.median_bandwidth(c * X)
+        # the value the median of the pairwise distances gives directly
+        d = np.sqrt(((c * X[:, None, :] - c * X[None, :, :]) ** 2).sum(-1))
+        assert m == np.median(d[np.triu_indices(300, 1)])
+
+
+@pytest.mark.parametrize("c, needle", [
+    (1e160, r"X: the median pairwise distance of the points is 1\.6\de\+160, outside"),
+    (1e-300, r"X: the median pairwise distance of the points is 1\.6\de-300, outside"),
+])
+def test_a_kernel_at_a_median_bandwidth_out_of_range_names_X(c, needle):
+    X = np.random.default_rng(0).standard_normal((500, 2))
+    with pytest.raises(ValueError, match=needle):
+        sc.ksd(c * X, -X / c, kernel=sc.SteinKernel(M=None))
+
+
+def test_a_variance_that_underflows_is_not_taken_for_a_constant_coordinate():
+    # before: M = 'scale' kept scale 1 for it, and the median bandwidth then said "the points
+    # are (nearly) all equal"
+    X = np.random.default_rng(0).standard_normal((500, 2))
+    with pytest.raises(ValueError, match=r"X: the variance of its coordinate 0 underflows"):
+        sc.compress(1e-300 * X, -X / 1e-300, size=8, method="st", seed=0)
+    Y = X.copy()
+    Y[:, 1] = 3.0  # a constant coordinate still keeps scale 1
+    assert len(sc.compress(Y, -Y, size=8, method="st", seed=0)) == 8

@@ -122,3 +122,16 @@ def test_plain_bar_names_its_unit_and_scales_kernel_entries(monkeypatch, capsys)
     bar.close()
     err = capsys.readouterr().err
     assert "KT-SPLIT: 42.8M/534.8M kernel entries (8%" in err
+
+
+def test_a_progress_bar_without_a_thread_to_spare_does_not_fail_the_work(monkeypatch):
+    # before: RuntimeError("can't start new thread") from the bar's poller ended the call
+    import threading
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with _progress.polled("work", 10, lambda: 5, None, True) as bar:
+        done = "ran"
+    assert done == "ran" and bar is not None

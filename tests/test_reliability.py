@@ -302,9 +302,9 @@ def test_compress_raises_keyboard_interrupt_within_a_second_of_sigint(method, n,
 
 
 def test_every_cpp_loop_stops_when_the_cancel_flag_is_set_and_recovers_after():
-    # a set flag makes each loop unwind with KeyboardInterrupt (cancel_running: the CLI's and
-    # distributed.compress's Ctrl-C for loops on Dask's threads); the next call computes
-    # exactly what an uninterrupted call does
+    # a call whose flag is set (a SIGINT, or distributed.compress's Ctrl-C for its tasks on
+    # Dask's threads) unwinds with KeyboardInterrupt; the next call computes exactly what an
+    # uninterrupted call does
     import signal
 
     from stein_coreset.engine.cpu import _core
@@ -336,15 +336,15 @@ def test_every_cpp_loop_stops_when_the_cancel_flag_is_set_and_recovers_after():
     }
     from concurrent.futures import ThreadPoolExecutor
 
+    def cancelled(call):
+        _core._cancel_next_call_for_tests()  # its flag set from the start, as by a signal
+        return call()
+
     for name, call in calls.items():
         before = call()
-        # on a worker thread: a main-thread call clears a stale request before it starts
-        _core.cancel_running()
-        try:
-            with ThreadPoolExecutor(1) as pool, pytest.raises(KeyboardInterrupt):
-                pool.submit(call).result()
-        finally:
-            _core._cancel_for_tests(False)
+        with ThreadPoolExecutor(1) as pool, pytest.raises(KeyboardInterrupt):
+            pool.submit(cancelled, call).result()
+        assert not _core._cancel_requested()  # the flag went with its call
         after = call()
         if isinstance(before, tuple):
             before, after = before[0], after[0]
@@ -538,11 +538,10 @@ def test_a_stale_cancel_request_does_not_cancel_the_next_main_thread_call(sample
     signal.signal(signal.SIGINT, {"python": signal.default_int_handler, "own": lambda *a: None,
                                   "ignored": signal.SIG_IGN}[handler])
     try:
-        _core.cancel_running()  # as after a Ctrl-C of distributed.compress on Dask's threads
+        _core.cancel_all()  # as after a Ctrl-C of distributed.compress on Dask's threads
         res = sc.compress(X, S, size=8, method="skt", seed=0)
         cleared = not _core._cancel_requested()
     finally:
         signal.signal(signal.SIGINT, old)
-        _core._cancel_for_tests(False)
     np.testing.assert_array_equal(res.indices, ref.indices)
     assert cleared

@@ -166,5 +166,5 @@ def test_stein_thinning_at_small_d_allocates_no_column_cache():
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)\n"
     )
     grew_kib = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                  check=True).stdout.split()[-1])
+                                  check=True, cwd="/").stdout.split()[-1])
     assert grew_kib < 16 * 1024, grew_kib  # before: ~256 MiB

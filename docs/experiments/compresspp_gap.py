@@ -63,7 +63,7 @@ def goodpoints(X, m, sigma, seed, g=4, skip_swap=False):
                             delta=0.5, seed=seed, skip_swap=skip_swap)
 
 
-def run(ns, seeds, variants=False, d=4):
+def run(ns, seeds, variants=(), d=4, first_seed=0):
     import stein_coreset as sc
     from stein_coreset.kernels import centred_kernel_matrix
 
@@ -72,15 +72,16 @@ def run(ns, seeds, variants=False, d=4):
     for logn in ns:
         n = 1 << logn
         m = math.isqrt(n)
-        for s in range(seeds):
+        for s in range(first_seed, first_seed + seeds):
             X = ula_chain(n, d, seed=s)
             Kc = centred_kernel_matrix(sc.Gaussian(sigma=sigma), X)
             runs = {"goodpoints": lambda X=X, s=s, m=m: goodpoints(X, m, sigma, s),
                     "ours": lambda X=X, s=s, m=m: ours(X, m, sigma, s)}
-            if variants:
+            if "skip_swap" in variants:
                 runs["goodpoints_skip_swap"] = lambda X=X, s=s, m=m: goodpoints(X, m, sigma, s,
                                                                            skip_swap=True)
-                for name, opts in VARIANTS.items():
+            for name, opts in VARIANTS.items():
+                if name in variants:
                     runs[f"ours_{name}"] = lambda X=X, s=s, m=m, o=opts: ours(X, m, sigma, s, **o)
             row = {"n": n, "seed": s, "m": m}
             for name, fn in runs.items():
@@ -122,11 +123,15 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, nargs="+", default=[12, 14, 16])
     p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--variants", action="store_true")
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="seeds first-seed .. first-seed + seeds - 1 (to add seeds to a run)")
+    p.add_argument("--variants", nargs="*", default=None,
+                   help="also run these variants (skip_swap and the VARIANTS names; no names: all)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     print(f"load average {os.getloadavg()}")
-    rows = run(args.n, args.seeds, args.variants)
+    variants = () if args.variants is None else (args.variants or ["skip_swap", *VARIANTS])
+    rows = run(args.n, args.seeds, variants, first_seed=args.first_seed)
     names = [k[:-4] for k in rows[0] if k.endswith("_mmd") and k != "goodpoints_mmd"]
     table = summarize(rows, names)
     for t in table:

@@ -196,6 +196,7 @@ def kt_swap(
     *,
     passes: int = 1,
     order: str = "sorted",
+    shortlist: int = 1,
     check_input: bool = True,
     n_threads: int | None = None,
     return_info: bool = False,
@@ -217,6 +218,11 @@ def kt_swap(
         Candidate coresets (indices into K's points, repeats allowed), e.g. KT-SPLIT's output.
     baseline : int array of length m, optional
         An extra candidate refined alongside the best one.
+    shortlist : int
+        How many candidates, the best by MMD before swapping, are refined (Alg. D.3: 1). The
+        ranking before the swaps predicts the ranking after them only loosely, so refining a
+        few more lets KT-SPLIT's candidates compete with the baseline after swapping
+        (docs/choosing_a_method.md); each costs one more refinement.
     passes : int
         Sweeps over the coreset (Alg. D.3 makes one; a sweep with no swap stops early).
     order : {"sorted", "given"}
@@ -263,7 +269,8 @@ def kt_swap(
     """
     K = with_threads(K, n_threads)
     if not check_input:
-        return _kt_swap(K, candidates, baseline, passes, order, return_info=return_info)
+        return _kt_swap(K, candidates, baseline, passes, order, return_info=return_info,
+                        shortlist=shortlist)
     check_kernel_matrix(K)
     order = check_swap_order(order)
     return_info = val.check_bool(return_info, "return_info")
@@ -282,44 +289,58 @@ def kt_swap(
         sizes = sorted({c.size for c in cands})
         raise ValueError(f"candidates must be non-empty and of one size, got sizes {sizes}")
     passes = val.check_int(passes, "passes", lo=1)
+    shortlist = val.check_int(shortlist, "shortlist", lo=1)
     b = None
     if baseline is not None:
         b = val.check_index_array(baseline, K.n, "baseline")
         if b.size != m:
             raise ValueError(f"baseline must have the candidates' size {m}, got {b.size}")
-    return _kt_swap(K, cands, b, passes, order, return_info=return_info)
+    return _kt_swap(K, cands, b, passes, order, return_info=return_info, shortlist=shortlist)
 
 
 def _ksd_of(mmd2) -> float:
     return math.sqrt(max(float(mmd2), 0.0))
 
 
+def _support(I) -> int:
+    return int(np.unique(I).size)
+
+
 def _kt_swap(K, cands, baseline, passes: int, order: str = "sorted", progress: bool = False,
-             return_info: bool = False):
+             return_info: bool = False, shortlist: int = 1):
     """:func:`kt_swap` on validated arguments (host int64 candidates of one size)."""
     C = np.stack(cands)
     before = _mmd2(K, C)
-    best = int(np.argmin(before))
-    short = [C[best].copy()]
+    ranked = np.argsort(before, kind="stable")[: max(1, min(int(shortlist), C.shape[0]))]
+    best = int(ranked[0])
+    short = [C[j].copy() for j in ranked]
+    k = len(short)
     if baseline is not None:
         short.append(np.array(baseline, dtype=np.int64))
         if return_info:  # the baseline as it entered the swaps, for the report only
-            before_baseline = _mmd2(K, short[1][None, :])[0]
+            before_baseline = _mmd2(K, short[-1][None, :])[0]
     for I in short:
         K.kt_swap_refine(I, passes, order == "sorted", progress)
     final = _mmd2(K, np.stack(short))
     win = int(np.argmin(final))
     if not return_info:
         return short[win]
+    cwin = int(np.argmin(final[:k]))
     info = {
         "candidates": int(C.shape[0]),
+        "swapped": k,
+        "picks": int(C.shape[1]),
         "ksd_best_candidate": _ksd_of(before[best]),
-        "ksd_candidate_swapped": _ksd_of(final[0]),
-        "winner": "candidate" if win == 0 else "baseline",
+        "size_best_candidate": _support(C[best]),
+        "ksd_candidate_swapped": _ksd_of(final[cwin]),
+        "size_candidate_swapped": _support(short[cwin]),
+        "winner": "candidate" if win < k else "baseline",
     }
     if baseline is not None:
         info["ksd_baseline"] = _ksd_of(before_baseline)
-        info["ksd_baseline_swapped"] = _ksd_of(final[1])
+        info["size_baseline"] = _support(baseline)
+        info["ksd_baseline_swapped"] = _ksd_of(final[k])
+        info["size_baseline_swapped"] = _support(short[k])
     return short[win], info
 
 
@@ -334,6 +355,7 @@ def kernel_thinning(
     passes: int = 1,
     swap_order: str = "sorted",
     delta_rule: str = "total",
+    shortlist: int = 1,
     check_input: bool = True,
     n_threads: int | None = None,
     progress: bool = False,
@@ -362,6 +384,8 @@ def kernel_thinning(
         KT-Swap's sweep order (:func:`kt_swap`).
     delta_rule : {"total", "per_step"}
         What ``delta`` means to KT-SPLIT (:func:`kt_split`).
+    shortlist : int
+        How many of KT-SPLIT's candidates KT-Swap refines (:func:`kt_swap`; Alg. D.3: 1).
     check_input : bool
         Validate the arguments (default); ``False`` trusts them.
     n_threads : int or None
@@ -401,7 +425,7 @@ def kernel_thinning(
     if not check_input:
         idx = np.arange(K.n, dtype=np.int64) if indices is None else indices
         return _kernel_thinning(K, m, idx, delta, rng, baseline, passes, swap_order, delta_rule,
-                                progress, return_info)
+                                progress, return_info, shortlist)
     check_kernel_matrix(K)
     m = val.check_int(m, "m", lo=1)
     if indices is None:
@@ -420,13 +444,14 @@ def kernel_thinning(
     delta_rule = check_delta_rule(delta_rule)
     progress = val.check_bool(progress, "progress")
     return_info = val.check_bool(return_info, "return_info")
+    shortlist = val.check_int(shortlist, "shortlist", lo=1)
     return _kernel_thinning(K, m, idx, delta, rng, b, passes, swap_order, delta_rule, progress,
-                            return_info)
+                            return_info, shortlist)
 
 
 def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, passes: int,
                      swap_order: str = "sorted", delta_rule: str = "total",
-                     progress: bool = False, return_info: bool = False):
+                     progress: bool = False, return_info: bool = False, shortlist: int = 1):
     """:func:`kernel_thinning` on validated arguments."""
     ratio = idx.size / m
     t = int(round(math.log2(ratio))) if ratio >= 1 else -1
@@ -435,26 +460,39 @@ def _kernel_thinning(K, m: int, idx: np.ndarray, delta: float, rng, baseline, pa
             f"len(indices) / m must be a power of two, got len(indices) = {idx.size}, m = {m}"
         )
     cands = _kt_split(K, idx, t, delta, rng, None, delta_rule, progress) if t > 0 else [idx]
-    return _kt_swap(K, cands, baseline, passes, swap_order, progress, return_info)
+    return _kt_swap(K, cands, baseline, passes, swap_order, progress, return_info, shortlist)
 
 
 def swap_stages(swap: dict, thinned: str, before: dict) -> dict:
     """``res.info["stages"]`` of a KT pipeline from KT-Swap's report (:func:`kt_swap`'s
     ``return_info``): the stages ``before`` it, the best ``thinned`` candidate (KT-SPLIT's or
-    KT-Compress++'s) and the Stein thinning baseline as they entered KT-Swap, the swapped result,
-    and which of the two won."""
-    won = thinned if swap["winner"] == "candidate" else "baseline"
-    return {
+    KT-Compress++'s) and the Stein thinning baseline as they entered KT-Swap, and the swapped
+    result. Each stage carries its KSD, its ``size`` (distinct points) and, for the
+    equal-weighted coresets of the final comparison, its ``picks``. ``"winner"`` names the
+    coreset KT-Swap kept: the one of lower KSD after swapping among the candidates and the
+    baseline, all of the same number of picks (absent without a baseline: nothing compared)."""
+    m = swap["picks"]
+    stages = {
         **before,
-        thinned: {"ksd": swap["ksd_best_candidate"], "candidates": swap["candidates"]},
-        "baseline": {"ksd": swap["ksd_baseline"]},
-        "kt_swap": {
-            "ksd": min(swap["ksd_candidate_swapped"], swap["ksd_baseline_swapped"]),
-            f"ksd_{thinned}": swap["ksd_candidate_swapped"],
-            "ksd_baseline": swap["ksd_baseline_swapped"],
-        },
-        "winner": won,
+        thinned: {"ksd": swap["ksd_best_candidate"], "size": swap["size_best_candidate"],
+                  "picks": m, "candidates": swap["candidates"]},
     }
+    swapped = {"ksd": swap["ksd_candidate_swapped"], "picks": m,
+               f"ksd_{thinned}": swap["ksd_candidate_swapped"], "swapped": swap["swapped"]}
+    if "ksd_baseline" in swap:
+        stages["baseline"] = {"ksd": swap["ksd_baseline"], "size": swap["size_baseline"],
+                              "picks": m}
+        base_won = swap["winner"] == "baseline"
+        swapped.update(ksd=min(swap["ksd_candidate_swapped"], swap["ksd_baseline_swapped"]),
+                       ksd_baseline=swap["ksd_baseline_swapped"],
+                       size=swap["size_baseline_swapped" if base_won
+                                 else "size_candidate_swapped"])
+        stages["kt_swap"] = swapped
+        stages["winner"] = "baseline" if base_won else thinned
+    else:
+        swapped["size"] = swap["size_candidate_swapped"]
+        stages["kt_swap"] = swapped
+    return stages
 
 
 def kernel_thinning_coreset(

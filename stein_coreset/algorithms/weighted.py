@@ -120,8 +120,8 @@ def weighted_compression(
     >>> kern = sc.SteinKernel(sc.IMQ(1.0))
     >>> rng = np.random.default_rng(0)
     >>> idx, w, info = weighted_compression(kern.bind(X, -X), 16, rng, debias="st", thin="rt")
-    >>> idx.size, round(float(w.sum()), 4), info["stages"]["winner"]
-    (16, 1.0, 'recombination')
+    >>> idx.size, round(float(w.sum()), 4), list(info["stages"])   # no competing candidates
+    (16, 1.0, ['stein_thinning', 'recombination'])
     >>> round(sc.ksd(X[idx], -X[idx], weights=w, kernel=kern), 4)
     0.1864
     """
@@ -146,15 +146,15 @@ def weighted_compression(
 
 
 def _stages(K: KernelMatrix, w, idx, wts, debias: str, thin: str) -> dict:
-    """``res.info["stages"]`` of a debiased weighted pipeline: the KSD of the debiasing
-    weights (:func:`~stein_coreset.algorithms.weights.stage_ksd`: None above
-    ``STAGE_KSD_MAX_SUPPORT`` support points) and of the thinned result, which is returned."""
+    """``res.info["stages"]`` of a debiased weighted pipeline: the KSD and size (distinct
+    points) of the debiasing weights (:func:`~stein_coreset.algorithms.weights.stage_ksd`: None
+    above ``STAGE_KSD_MAX_SUPPORT`` support points) and of the thinned result. No candidates
+    compete here, so no ``"winner"``: the thinned result is what is returned."""
     w = aa.to_host(w)
     supp = np.flatnonzero(w)
     first = "stein_thinning" if debias == "st" else "low_rank_debias"
     last = "recombination" if thin == "rt" else "cholesky"
     return {
-        first: {"ksd": stage_ksd(K, supp, w[supp]), "support": int(supp.size)},
-        last: {"ksd": weighted_ksd(K, idx, wts), "support": int(len(idx))},
-        "winner": last,
+        first: {"ksd": stage_ksd(K, supp, w[supp]), "size": int(supp.size)},
+        last: {"ksd": weighted_ksd(K, idx, wts), "size": int(len(idx))},
     }

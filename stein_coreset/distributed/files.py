@@ -36,6 +36,7 @@ def run_cli(
     scheduler: str | None = None,
     out: str | None = None,
     scores=None,
+    force: bool = False,
     **kw,
 ) -> Coreset:
     """What ``stein-coreset compress --workers N`` (or ``--scheduler``) does with chain files.
@@ -59,9 +60,14 @@ def run_cli(
         With neither ``workers`` nor ``scheduler``: Dask's local threaded scheduler.
     out : str, optional
         Write ``indices``, ``weights``, ``points``, ``method``, ``kind``, ``ksd`` and ``info``
-        (JSON, without the per-stage lists) to this ``.npz``, atomically.
+        (JSON, without the per-stage lists) to this ``.npz`` (``.npz`` is appended when
+        missing), atomically. Checked before any work: it may not be one of the input files
+        (in any spelling), nor an existing file unless ``force``; a device or pipe
+        (``/dev/stdout``) is written in place, with no suffix.
     scores : list of str, optional
         Score files, one per entry of ``paths`` (default: the scores inside each ``.npz``).
+    force : bool
+        Replace an existing ``out`` (never an input file).
     **kw
         Passed to :func:`compress` (``block_size``, ``fan_in``, ``kernel``, ``nan_policy``,
         ``tau``, ``rank`` ...).
@@ -115,6 +121,8 @@ def run_cli(
         isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1
     ):
         raise ValueError(f"workers (--workers) must be an integer >= 1, got {workers!r}")
+    if workers is not None:
+        check_workers(int(workers))
     if scores is None:
         plain = [p for p in paths if _io.split_key(p)[1] is not None
                  or not p.lower().endswith(".npz")]
@@ -129,6 +137,8 @@ def run_cli(
                                      else scores)]
         if len(Sp) != len(paths):
             raise ValueError(f"scores: {len(Sp)} score files for {len(paths)} chain files")
+    target = _io.check_output(out, [*paths, *Sp], force=force, what="out",
+                              force_hint="pass force=True to replace it")  # before any work
     import_dask()
     client = cluster = None
     try:
@@ -147,10 +157,39 @@ def run_cli(
         if cluster is not None:
             cluster.close()
     res.info["workers"] = n_workers
-    if out is not None:
+    if target is not None:
         summary = {k: v for k, v in res.info.items() if k not in ("blocks", "reduce")}
-        _io.write_coreset(_io.savez_path(out), res, json.dumps(summary, default=_json_default))
+        _io.write_coreset(target, res, json.dumps(summary, default=_json_default))
     return res
+
+
+#: Memory a local cluster's worker process takes before it holds any data (Python, NumPy,
+#: Dask and the library imported; measured at ~100 MB), for :func:`check_workers`.
+WORKER_BYTES = 100 * 2**20
+#: Worker processes per CPU a local cluster may start (each beyond the CPUs only waits).
+MAX_WORKERS_PER_CPU = 4
+
+
+def check_workers(workers: int) -> None:
+    """Refuse, before any process starts, a local cluster this machine cannot hold: more than
+    :data:`MAX_WORKERS_PER_CPU` worker processes per CPU, or more than its memory holds at
+    :data:`WORKER_BYTES` each (before: ``--workers 1000000000`` spawned processes for 14 s,
+    then failed with a MemoryError)."""
+    from .._validation import physical_memory
+
+    cpus = os.cpu_count() or 1
+    cap = MAX_WORKERS_PER_CPU * cpus
+    mem = physical_memory()
+    if mem is not None:
+        cap = max(1, min(cap, mem // WORKER_BYTES))
+    if workers > cap:
+        memory = "" if mem is None else f" and {mem / 2**30:.3g} GiB of memory"
+        raise ValueError(
+            f"workers (--workers) = {workers}: a local cluster runs one process per worker "
+            f"(~{WORKER_BYTES // 2**20} MB each before any data); this machine has {cpus} "
+            f"CPUs{memory}, room for at most {cap}; pass workers <= {cap}, or connect to a "
+            "larger cluster with scheduler (--scheduler)"
+        )
 
 
 def _json_default(o):

@@ -93,6 +93,13 @@ def as_dask(A, name: str, keys, only_array: bool = True):
             if p.shape[0] == 0:
                 raise ValueError(f"{name}[{i}]: chain {i} is empty (0 rows)")
             p = p.rechunk({1: -1})
+            if parts and p.shape[1] != parts[0].shape[1]:
+                # before: dask's raw ('Shapes do not align: %s', [...]) tuple as the message
+                raise ValueError(
+                    f"{name}[{i}]: chain {i} has points of dimension d = {p.shape[1]}, but "
+                    f"chain 0 has d = {parts[0].shape[1]}; every chain must sample the same "
+                    "d-dimensional target"
+                )
             parts.append(p)
         out = da.concatenate(parts, axis=0)
     else:

@@ -12,7 +12,7 @@ from .. import _io
 from .. import _validation as val
 from .._progress import DELAY_S, stage
 from .._progress import resolve as resolve_progress
-from .._threads import effective_n_threads
+from .._threads import effective_n_threads, new_scope
 from ..coreset import Coreset, equal_draw_counts
 from ..kernels import SteinKernel
 from ..methods import METHODS
@@ -117,7 +117,7 @@ def compress(
     >>> res.info["n_blocks"], res.kind, res.draw_indices.size
     (4, 'equal', 16)
     >>> res.indices[:5]                     # rows of the whole X, from every block
-    array([  6, 322, 464, 496, 564])
+    array([322, 392, 464, 564, 736])
     >>> again = scd.compress(Xd, Sd, size=16, method="skt", seed=0, scheduler="threads")
     >>> bool(np.array_equal(again.indices, res.indices))
     True
@@ -140,7 +140,9 @@ def compress(
     # scores read from the points' own files must be named: the only array is the points
     Sd = as_dask(S, "S", SCORE_KEYS, only_array=not same_files(X, S))
     if Xd.shape != Sd.shape:
-        raise ValueError(f"X and S must have the same shape, got {Xd.shape} and {Sd.shape}")
+        chain = _mismatched_chain(X, S)
+        raise ValueError(f"X and S must have the same shape, got {Xd.shape} and {Sd.shape}"
+                         + (f" (chain {chain})" if chain else ""))
     if Xd.chunks[0] != Sd.chunks[0]:
         raise ValueError(
             "X and S must be chunked alike along rows, got row chunks "
@@ -204,11 +206,14 @@ def compress(
 
     token = tokenize(Xd.name, Sd.name, method, size, block_size, fan_in, kernel, seed,
                      nan_policy, opts, _delay_s)
+    # the tasks' cancellation scope: the driver's Ctrl-C stops their loops, and no other
+    # call's (not part of the keys: the same call computes the same thing)
+    scope = new_scope()
     task_b = dask.delayed(block_task, pure=True)
     task_r = dask.delayed(reduce_task, pure=True)
     level = [
         task_b(Xblocks[b], Sblocks[b], int(offsets[b]), block_size, method, kernel, seeds[b],
-               nan_policy, opts, _delay_s, dask_key_name=f"sc-block-{b}-{token}")
+               nan_policy, opts, _delay_s, scope, dask_key_name=f"sc-block-{b}-{token}")
         for b in range(n_blocks)
     ]
     node = 0
@@ -218,7 +223,8 @@ def compress(
         for g in range(0, len(level), fan_in):
             s = seeds[n_blocks + node]
             nxt.append(task_r(level[g:g + fan_in], size if final else block_size, method,
-                              kernel, s, opts, final, dask_key_name=f"sc-reduce-{node}-{token}"))
+                              kernel, s, opts, final, scope,
+                              dask_key_name=f"sc-reduce-{node}-{token}"))
             node += 1
         level = nxt
         if final:
@@ -229,10 +235,10 @@ def compress(
         from dask.diagnostics import ProgressBar
 
         with ProgressBar(minimum=DELAY_S, out=sys.stderr):
-            (out,) = compute(dask, level[0], scheduler=scheduler)
+            (out,) = compute(dask, level[0], scheduler=scheduler, scope=scope)
         stage(f"stein_coreset.distributed: {method} done in {time.perf_counter() - t0:.1f} s")
     else:
-        (out,) = compute(dask, level[0], scheduler=scheduler)
+        (out,) = compute(dask, level[0], scheduler=scheduler, scope=scope)
 
     blocks, reduce_info = list(out["blocks"]), list(out["reduce"])
     blocks.sort(key=lambda c: c["offset"])
@@ -259,6 +265,20 @@ def compress(
         out["indices"], out["weights"], out["points"], out["kind"], method, out["ksd"], info,
         draw_indices, draws,
     )
+
+
+def _mismatched_chain(X, S) -> str | None:
+    """The first chain whose points and scores differ in shape, when both are given as lists
+    of arrays (``"1: X[1] is (100, 2), S[1] is (50, 2)"``)."""
+    if not (isinstance(X, (list, tuple)) and isinstance(S, (list, tuple))):
+        return None
+    if len(X) != len(S):
+        return f"count: {len(X)} chains of points, {len(S)} of scores"
+    for i, (x, s) in enumerate(zip(X, S, strict=True)):
+        xs, ss = getattr(x, "shape", None), getattr(s, "shape", None)
+        if xs is not None and ss is not None and tuple(xs) != tuple(ss):
+            return f"{i}: X[{i}] has shape {tuple(xs)}, S[{i}] has {tuple(ss)}"
+    return None
 
 
 def count_reduce_nodes(n_blocks: int, fan_in: int) -> int:

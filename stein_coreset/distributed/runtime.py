@@ -1,9 +1,10 @@
 """Dask at run time: the optional imports, with the message a missing extra gives, and
-``dask.compute`` whose Ctrl-C also stops the library's loops on the workers."""
+``dask.compute`` whose Ctrl-C also stops the library's loops of this call's tasks, and no
+other's."""
 
 from __future__ import annotations
 
-from .._threads import cancel_loops_briefly, cancel_running
+from .._threads import cancel_scope
 
 __all__ = ["NEEDS_DASK", "CANCEL_WAIT_S", "compute", "cancel_on_workers", "import_dask",
            "import_distributed"]
@@ -16,17 +17,22 @@ NEEDS_DASK = (
 )
 
 
-def compute(dask, *args, **kw):
-    """``dask.compute`` whose Ctrl-C also stops the C++ loops still running on the threaded
-    scheduler's worker threads (they would otherwise run to the end, holding the exit) and on
-    the workers of a ``distributed`` client (Dask releases the graph's queued tasks; the running
-    ones would otherwise hold the workers, and the next call, for a block's time)."""
+def compute(dask, *args, scope: int = 0, **kw):
+    """``dask.compute`` whose Ctrl-C also stops the C++ loops of the tasks begun under
+    ``scope`` (:func:`stein_coreset._threads.call_scope`; the tasks of one
+    :func:`~stein_coreset.distributed.compress` call share one): on the threaded scheduler's
+    worker threads, which would otherwise run them to the end, holding the exit, and on the
+    workers of a ``distributed`` client, where the running ones would otherwise hold the
+    workers, and the next call, for a block's time (Dask releases the graph's queued tasks).
+    Other calls' tasks, other threads' calls and the next calls run as if nothing happened:
+    nothing is left set."""
     try:
         return dask.compute(*args, **kw)
     except KeyboardInterrupt:
-        cancel_running()
-        if kw.get("scheduler") is None:  # the default scheduler: a distributed client if any
-            cancel_on_workers()
+        if scope:
+            cancel_scope(scope)
+            if kw.get("scheduler") is None:  # the default scheduler: a distributed client if any
+                cancel_on_workers(scope)
         raise
 
 
@@ -34,10 +40,10 @@ def compute(dask, *args, **kw):
 CANCEL_WAIT_S = 1.0
 
 
-def cancel_on_workers() -> None:
-    """Stop the library's loops on the workers of the current ``distributed`` client, if any,
-    waiting at most :data:`CANCEL_WAIT_S` (after a terminal's Ctrl-C the workers may be gone
-    too: nothing to stop there)."""
+def cancel_on_workers(scope: int) -> None:
+    """Stop the library's loops of the tasks begun under ``scope`` on the workers of the
+    current ``distributed`` client, if any, waiting at most :data:`CANCEL_WAIT_S` (after a
+    terminal's Ctrl-C the workers may be gone too: nothing to stop there)."""
     try:
         from distributed import default_client
 
@@ -48,12 +54,15 @@ def cancel_on_workers() -> None:
 
     def run():
         try:
-            client.run(cancel_loops_briefly)
+            client.run(cancel_scope, scope)
         except Exception:  # noqa: BLE001 - workers shutting down: nothing left to stop
             pass
 
     t = threading.Thread(target=run, name="stein_coreset-cancel", daemon=True)
-    t.start()
+    try:
+        t.start()
+    except RuntimeError:  # no thread to spare: the user's KeyboardInterrupt goes on as it is
+        return
     t.join(CANCEL_WAIT_S)
 
 

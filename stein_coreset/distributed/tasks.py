@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-import warnings
 
 import array_api_compat
 import numpy as np
 
 from .._array_api import to_host
+from .._threads import call_scope
 from ..compress import compress as sc_compress
-from ..diagnostics import DiagnosticWarning
 
 __all__ = ["TaskCancelled", "block_task", "reduce_task", "sample_task"]
 
@@ -37,24 +36,26 @@ class TaskCancelled(RuntimeError):
     """A task's loops were stopped because the driver was interrupted (Ctrl-C)."""
 
 
-def task_compress(*args, **kw):
-    """``compress`` inside a task, without its input diagnostics' warnings: a block may hold
-    only burn-in and a reduce node only debiased points, so Stein's identity judged there
-    says nothing of the user's input (and a warning from a worker reaches no one). Loops
-    stopped for the driver's Ctrl-C end the task with :class:`TaskCancelled`, an ordinary
+def task_compress(*args, scope: int = 0, **kw):
+    """``compress`` inside a task, without its input diagnostics (``diagnostics=False``): a
+    block may hold only burn-in and a reduce node only debiased points, so Stein's identity
+    judged there says nothing of the user's input (and a warning from a worker reaches no
+    one). It runs under the driver's cancellation ``scope``
+    (:func:`stein_coreset._threads.call_scope`), so the driver's Ctrl-C stops this call's loops
+    and no other's. Loops stopped for it end the task with :class:`TaskCancelled`, an ordinary
     error, not the KeyboardInterrupt they raise in a user's thread: a Dask worker treats the
     latter as its own interruption."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DiagnosticWarning)
+    with call_scope(scope):
         try:
-            return sc_compress(*args, **kw)
+            return sc_compress(*args, diagnostics=False, **kw)
         except KeyboardInterrupt:
             if threading.current_thread() is threading.main_thread():
                 raise  # the synchronous scheduler: the user's own Ctrl-C
             raise TaskCancelled("stopped: the driver was interrupted") from None
 
 
-def block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, delay_s):
+def block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, delay_s,
+               scope=0):
     """Map: compress one block; return (global indices, weights, points, scores, info).
 
     The block is compressed in its own namespace (NumPy, or CuPy on the worker's GPU); only the
@@ -90,7 +91,7 @@ def block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, 
     opts = fit_options(options, n_ok)
     res = task_compress(
         Xb, Sb, size=min(size, n_ok), method=method, kernel=kernel,
-        seed=np.random.default_rng(seed), nan_policy=nan_policy, **opts,
+        seed=np.random.default_rng(seed), nan_policy=nan_policy, scope=scope, **opts,
     )
     loc = to_host(res.indices, dtype=np.int64)
     return {
@@ -117,7 +118,7 @@ def fit_options(options, n):
     return opts
 
 
-def reduce_task(parts, size, method, kernel, seed, options, final):
+def reduce_task(parts, size, method, kernel, seed, options, final, scope=0):
     """Reduce: merge block coresets and compress the union again, targeting P."""
     X = np.concatenate([p["points"] for p in parts])
     S = np.concatenate([p["scores"] for p in parts])
@@ -136,7 +137,7 @@ def reduce_task(parts, size, method, kernel, seed, options, final):
     opts = fit_options(options, n)
     res = task_compress(
         X, S, size=min(size, n), method=method, kernel=kernel,
-        seed=np.random.default_rng(seed), **opts,
+        seed=np.random.default_rng(seed), scope=scope, **opts,
     )
     loc = np.asarray(res.indices, dtype=np.int64)
     info = {"n_union": n, "size": int(loc.size), "ksd": res.ksd,

@@ -13,6 +13,7 @@ preconditioner M (:class:`Whitening`) and the median pairwise distance of the me
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from .. import _array_api as aa
 from .._threads import effective_n_threads
-from .._validation import check_matrix
+from .._validation import check_matrix, check_real_parameter
 from .arrays import SLAB_ENTRIES
 from .dispatch import get_backend, runner
 from .protocol import Backend
@@ -59,6 +60,7 @@ class Whitening:
             return
         if isinstance(M, bool) or isinstance(M, str):
             raise TypeError(f"M must be a (d, d) or (d,) array or a positive number, got {M!r}")
+        check_real_parameter(M, "M")  # a complex M: refused, not its real part kept
         if isinstance(M, numbers.Real):
             Mh = np.asarray(M, dtype=np.float64)
         elif isinstance(M, (np.ndarray, list, tuple)):
@@ -149,7 +151,9 @@ class KernelMatrix:
         n_threads=None,
     ):
         self.n_threads = effective_n_threads(n_threads)
-        self.base = base
+        # a snapshot: the cached host handle and every backend read the parameters the matrix
+        # was built with, whatever the caller's kernel object is set to later
+        self.base = copy.copy(base)
         self.U = U
         self.T = T
         self.mean = mean

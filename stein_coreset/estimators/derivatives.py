@@ -11,12 +11,13 @@ move the estimate and its standard error without any other sign.
 
 from __future__ import annotations
 
+import array_api_compat
 import numpy as np
 
 from .. import _array_api as aa
 
-__all__ = ["score_dtheta", "score_dx", "fd_jacobian_x", "n_params", "check_derivatives",
-           "FD_X", "FD_THETA", "DERIVATIVE_RTOL"]
+__all__ = ["model_call", "score_dtheta", "score_dx", "fd_jacobian_x", "n_params",
+           "check_derivatives", "FD_X", "FD_THETA", "DERIVATIVE_RTOL"]
 
 FD_THETA = 1e-5  # relative central-difference step in theta
 FD_X = 6e-6  # relative central-difference step in x (about eps^(1/3))
@@ -27,6 +28,31 @@ DERIVATIVE_RTOL = 1e-4
 
 def _xp(x):
     return aa.namespace(x=x)
+
+
+def model_call(model, name: str, x, theta):
+    """``model.<name>(x, theta)`` (``score``, ``score_dtheta``, ``score_dx``), refused unless
+    it is an array of x's namespace: ``TypeError`` naming the method and what it returned
+    (before: ``AttributeError: 'list' object has no attribute 'shape'`` for a list, None or a
+    tuple, deep inside the loss)."""
+    out = getattr(model, name)(x, theta)
+    if array_api_compat.is_array_api_obj(out):
+        try:
+            same = aa.namespace(x=x, out=out)[0] is aa.namespace(x=x)[0]
+        except (TypeError, ValueError):
+            same = False
+        if same:
+            return out
+        kind = f"an array of another namespace or device ({type(out).__module__}." \
+               f"{type(out).__name__})"
+    else:
+        kind = "None" if out is None else f"a {type(out).__name__}"
+    xp, _ = _xp(x)
+    fix = "" if out is None else "; convert it with xp.asarray"
+    raise TypeError(
+        f"model.{name}(x, theta) must return an array of x's namespace "
+        f"({getattr(xp, '__name__', xp)}), got {kind}{fix}"
+    )
 
 
 def _theta_steps(theta):
@@ -42,24 +68,23 @@ def fd_score_dtheta(model, x, theta):
     for j in range(theta.size):
         e = np.zeros_like(theta)
         e[j] = h[j]
-        cols.append((model.score(x, theta + e) - model.score(x, theta - e)) / (2.0 * float(h[j])))
+        cols.append((model_call(model, "score", x, theta + e)
+                     - model_call(model, "score", x, theta - e)) / (2.0 * float(h[j])))
     return xp.stack(cols, axis=2)
 
 
 def score_dtheta(model, x, theta):
     """d/dtheta of the score, (n, d, p): ``model.score_dtheta`` or central differences of score."""
-    f = getattr(model, "score_dtheta", None)
-    if f is not None:
-        return f(x, theta)
+    if getattr(model, "score_dtheta", None) is not None:
+        return model_call(model, "score_dtheta", x, theta)
     return fd_score_dtheta(model, x, theta)
 
 
 def score_dx(model, x, theta):
     """Hessian of log p in x, (n, d, d): ``model.score_dx`` or central differences of score."""
-    f = getattr(model, "score_dx", None)
-    if f is not None:
-        return f(x, theta)
-    return fd_jacobian_x(lambda z: model.score(z, theta), x)
+    if getattr(model, "score_dx", None) is not None:
+        return model_call(model, "score_dx", x, theta)
+    return fd_jacobian_x(lambda z: model_call(model, "score", z, theta), x)
 
 
 def fd_jacobian_x(f, x):
@@ -134,7 +159,8 @@ def _fd_theta_at(model, x, theta, h):
     for j in range(theta.size):
         e = np.zeros_like(theta)
         e[j] = h[j]
-        cols.append((model.score(x, theta + e) - model.score(x, theta - e)) / (2.0 * float(h[j])))
+        cols.append((model_call(model, "score", x, theta + e)
+                     - model_call(model, "score", x, theta - e)) / (2.0 * float(h[j])))
     return np.stack([np.asarray(aa.to_host(c)) for c in cols], axis=2)
 
 
@@ -147,8 +173,8 @@ def _fd_x_at(model, x, theta, rel, floor):
         h = np.where(h > 0, h, rel)
         step = np.zeros_like(xh)
         step[:, j] = h
-        fp = aa.to_host(model.score(aa.from_host(xh + step, like=x), theta))
-        fm = aa.to_host(model.score(aa.from_host(xh - step, like=x), theta))
+        fp = aa.to_host(model_call(model, "score", aa.from_host(xh + step, like=x), theta))
+        fm = aa.to_host(model_call(model, "score", aa.from_host(xh - step, like=x), theta))
         cols.append((np.asarray(fp) - np.asarray(fm)) / (2.0 * h[:, None]))
     return np.stack(cols, axis=-1)
 
@@ -199,12 +225,13 @@ def check_derivatives(model, X, theta, param_names, rows: int = 64, bounds=None)
     n, d = int(Xs.shape[0]), int(Xs.shape[1])
     where = f"at theta0 = {np.array2string(theta, precision=4)}"
     with np.errstate(all="ignore"):
-        S = np.asarray(aa.to_host(model.score(Xs, theta)), dtype=np.float64)
+        S = np.asarray(aa.to_host(model_call(model, "score", Xs, theta)), dtype=np.float64)
         s_rms = float(np.sqrt(np.mean(S * S))) if np.all(np.isfinite(S)) else 0.0
         x_rms = float(np.sqrt(np.mean(np.asarray(aa.to_host(Xs), dtype=np.float64) ** 2)))
     with np.errstate(all="ignore"):
         if has_dtheta:
-            given = np.asarray(aa.to_host(model.score_dtheta(Xs, theta)), dtype=np.float64)
+            given = np.asarray(aa.to_host(model_call(model, "score_dtheta", Xs, theta)),
+                               dtype=np.float64)
             want = (n, d, theta.size)
             if given.shape != want:
                 raise ValueError(f"model.score_dtheta must return shape {want} (n, d, p), got "
@@ -220,7 +247,8 @@ def check_derivatives(model, X, theta, param_names, rows: int = 64, bounds=None)
                     "rows checked; fix score_dtheta (or delete it: the differences are then "
                     "used)")
         if has_dx:
-            given = np.asarray(aa.to_host(model.score_dx(Xs, theta)), dtype=np.float64)
+            given = np.asarray(aa.to_host(model_call(model, "score_dx", Xs, theta)),
+                               dtype=np.float64)
             if given.shape != (n, d, d):
                 raise ValueError(f"model.score_dx must return shape {(n, d, d)} (n, d, d), got "
                                  f"{given.shape}")

@@ -75,6 +75,20 @@ class Parametric:
         self.param_names = tuple(names)
         if not free:
             raise ValueError("every parameter is fixed; leave at least one as None to estimate")
+        # the constants the model was built with (d, nu, s, ...) and its layout: set once
+        object.__setattr__(self, "_frozen", frozenset(
+            k for k in vars(self) if not k.startswith("_")))
+
+    def __setattr__(self, name, value):
+        # before: model.d = 3 or model.nu = -1 after construction was taken silently, the
+        # parameter layout still the one built for the old value (scores of another model, or
+        # NaN reported as "model.score returned NaN")
+        if name in getattr(self, "_frozen", ()):
+            raise AttributeError(
+                f"{type(self).__name__}.{name} is fixed when the model is built (it is "
+                f"{getattr(self, name)!r}); build a new model, {type(self).__name__}({name}=...)"
+            )
+        object.__setattr__(self, name, value)
 
     @property
     def n_params(self) -> int:

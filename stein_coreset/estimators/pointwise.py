@@ -17,7 +17,7 @@ __all__ = ["checked_scores", "mT", "PointTerms", "point_terms", "batch_diagonal"
 def checked_scores(model, X, theta):
     """``model.score(X, theta)``, checked for shape and finiteness (ValueError naming theta)."""
     xp, _ = aa.namespace(X=X)
-    S = model.score(X, theta)
+    S = _deriv.model_call(model, "score", X, theta)
     if tuple(S.shape) != tuple(X.shape):
         raise ValueError(f"model.score must return shape {tuple(X.shape)}, got {tuple(S.shape)}")
     bad = int(xp.sum(xp.astype(val.nonfinite_rows(xp, S), xp.int64)))

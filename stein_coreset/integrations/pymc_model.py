@@ -9,6 +9,7 @@ over draws. PyMC and PyTensor are imported lazily.
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -128,12 +129,17 @@ class ModelFunctions:
         }
         self._batched: dict = {}
         self.vectorized: dict = {}
+        # A compiled PyTensor function keeps its inputs and outputs in storage of its own, so
+        # two threads calling one at once read each other's values: every compile and call on
+        # these functions holds the model's lock (calls on other models run in parallel).
+        self._lock = threading.RLock()
 
     def single(self, key):
         """The compiled per-draw map ``key`` (compiled on first use)."""
-        if key not in self._single_fns:
-            self._single_fns[key] = self._compile(*self._graphs[key])
-        return self._single_fns[key]
+        with self._lock:
+            if key not in self._single_fns:
+                self._single_fns[key] = self._compile(*self._graphs[key])
+            return self._single_fns[key]
 
     @staticmethod
     def _compile(inputs, outputs):
@@ -145,6 +151,10 @@ class ModelFunctions:
         )
 
     def _batched_fn(self, key):
+        with self._lock:
+            return self._batched_fn_locked(key)
+
+    def _batched_fn_locked(self, key):
         if key not in self._batched:
             import pytensor.tensor as pt
             from pytensor.graph.replace import vectorize_graph
@@ -167,7 +177,12 @@ class ModelFunctions:
         self, key: str, args: list, batch_size: int = 1024, progress: str | None = None
     ) -> list:
         """Evaluate map ``key`` on batched inputs, each ``(n, *shape)``; list of ``(n, *shape)``.
-        ``progress``: a label to show a bar over the batches (or draws) under."""
+        ``progress``: a label to show a bar over the batches (or draws) under. Thread-safe: the
+        evaluation holds the model's lock."""
+        with self._lock:
+            return self._call_locked(key, args, batch_size, progress)
+
+    def _call_locked(self, key, args, batch_size, progress):
         n = int(args[0].shape[0])
         single = self.single(key)
         fn = self._batched_fn(key)
@@ -188,7 +203,8 @@ class ModelFunctions:
 
     def _check_vectorized(self, key: str, args: list) -> None:
         """Call the batched and the per-draw map ``key`` on the first row of ``args`` and set
-        ``vectorized[key]`` to whether they agree (False when there is no batched map)."""
+        ``vectorized[key]`` to whether they agree (False when there is no batched map). The
+        caller holds the lock."""
         fn, ok = self._batched_fn(key), False
         if fn is not None:
             try:
@@ -208,13 +224,15 @@ class ModelFunctions:
         """Compile the per-draw and batched maps ``keys`` now and make their first call, at the
         model's initial point (PyTensor 3 finishes building a function on its first call), so
         that later evaluations time evaluation only. Each map once per model."""
-        for key in keys:
-            if key in self.vectorized:
-                continue
-            example = [v[None] for v in self._initial]
-            if key == "forward":  # takes constrained values
-                example = [np.asarray(v)[None] for v in self.single("backward")(*self._initial)]
-            self._check_vectorized(key, example)
+        with self._lock:
+            for key in keys:
+                if key in self.vectorized:
+                    continue
+                example = [v[None] for v in self._initial]
+                if key == "forward":  # takes constrained values
+                    example = [np.asarray(v)[None]
+                               for v in self.single("backward")(*self._initial)]
+                self._check_vectorized(key, example)
 
     # flat views -------------------------------------------------------------------------------
     def split(self, X):
@@ -252,6 +270,9 @@ class ModelFunctions:
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Held while the cache is read or filled: threads asking for one model's functions at once get
+#: one instance (and build its graphs once).
+_CACHE_LOCK = threading.Lock()
 
 
 def model_functions(model) -> ModelFunctions:
@@ -294,12 +315,13 @@ def model_functions(model) -> ModelFunctions:
         tuple(id(v) for v in model.potentials),
         tuple(id(v) for v in model.observed_RVs),
     )
-    try:
-        hit = _CACHE.get(model)
-    except TypeError:  # not weak-referenceable: no cache
-        return ModelFunctions(model)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    fns = ModelFunctions(model)
-    _CACHE[model] = (key, fns)
-    return fns
+    with _CACHE_LOCK:
+        try:
+            hit = _CACHE.get(model)
+        except TypeError:  # not weak-referenceable: no cache
+            return ModelFunctions(model)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        fns = ModelFunctions(model)
+        _CACHE[model] = (key, fns)
+        return fns

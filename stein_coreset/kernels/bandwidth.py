@@ -98,11 +98,30 @@ def scale_preconditioner(X, xp) -> np.ndarray:
             "preconditioner M = 'scale' cannot be formed; rescale X (and S by the inverse "
             "factor), or pass a kernel with an explicit M"
         )
+    small = np.flatnonzero(M < np.finfo(np.float64).tiny)
+    if small.size:  # zero or subnormal: a constant coordinate, or one whose variance underflows
+        lo = aa.to_host(xp.min(X, axis=0))[small]
+        hi = aa.to_host(xp.max(X, axis=0))[small]
+        moving = small[hi > lo]
+        if moving.size:  # before: scale 1 for it, then "the points are (nearly) all equal"
+            j = int(moving[0])
+            raise ValueError(
+                f"X: the variance of its coordinate {j} underflows (its values span "
+                f"{float(hi[moving == j][0] - lo[moving == j][0]):.3g}), so the default "
+                "kernel's preconditioner M = 'scale' cannot be formed; rescale X (and S by the "
+                "inverse factor), or pass a kernel with an explicit M"
+            )
     return np.where(M > 0, M, 1.0)
 
 
-def median_bandwidth_of(X, M, max_points: int, xp, dev, n_threads: int = 1) -> float:
-    """:func:`median_bandwidth` on validated points (X float64, finite)."""
+def median_bandwidth_of(X, M, max_points: int, xp, dev, n_threads: int = 1, *,
+                        for_kernel: bool = False, name: str = "X",
+                        advice: str | None = None) -> float:
+    """:func:`median_bandwidth` on validated points (X float64, finite). ``for_kernel``: the
+    bandwidth of a kernel about to be built (:meth:`SteinKernel.resolve`, :func:`mmd`), so a
+    value outside [1e-75, 1e75] (``SIGMA_RANGE``) is refused naming ``name``
+    (the points' scale), not the sigma the user never gave, with ``advice`` (default: rescale
+    X and S, or standardise the coordinates with M = "scale")."""
     n = X.shape[0]
     step = max(1, math.ceil(n / max_points))
     Xs = X[::step, ...]
@@ -111,10 +130,45 @@ def median_bandwidth_of(X, M, max_points: int, xp, dev, n_threads: int = 1) -> f
         raise ValueError(
             "X: the median bandwidth needs at least two points; give the kernel an explicit sigma"
         )
-    med = median_pairwise_distance(U, n_threads)
+    med = _scale_free_median(U, xp, n_threads)
+    if not math.isfinite(med):  # |U| near the largest double: the distance itself overflows
+        raise ValueError(
+            f"{name}: the median pairwise distance of the points overflows (|X| up to "
+            f"{float(xp.max(xp.abs(Xs))):.3g}); rescale X (and S by the inverse factor)"
+        )
     if not med > 0:
         raise ValueError(
             "the median pairwise distance of X is zero (the points are (nearly) all equal); "
             "give the kernel an explicit sigma"
         )
+    lo, hi = val.SIGMA_RANGE
+    if for_kernel and not lo <= med <= hi:
+        if advice is None:
+            advice = f"rescale {name} (and S by the inverse factor)" + (
+                "" if M is not None else
+                ", or standardise the coordinates with M = 'scale' (the default kernel's)")
+        raise ValueError(
+            f"{name}: the median pairwise distance of the points is {med:.3g}, outside "
+            f"[{lo:g}, {hi:g}], where the kernel's derivatives (sigma^-4) stay finite; {advice}"
+        )
     return med
+
+
+#: Binary exponents of max |U| within which the pairwise distances are formed as they are:
+#: their squares (summed over d coordinates) neither overflow nor underflow.
+SAFE_EXPONENT = 400
+
+
+def _scale_free_median(U, xp, n_threads: int) -> float:
+    """The median pairwise distance of the rows of U, formed on U scaled by a power of two
+    when its entries are so large or small that their squared distances would overflow (inf:
+    ``median_bandwidth(1e160 * X)`` was inf) or underflow (0: points near 1e-300 were "all
+    equal"). A power of two scales every difference, square and square root exactly, so the
+    value is the unscaled one's, bit for bit, wherever that one is finite and nonzero."""
+    top = float(xp.max(xp.abs(U)))
+    e = math.frexp(top)[1] if top > 0 and math.isfinite(top) else 0
+    if abs(e) <= SAFE_EXPONENT:
+        return median_pairwise_distance(U, n_threads)
+    half = -e // 2  # in two factors: 2^-e alone overflows for subnormal entries
+    scaled = (U * math.ldexp(1.0, half)) * math.ldexp(1.0, -e - half)
+    return math.ldexp(median_pairwise_distance(scaled, n_threads), e)

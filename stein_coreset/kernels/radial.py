@@ -30,13 +30,26 @@ class RadialKernel:
     Only the library's own classes are compiled: each names its formula in the C++ and CUDA
     code by ``code``, a value of ``engine.BASE_KERNEL_CODES`` (adding one:
     docs/compiled_kernels.md).
-    Kernel objects are immutable in use: nothing in the library sets their attributes.
+    Kernel objects are immutable in use: nothing in the library sets their attributes. A
+    parameter set by the user after construction (``k.sigma = 2.0``) is validated as the
+    constructor validates it (before: ``k.sigma = inf`` gave a KSD of 0.0 and ``k.sigma = 0`` a
+    ZeroDivisionError deep in the evaluation).
     """
 
     code: int  # compiled kernels only: their code in engine.BASE_KERNEL_CODES
 
     def __init__(self, sigma: float = 1.0):
-        self.sigma = val.check_bandwidth(sigma, "sigma")
+        self.sigma = sigma
+
+    @property
+    def sigma(self) -> float:
+        """The bandwidth, in [1e-75, 1e75] (checked when set: beyond it sigma^4 under- or
+        overflows)."""
+        return self._sigma
+
+    @sigma.setter
+    def sigma(self, value) -> None:
+        self._sigma = val.check_bandwidth(value, "sigma")
 
     @property
     def beta(self) -> float:
@@ -46,7 +59,7 @@ class RadialKernel:
         """A copy of this kernel with another bandwidth."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
-        new.sigma = val.check_bandwidth(sigma, "sigma")
+        new.sigma = sigma
         return new
 
     def radial(self, xp, q):
@@ -125,6 +138,15 @@ class IMQ(RadialKernel):
 
     def __init__(self, sigma: float = 1.0, beta: float = -0.5):
         super().__init__(sigma)
+        self.beta = beta
+
+    @property
+    def beta(self) -> float:
+        """The exponent, in (-1, 0) (checked when set)."""
+        return self._beta
+
+    @beta.setter
+    def beta(self, beta) -> None:
         if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
             raise TypeError(f"beta must be a real number, got {type(beta).__name__}")
         beta = float(beta)
@@ -133,10 +155,6 @@ class IMQ(RadialKernel):
                 f"beta must lie in (-1, 0) for a characteristic IMQ kernel, got {beta}"
             )
         self._beta = beta
-
-    @property
-    def beta(self) -> float:
-        return self._beta
 
     def radial(self, xp, q):
         # in z = q / sigma^2: q kappa'' = beta (beta - 1) / s2 * (z ib) * kappa * ib, where
@@ -246,11 +264,20 @@ class Matern(RadialKernel):
 
     def __init__(self, sigma: float = 1.0, nu: float = 2.5):
         super().__init__(sigma)
+        self.nu = nu
+
+    @property
+    def nu(self) -> float:
+        """The smoothness, 1.5 or 2.5 (checked when set)."""
+        return self._nu
+
+    @nu.setter
+    def nu(self, nu) -> None:
         if isinstance(nu, bool) or not isinstance(nu, numbers.Real) or nu not in (1.5, 2.5):
             raise ValueError(
                 f"nu must be 1.5 or 2.5 (the Stein kernel needs two derivatives), got {nu}"
             )
-        self.nu = float(nu)
+        self._nu = float(nu)
 
     @property
     def code(self) -> int:

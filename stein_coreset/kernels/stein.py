@@ -3,6 +3,9 @@ at the input (paper footnote 2); binding either to points gives the kernel matri
 
 from __future__ import annotations
 
+import copy
+import numbers
+
 from .. import _array_api as aa
 from .. import _validation as val
 from .._threads import effective_n_threads
@@ -57,12 +60,41 @@ class SteinKernel:
     """
 
     def __init__(self, base: RadialKernel | None = None, M=None):
-        if base is not None and not isinstance(base, RadialKernel):
-            raise TypeError(f"base must be IMQ, Gaussian or Matern, got {type(base).__name__}")
-        if isinstance(M, str) and M != "scale":
-            raise TypeError(f"M must be an array, a number, 'scale' or None, got {M!r}")
         self.base = base
         self.M = M
+
+    @property
+    def base(self) -> RadialKernel | None:
+        """The base kernel (None: IMQ at the median bandwidth of each call); checked when set."""
+        return self._base
+
+    @base.setter
+    def base(self, base) -> None:
+        self._check_not_shared("base")
+        if base is not None and not isinstance(base, RadialKernel):
+            raise TypeError(f"base must be IMQ, Gaussian or Matern, got {type(base).__name__}")
+        self._base = base
+
+    @property
+    def M(self):
+        """The preconditioner (an array, a number, "scale" or None); its type is checked when
+        set (a complex M is refused), its shape and definiteness where it is used."""
+        return self._M
+
+    @M.setter
+    def M(self, M) -> None:
+        self._check_not_shared("M")
+        if isinstance(M, str) and M != "scale":
+            raise TypeError(f"M must be an array, a number, 'scale' or None, got {M!r}")
+        val.check_real_parameter(M, "M")
+        self._M = M
+
+    def _check_not_shared(self, name: str) -> None:
+        if getattr(self, "_shared", False):
+            raise AttributeError(
+                f"DEFAULT_KERNEL.{name} cannot be set: it is the kernel of every call given "
+                "none; pass your own kernel=SteinKernel(...) instead"
+            )
 
     def __repr__(self):
         if self.M is None:
@@ -79,15 +111,16 @@ class SteinKernel:
         return self.base is not None and not isinstance(self.M, str)
 
     def resolve(self, X, *, check_input: bool = True, n_threads=None) -> SteinKernel:
-        """This kernel fixed for the points X: itself when nothing is left to resolve, else a
-        new kernel with ``M = "scale"`` replaced by the (d,) per-coordinate variances of X and
-        a missing base by ``IMQ(sigma=median_bandwidth(X, M))``. O(n d + min(n, 1000)^2 d).
+        """This kernel fixed for the points X: a :meth:`snapshot` of itself when nothing is
+        left to resolve, else a new kernel with ``M = "scale"`` replaced by the (d,)
+        per-coordinate variances of X and a missing base by
+        ``IMQ(sigma=median_bandwidth(X, M))``. O(n d + min(n, 1000)^2 d).
 
         ``check_input=False`` trusts X (float64, finite, (n, d)). ``n_threads``: the threads of
         the median's evaluation (default: the usable cores); the value does not depend on it.
         """
         if self.resolved:
-            return self
+            return self.snapshot()
         xp, dev = aa.namespace(X=X)
         if check_input:
             X = val.check_points(X, xp, "X")
@@ -96,9 +129,19 @@ class SteinKernel:
             M = scale_preconditioner(X, xp)
         base = self.base
         if base is None:
-            sigma = median_bandwidth_of(X, M, 1000, xp, dev, effective_n_threads(n_threads))
+            sigma = median_bandwidth_of(X, M, 1000, xp, dev, effective_n_threads(n_threads),
+                                        for_kernel=True)
             base = IMQ(sigma=sigma)
-        return SteinKernel(base, M)
+        return SteinKernel(base, M).snapshot()
+
+    def snapshot(self) -> SteinKernel:
+        """A copy that later changes of this kernel's base (``k.base.sigma = ...``) or of an M
+        array it was given do not reach: what :meth:`resolve` returns, so a result's recorded
+        kernel (``res.info["stein_kernel"]``) stays the one that computed it."""
+        M = self.M
+        if M is not None and not isinstance(M, (str, numbers.Number)):
+            M = aa.copy_array(M)
+        return SteinKernel(None if self.base is None else copy.copy(self.base), M)
 
     def bind(
         self, X, S, *, nan_ok: bool = False, n_threads=None, check_input: bool = True
@@ -162,6 +205,7 @@ class SteinKernel:
 #: median bandwidth, with the scale-free preconditioner M = diag(per-coordinate variance of X),
 #: both resolved on the X of the call.
 DEFAULT_KERNEL = SteinKernel(M="scale")
+DEFAULT_KERNEL._shared = True  # read-only: a change would reach every later call
 
 
 def centred_kernel_matrix(

@@ -169,9 +169,12 @@ cdef extern from "rpcholesky.hpp" nogil:
 
 
 cdef extern from "cancel.hpp" nogil:
-    bint sc_cancel_requested "sc::cancel_requested"()
-    void sc_cancel_request "sc::cancel_request"()
-    void sc_cancel_clear "sc::cancel_clear"()
+    int64_t sc_call_begin "sc::call_begin"(int64_t scope, bint main_thread, bint preset) except +
+    void sc_call_end "sc::call_end"(int64_t handle)
+    int64_t sc_cancel_scope "sc::cancel_scope"(int64_t scope) except +
+    bint sc_scope_cancelled "sc::scope_cancelled"(int64_t scope) except +
+    int64_t sc_cancel_all "sc::cancel_all"() except +
+    bint sc_any_cancel_requested "sc::any_cancel_requested"() except +
     bint sc_sigint_hook_install "sc::sigint_hook_install"()
     void sc_sigint_hook_remove "sc::sigint_hook_remove"()
 

@@ -12,32 +12,55 @@ from libc.stdint cimport int64_t
 
 
 # ---- Ctrl-C (src_cpp/cancel.hpp) ----------------------------------------------------------------
-# While the main thread runs a C++ loop, a SIGINT hook in front of Python's handler sets the
-# loops' cancellation flag (and still lets Python record the signal); the loops poll it every few
-# milliseconds and unwind with sc::Cancelled, which Cython raises as RuntimeError(_CANCELLED);
-# _Interruptible turns that into the KeyboardInterrupt Python's handler raises. The hook is only
-# put in place when SIGINT has Python's default handler: a program with its own SIGINT handler
-# keeps its semantics (the loops then run to the end, as before).
+# Each call into the C++ runs under a flag of its own (sc::call_begin / call_end), which its
+# loops and its team poll every few milliseconds, unwinding with sc::Cancelled; Cython raises
+# that as RuntimeError(_CANCELLED) and _Interruptible turns it into KeyboardInterrupt. Who sets a
+# call's flag: on the main thread, a SIGINT hook in front of Python's handler (and it still lets
+# Python record the signal), only put in place when SIGINT has Python's default handler (a
+# program with its own SIGINT handler keeps its semantics: the loops then run to the end, as
+# before); on any thread, cancel_scope(s) for the calls begun under the thread's scope s
+# (call_scope: distributed.compress's tasks), and cancel_all(). A flag lives as long as its call:
+# nothing is left set for the next one, and a Ctrl-C of one thread's call never stops another's.
 
 _CANCELLED = "stein_coreset: cancelled (SIGINT)"
+_THREAD_START = "stein_coreset: thread start: "
 cdef object _getsignal = _signal.getsignal
 cdef object _default_int_handler = _signal.default_int_handler
 cdef object _SIGINT = _signal.SIGINT
 cdef unsigned long _main_ident = <unsigned long> _threading.main_thread().ident
+# the calling thread's cancellation scope (0: none) and the tests' "start the next call cancelled"
+_local = _threading.local()
+
+
+def set_call_scope(scope):
+    """Make ``scope`` (a nonzero 63-bit int, or 0 for none) the cancellation scope of the library
+    calls this thread makes from now on; returns the previous one."""
+    prev = getattr(_local, "scope", 0)
+    _local.scope = int(scope)
+    return prev
 
 
 cdef class _Interruptible:
-    """``with _Interruptible(): with nogil: sc_...()`` -- the C++ call stops within a few ms of
-    SIGINT and raises KeyboardInterrupt; without a signal nothing changes."""
+    """``with _Interruptible(): with nogil: sc_...()`` -- the C++ call runs under a flag of its
+    own: it stops within a few ms of a SIGINT (main thread) or of a cancel_scope of this
+    thread's scope, and raises KeyboardInterrupt; without either nothing changes. A call begun
+    under a scope already cancelled raises KeyboardInterrupt at once."""
 
     cdef bint hooked
+    cdef int64_t handle
 
     def __enter__(self):
+        cdef bint main = PyThread_get_thread_ident() == _main_ident
+        cdef int64_t scope = getattr(_local, "scope", 0)
+        cdef bint preset = getattr(_local, "preset", False)
         self.hooked = False
-        if PyThread_get_thread_ident() != _main_ident:
-            return self
-        sc_cancel_clear()  # stale: left by cancel_running() for loops on other threads
-        if _getsignal(_SIGINT) is _default_int_handler:
+        self.handle = 0
+        if scope != 0 and sc_scope_cancelled(scope):
+            raise KeyboardInterrupt
+        if preset:
+            _local.preset = False
+        self.handle = sc_call_begin(scope, main, preset)
+        if main and _getsignal(_SIGINT) is _default_int_handler:
             self.hooked = sc_sigint_hook_install()
             if self.hooked:
                 try:  # a SIGINT that came just before the hook: raise it now, not after
@@ -45,6 +68,8 @@ cdef class _Interruptible:
                 except BaseException:
                     sc_sigint_hook_remove()
                     self.hooked = False
+                    sc_call_end(self.handle)
+                    self.handle = 0
                     raise
         return self
 
@@ -52,41 +77,47 @@ cdef class _Interruptible:
         if self.hooked:
             sc_sigint_hook_remove()
             # a signal after the last poll: Python's handler raises at the next bytecode
-            sc_cancel_clear()
-        if et is RuntimeError and str(ev) == _CANCELLED:
-            try:
-                PyErr_CheckSignals()  # Python's handler: KeyboardInterrupt
-            except BaseException as e:
-                raise e from None
-            raise KeyboardInterrupt from None
+        if self.handle:
+            sc_call_end(self.handle)
+            self.handle = 0
+        if et is RuntimeError:
+            msg = str(ev)
+            if msg == _CANCELLED:
+                try:
+                    PyErr_CheckSignals()  # Python's handler: KeyboardInterrupt
+                except BaseException as e:
+                    raise e from None
+                raise KeyboardInterrupt from None
+            if msg.startswith(_THREAD_START):
+                raise RuntimeError(
+                    "n_threads: " + msg[len(_THREAD_START):] + "; a limit on threads or memory "
+                    "is in force (ulimit -u, ulimit -v, a container's pids.max): pass a "
+                    "smaller n_threads (n_threads=1 runs on the calling thread alone)"
+                ) from None
         return False
 
 
-def cancel_running():
-    """Stop every C++ loop running in this process, on any thread (each raises
-    KeyboardInterrupt). For a program that was interrupted while other threads (a Dask
-    threaded scheduler) still run the library's loops; the next call from the main thread
-    clears the request."""
-    sc_cancel_request()
+def cancel_scope(scope):
+    """Stop the C++ calls in flight that were begun under ``scope`` (on any thread; each raises
+    KeyboardInterrupt there), and refuse the ones begun under it later; returns how many were
+    in flight. Calls under other scopes, and the next calls of every thread, are untouched."""
+    return int(sc_cancel_scope(int(scope)))
 
 
-def cancel_clear():
-    """Withdraw a :func:`cancel_running` request, for a process whose calls never come from its
-    main thread (a Dask worker), once its interrupted loops have unwound."""
-    sc_cancel_clear()
+def cancel_all():
+    """Stop every C++ call in flight in this process, on any thread; returns how many."""
+    return int(sc_cancel_all())
 
 
-def _cancel_for_tests(bint on=True):
-    """Set (or clear) the loops' cancellation flag as a SIGINT would; tests only."""
-    if on:
-        sc_cancel_request()
-    else:
-        sc_cancel_clear()
+def _cancel_next_call_for_tests():
+    """Start this thread's next C++ call with its flag set (its loops unwind at their first
+    poll), as a SIGINT would; tests only."""
+    _local.preset = True
 
 
 def _cancel_requested():
-    """Whether the loops' cancellation flag is set; tests only."""
-    return bool(sc_cancel_requested())
+    """Whether a C++ call in flight has its cancellation flag set; tests only."""
+    return bool(sc_any_cancel_requested())
 
 
 def progress_units():
@@ -568,9 +599,11 @@ def lowrank_residual(const double[:, :] F, const double[::1] diag, int n_threads
     if r == 0:
         rv[:] = diag
         return res
-    with nogil:
-        sc_lowrank_residual(&F[0, 0], F.strides[0] // sizeof(double),
-                            F.strides[1] // sizeof(double), n, r, &diag[0], &rv[0], n_threads)
+    with _Interruptible():
+        with nogil:
+            sc_lowrank_residual(&F[0, 0], F.strides[0] // sizeof(double),
+                                F.strides[1] // sizeof(double), n, r, &diag[0], &rv[0],
+                                n_threads)
     return res
 
 
@@ -585,8 +618,9 @@ def factor32(const double[:, :] F, int n_threads=1):
     cdef int e = 0
     if n == 0 or r == 0:
         return G, 0
-    with nogil:
-        e = sc_factor32(&F[0, 0], si, sk, n, r, &Gv[0, 0], n_threads)
+    with _Interruptible():
+        with nogil:
+            e = sc_factor32(&F[0, 0], si, sk, n, r, &Gv[0, 0], n_threads)
     return G, e
 
 
@@ -617,8 +651,9 @@ def lowrank_quad(const double[:, :] F, const double[::1] res, const double[::1] 
     if r > 0:
         Fp = &F[0, 0]
     cdef double out
-    with nogil:
-        out = sc_lowrank_quad(Fp, si, sk, &res[0], n, r, &c[0], Jp, m, n_threads)
+    with _Interruptible():
+        with nogil:
+            out = sc_lowrank_quad(Fp, si, sk, &res[0], n, r, &c[0], Jp, m, n_threads)
     return out
 
 

@@ -3,7 +3,7 @@ host arrays. The one module of the package that imports ``_core``.
 
 The ``cpu`` backend (:mod:`stein_coreset.engine.cpu`) runs its operations here, the ``cuda``
 backend draws KT-SPLIT's uniforms here (the C++ random streams, so both split alike), and
-:mod:`stein_coreset._threads` reads the OpenMP limit and the cancellation flag here. Each
+:mod:`stein_coreset._threads` reads the OpenMP limit and scopes and cancels calls here. Each
 function that takes a kernel matrix reads its cached ``_core.Kernel``
 handle (:func:`handle`) and its ``n_threads``; the others take ``n_threads`` (already an int,
 :func:`stein_coreset._threads.effective_n_threads`). Every parallel loop runs on a team of that
@@ -56,8 +56,9 @@ __all__ = [
     "dksd_pass",
     "median_pairwise_distance",
     "omp_max_threads",
-    "cancel_running",
-    "cancel_clear",
+    "cancel_scope",
+    "cancel_all",
+    "set_call_scope",
 ]
 
 #: ``{name: code}`` of the base kernels the compiled backends know ("IMQ", "Gaussian",
@@ -264,12 +265,17 @@ def omp_max_threads() -> int:
     return int(_core.omp_max_threads())
 
 
-def cancel_running() -> None:
-    """Ask every C++ loop running in this process, on any thread, to stop (each raises
-    KeyboardInterrupt)."""
-    _core.cancel_running()
+def cancel_scope(scope: int) -> int:
+    """Stop the C++ calls in flight begun under ``scope`` (any thread), and refuse later ones;
+    returns how many were in flight (src_cpp/cancel.hpp)."""
+    return _core.cancel_scope(scope)
 
 
-def cancel_clear() -> None:
-    """Withdraw a :func:`cancel_running` request."""
-    _core.cancel_clear()
+def cancel_all() -> int:
+    """Stop every C++ call in flight in this process, on any thread; returns how many."""
+    return _core.cancel_all()
+
+
+def set_call_scope(scope: int) -> int:
+    """Make ``scope`` the cancellation scope of this thread's next calls; returns the previous."""
+    return _core.set_call_scope(scope)

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 
 #if defined(__GNUG__) && __has_include(<cxxabi.h>)
 #include <cxxabi.h>
@@ -183,7 +186,15 @@ void Crew::ensure(int n) {
         th_.reserve(th_.size() + 1);
         std::unique_ptr<Worker> w(new Worker());
         Worker* p = w.get();
-        th_.push_back(new std::thread([this, p] { work(*p); }));
+        try {
+            th_.push_back(new std::thread([this, p] { work(*p); }));
+        } catch (const std::system_error& e) {
+            throw std::runtime_error(std::string(kThreadStartError) + "the system refused to " +
+                                     "start worker thread " + std::to_string(ws_.size() + 1) +
+                                     " of the " + std::to_string(n) + " a team of " +
+                                     std::to_string(n + 1) + " threads needs (" +
+                                     e.code().message() + ")");
+        }
         ws_.push_back(std::move(w));
     }
 }

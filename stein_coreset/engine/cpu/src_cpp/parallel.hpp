@@ -182,6 +182,10 @@ struct alignas(64) Padded {
     T v{};
 };
 
+// The start of the message of a thread that could not be started (Crew::ensure); the Cython
+// wrapper turns it into an error naming n_threads.
+constexpr const char* kThreadStartError = "stein_coreset: thread start: ";
+
 class Team;
 using RunFn = void (*)(Team*, void*, int);
 
@@ -211,7 +215,10 @@ public:
     static Crew* lease();
     void release() { lent_ = false; }
 
-    // At least `n` worker threads running.
+    // At least `n` worker threads running. A thread the system refuses to start (a limit on
+    // threads or on memory: ulimit -u, ulimit -v, a container's pids.max) is a
+    // std::runtime_error whose message starts with kThreadStartError and names it; the threads
+    // started so far are kept.
     void ensure(int n);
     // Give worker w (0-based) the job run(team, ctx, member) and wake it if it sleeps.
     void post(int w, Team* team, void* ctx, RunFn run, int member);
@@ -480,6 +487,7 @@ private:
     template <class Ctx>
     SC_NOINLINE static void run_member(Team* t, void* vctx, int k) {
         Ctx& x = *static_cast<Ctx*>(vctx);
+        const CancelScope call(t->cancel_);  // the caller's call: its flag, on every member
         const int M = t->members_;
         // a late joiner starts at the step in progress
         int64_t s = k == 0 ? 0 : t->ready_.load(std::memory_order_acquire) - 1;
@@ -497,7 +505,12 @@ private:
                 for (int q = 0; q < M && !combined; ++q) {
                     const int o = k + q < M ? k + q : k + q - M;
                     int64_t did = 0;
-                    for (int64_t c; (c = t->claim(o, M, s, C)) >= 0; ++did) (*x.body)(s, c, k);
+                    for (int64_t c; (c = t->claim(o, M, s, C)) >= 0; ++did) {
+                        // Ctrl-C (cancel.hpp) once per chunk too: a one-step region (every
+                        // for_chunks loop) would otherwise poll once, at its start
+                        poll_cancel();
+                        (*x.body)(s, c, k);
+                    }
                     if (did > 0 && t->report(o, M, C, did)) {
                         combined = true;
                         if (!x.stats) {
@@ -532,6 +545,7 @@ private:
 
     void open(int members, void* ctx, RunFn run) {
         members_ = members;
+        cancel_ = tl_cancel_flag;
         for (int k = 0; k < members; ++k) {
             slots_[static_cast<size_t>(k)].v.store(0, std::memory_order_relaxed);
             if (tree_) {  // (a region ended by an exception may leave them partly counted)
@@ -566,6 +580,7 @@ private:
     Crew* crew_ = nullptr;
     std::unique_ptr<Crew> own_;  // a private crew (nested team), joined with the team
     int members_ = 1;
+    CancelFlag* cancel_ = nullptr;  // the flag of the caller's call (cancel.hpp), for the members
     std::mutex mu_;
     std::condition_variable step_cv_;
     alignas(64) std::atomic<int64_t> ready_{0};  // steps < ready_ - 1 are done; kStop: over

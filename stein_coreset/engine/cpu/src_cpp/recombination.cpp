@@ -20,6 +20,17 @@ constexpr int64_t kQrCols = 4;
 constexpr int64_t kBfsEntries = 32;
 // single-thread ns of one multiply-add of these loops (a dependent sum, not vectorised)
 constexpr double kFlopNs = 1.0;
+// Relative width of a tie in the reduction's decisions (the QR's pivot and reflection signs,
+// Find-BFS's direction, ratio test and reflection sign). Quantities that tie, or vanish, in
+// exact arithmetic (a zero entry on a degenerate vertex, two equal column norms) come out of the
+// floating point as rounding noise of either sign, ~1e-16 relative; the noise of the same
+// points in another memory layout, or rescaled, differs (a layout changes the order of NumPy's
+// sums, a rescale the rounding), and a decision taken on it chose another, equally valid, set of
+// points. Within kTie of a tie the decision is fixed instead (the lower index, the positive
+// sign); a value kTie from a tie is far above that noise, so the result is the same for all
+// of them. Columns with a null-vector entry within kTie of zero are not candidates of the
+// ratio test (moving along it they change by at most kTie of the step, clamped at 0).
+constexpr double kTie = 1e-11;
 
 // Orthonormal basis (rows of V, q x N) of the null space of the m x N row-major matrix B,
 // from a Householder QR with column pivoting of B^T. B's rows are equilibrated first (each
@@ -69,15 +80,13 @@ int64_t null_basis(double* B, int64_t m, int64_t N, std::vector<double>& V, Team
             }
         },
         [&](int64_t k) {
-            // Pivot: the remaining column with the largest norm below row k.
+            // Pivot: the remaining column with the largest norm below row k; of columns tied
+            // within kTie, the first.
+            double best = 0.0;
+            for (int64_t c = k; c < mc; ++c) best = std::max(best, norm2[static_cast<size_t>(c)]);
             int64_t p = k;
-            double best = -1.0;
-            for (int64_t c = k; c < mc; ++c) {
-                if (norm2[static_cast<size_t>(c)] > best) {
-                    best = norm2[static_cast<size_t>(c)];
-                    p = c;
-                }
-            }
+            while (p + 1 < mc && norm2[static_cast<size_t>(p)] < best * (1.0 - kTie)) ++p;
+            best = norm2[static_cast<size_t>(p)];
             const double nrm = std::sqrt(best);
             if (k == 0) ref = nrm;
             if (!(nrm > tol * ref)) return false;
@@ -85,7 +94,9 @@ int64_t null_basis(double* B, int64_t m, int64_t N, std::vector<double>& V, Team
                 std::swap_ranges(C.begin() + k * N, C.begin() + (k + 1) * N, C.begin() + p * N);
             }
             double* v = C.data() + k * N;  // Householder vector stored in place, entries k..N-1
-            const double alpha = v[k] >= 0.0 ? -nrm : nrm;
+            // the sign that avoids cancellation; either is exact for |v[k]| << nrm, and a v[k]
+            // that is zero in exact arithmetic must not pick it by its rounding noise
+            const double alpha = v[k] >= -kTie * nrm ? -nrm : nrm;
             v[k] -= alpha;
             double vv = 0.0;
             for (int64_t i = k; i < N; ++i) vv += v[i] * v[i];
@@ -139,19 +150,20 @@ int64_t find_bfs_on(double* B, int64_t m, int64_t N, double* x, Team& team) {
             vmax = std::max(vmax, v[j]);
             vmin = std::min(vmin, v[j]);
         }
-        const double sgn = vmax >= -vmin ? 1.0 : -1.0;
-        // Ratio test: the largest step keeping x >= 0 zeroes x_k.
-        k = -1;
+        // (+v of the two within kTie)
+        const double sgn = vmax >= (1.0 - kTie) * -vmin ? 1.0 : -1.0;
+        // Ratio test: the largest step keeping x >= 0 zeroes x_k; of the columns whose ratios
+        // tie within kTie, the first. Entries within kTie of zero are not candidates.
+        const double vfloor = kTie * std::max(vmax, -vmin);
         double tbest = std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < N; ++j) {
             const double vj = sgn * v[j];
-            if (vj > 0.0) {
-                const double t = x[j] / vj;
-                if (t < tbest) {
-                    tbest = t;
-                    k = j;
-                }
-            }
+            if (vj > vfloor) tbest = std::min(tbest, x[j] / vj);
+        }
+        k = -1;
+        for (int64_t j = 0; j < N && k < 0; ++j) {
+            const double vj = sgn * v[j];
+            if (vj > vfloor && x[j] / vj <= tbest * (1.0 + kTie)) k = j;
         }
         if (k < 0) return false;  // unreachable for an orthonormal basis
         if (tbest > 0.0) {
@@ -173,7 +185,7 @@ int64_t find_bfs_on(double* B, int64_t m, int64_t N, double* x, Team& team) {
                 cn += u[static_cast<size_t>(r)] * u[static_cast<size_t>(r)];
             }
             cn = std::sqrt(cn);
-            const double alpha = u[0] >= 0.0 ? -cn : cn;
+            const double alpha = u[0] >= -kTie * cn ? -cn : cn;  // as in the QR
             u[0] -= alpha;
             double uu = 0.0;
             for (int64_t r = 0; r < nr; ++r) uu += u[static_cast<size_t>(r)] * u[static_cast<size_t>(r)];

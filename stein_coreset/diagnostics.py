@@ -388,14 +388,14 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
         rows = aa.as_index_array(
             xp, np.floor((np.arange(INPUT_ROWS) + 0.5) * (n / INPUT_ROWS)).astype(np.int64),
             aa.device_of(X))
-        inp = stein_residuals(xp.take(X, rows, axis=0), xp.take(S, rows, axis=0))
+        inp = stein_residuals(aa.take_rows(xp, X, rows), aa.take_rows(xp, S, rows))
     else:
         inp = stein_residuals(X, S)
     out = {"input": inp, "field": score_field_test(X, S), "coreset": None, "suspect": None,
            "checked": True}
     if coreset_rows is not None:
         out["coreset"] = stein_residuals(
-            xp.take(X, coreset_rows, axis=0), xp.take(S, coreset_rows, axis=0), coreset_weights
+            aa.take_rows(xp, X, coreset_rows), aa.take_rows(xp, S, coreset_rows), coreset_weights
         )
     suspect, msg = _judge(out, int(X.shape[1]))
     out["suspect"] = suspect

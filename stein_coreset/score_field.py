@@ -181,8 +181,8 @@ def score_field_test(X, S, *, max_points: int = MAX_POINTS, queries: int = QUERI
     # each row with the row before it: a repeated point must come with the same score
     both = np.concatenate([rows, np.maximum(rows - 1, 0)])
     idx = aa.as_index_array(xp, both, aa.device_of(X))
-    Xb = aa.to_host(xp.take(X, idx, axis=0))
-    Sb = aa.to_host(xp.take(S, idx, axis=0))
+    Xb = aa.to_host(aa.take_rows(xp, X, idx))
+    Sb = aa.to_host(aa.take_rows(xp, S, idx))
     k = rows.size
     Xm, Sm = Xb[:k], Sb[:k]
     same = np.all(Xm == Xb[k:], axis=1) & (rows >= 1)

@@ -425,3 +425,16 @@ def test_a_short_chain_near_zero_is_not_called_swapped(monkeypatch):
     assert out["suspect"] is None and out["input"]["stein_trace"] > diagnostics.SWAP_TRACE
     monkeypatch.setattr(diagnostics, "SWAP_TRACE", 10.0)
     assert check_scores(ch.X, ch.S, warn=False)["suspect"] == "swapped"
+
+
+def test_the_checks_read_a_column_major_input_as_they_read_a_row_major_one():
+    # a column-major S (a DataFrame's values, a solve's transpose) is gathered column by
+    # column: the figures must not depend on the layout
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((5000, 7))
+    S = np.asfortranarray(-X)
+    idx = np.arange(0, 5000, 97)
+    w = np.full(idx.size, 1.0 / idx.size)
+    a = check_scores(X, S, w, idx, warn=False)
+    b = check_scores(np.ascontiguousarray(X), np.ascontiguousarray(S), w, idx, warn=False)
+    assert a == b

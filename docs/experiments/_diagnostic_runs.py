@@ -61,7 +61,8 @@ def run_sample(X, S, labels: dict, *, methods, size: int, seed: int, truth=None,
                    "n": int(X.shape[0]), "d": int(X.shape[1]), "k": len(res),
                    "ksd": _r(res.ksd)}
             rec.update({f"in_{k}": _r(v) for k, v in dg["input"].items()})
-            rec.update({k: _r(v) if isinstance(v, float) else v for k, v in dg["field"].items()})
+            rec.update({k: _r(v) if isinstance(v, float) else v
+                        for k, v in dg.get("field", {}).items()})  # (none before 0.2)
             if dg["coreset"] is not None:
                 rec.update({f"co_{k}": _r(v) for k, v in dg["coreset"].items()})
             if mname == "correct" and truth is not None:

@@ -215,6 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress", action=argparse.BooleanOptionalAction, default=None,
         help="progress on stderr (default: on when stderr is a terminal)",
     )
+    comp.add_argument(
+        "--no-diagnostics", dest="diagnostics", action="store_false", default=True,
+        help="skip the checks of the scores (swapped, sign-flipped, misaligned; "
+        "docs/diagnostics.md) and their warnings",
+    )
     dist = comp.add_argument_group(
         "distributed (stein_coreset.distributed, extra 'dask'; docs/distributed.md)"
     )

@@ -155,6 +155,7 @@ def compress(
     nan_policy: str = "raise",
     n_threads: int | None = None,
     tau: float | None = None,
+    diagnostics: bool = True,
     **options,
 ) -> Coreset:
     """Compress the sample X (with scores S = grad log p(X)) to at most ``size`` weighted points.
@@ -196,6 +197,12 @@ def compress(
         rank of lskt, lsr, lsc (``LD_DEFAULT_TAU``, sub-quadratic; measured faster than
         0.5 at equal KSD); 0.5 (the size) for the RT / CT counts of sr, sc, rt, ct. An explicit
         ``rank`` wins.
+    diagnostics : bool
+        Check the scores (default): whether S is a score field of X and Stein's identity on
+        the input and on the debiased result (:func:`stein_coreset.diagnostics.check_scores`,
+        which warns with :class:`~stein_coreset.DiagnosticWarning` naming a likely misuse).
+        ``False`` skips the checks; ``res.info["diagnostics"]`` then says so
+        (``{"checked": False, ...}``, no figures).
     seed : None, int >= 0 or numpy.random.Generator, optional
     progress : bool or None
         ``True``: a line on stderr when the method starts and ends, and a bar for each stage
@@ -213,9 +220,10 @@ def compress(
     Returns
     -------
     Coreset
-        With ``res.info["diagnostics"]`` (Stein's identity on the input and the debiased result:
+        With ``res.info["diagnostics"]`` (the figures of
         :func:`stein_coreset.diagnostics.check_scores`, which warns with
-        :class:`~stein_coreset.DiagnosticWarning` naming a likely misuse) when S is given, and
+        :class:`~stein_coreset.DiagnosticWarning` naming a likely misuse, and the ``"suspect"``
+        it names, or ``{"checked": False, ...}`` with ``diagnostics=False``) when S is given, and
         ``res.info["stages"]`` (each stage's KSD and size in distinct points, and, for skt and
         lskt, the coreset KT-Swap kept among those of the same number of picks) for skt, lskt,
         sr, lsr, sc and lsc; ``res.summary()`` prints both in one line.
@@ -274,6 +282,7 @@ def compress(
     announce = progress is True  # the stage lines when asked for; bars alone by default
     progress = resolve_progress(progress)
     val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
+    diagnostics = val.check_bool(diagnostics, "diagnostics")
     n_threads = effective_n_threads(n_threads)
     if weights is not None and not spec.takes_weights:
         takers = ", ".join(repr(k) for k, v in METHODS.items() if v.takes_weights)
@@ -394,8 +403,13 @@ def compress(
         )
         res_ksd = finite_discrepancy(sub.quad(weights_out), "res.ksd")
         # the result's own residuals judge the scores only where it was debiased with them
-        info["diagnostics"] = (check_scores(X, S, weights_out, local_dev) if spec.debiased
-                               else check_scores(X, S))
+        if not diagnostics:
+            info["diagnostics"] = {"checked": False, "input": None, "field": None,
+                                   "coreset": None, "suspect": None}
+        elif spec.debiased:
+            info["diagnostics"] = check_scores(X, S, weights_out, local_dev)
+        else:
+            info["diagnostics"] = check_scores(X, S)
     indices = aa.from_host(original, xp=xp, device=dev)
     draw_indices = draws = None
     if spec.equal_weighted:  # the m picks, repeats kept (chain order)

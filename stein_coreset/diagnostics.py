@@ -1,30 +1,37 @@
 """Input diagnostics: do the scores S look like grad log p at the points X?
 
-Stein's identity (integration by parts, for a smooth density p that vanishes at infinity) says
-that under P
+Two kinds of evidence, both cheap next to any compression:
 
-    E[s(x)] = 0          and          E[s(x) (x - mu)^T] = -I,
+- **Is S a score field of X at all?** A score is a continuous function of the point, whatever
+  the target and however X was sampled: :func:`score_field_test` (module
+  :mod:`stein_coreset.score_field`) pairs a few hundred points with their nearest neighbours and
+  asks whether the neighbours' scores are closer than random rows' (``nn_rank``) and whether
+  (s_i - s_j) . (x_i - x_j) is negative (``nn_sign``). Rows of S that are not those of X
+  (shuffled, shifted, from another run) leave both at 1/2; correct scores of curved,
+  heavy-tailed, multimodal and hierarchical targets put at least one far above. This replaces
+  the linear fit of S on X that earlier versions judged, which is near 0 for correct scores of
+  any target whose score is far from linear (a banana, a funnel, a centred hierarchical model).
+- **Stein's identity** (integration by parts, for a smooth density p that vanishes at infinity):
+  under P, E[s(x)] = 0 and E[s(x) (x - mu)^T] = -I. :func:`stein_residuals` computes, for the
+  (weighted) sample, per coordinate and in O(n d):
 
-with s = grad log p. Both are cheap to check on a sample (O(n d)): :func:`stein_residuals`
-computes, for the (weighted) sample,
-
-- ``stein_corr``: the mean over coordinates of corr(s_j, x_j). It is negative for any pair of
-  points and their own scores (exactly -1 for a Gaussian target, whatever the chain's spread:
-  s is then a decreasing linear function of x), about 0 when the rows of S are not those of X
-  (shuffled, shifted, from another run), and positive when the scores point away from the bulk
-  (-grad log p passed, e.g. the gradient of a potential U = -log p).
-- ``stein_trace``: mean_j E[s_j (x_j - xbar_j)], -1 under P (dimensionless: s_j has the units
-  of 1 / x_j).
-- ``mean_score``: the root mean square over coordinates of mean(s_j) sd(x_j): how many standard
-  deviations the sample's mean sits from where the scores point; 0 under P.
+  - ``stein_corr``: the mean over coordinates of corr(s_j, x_j), negative for correct scores
+    (-1 for a Gaussian target), positive when the scores point away from the bulk (-grad log p
+    passed, e.g. the gradient of a potential U = -log p);
+  - ``stein_trace``: mean_j E[s_j (x_j - xbar_j)], exactly -1 under P for every target, -T for
+    a chain tempered at T (dimensionless: s_j has the units of 1 / x_j);
+  - ``mean_score``: the root mean square over coordinates of mean(s_j) sd(x_j), and
+    ``mean_score_sd`` of mean(s_j) / sd(s_j): how far the sample's mean sits from where the
+    scores point; 0 under P.
 
 A biased chain (burn-in, a tempered or stochastic-gradient chain) breaks the identity on its
-input too, so :func:`check_scores` judges the *debiased result* as well: a coreset that
-targets P through correct scores satisfies the identity much better than its input, while the
-common mistakes (X and S swapped, scores of another target) leave the best coreset far from it.
-:func:`check_scores` warns with :class:`DiagnosticWarning`, naming the likely cause; the
-figures go to ``res.info["diagnostics"]``. docs/diagnostics.md has the detection and
-false-alarm rates the thresholds were chosen from.
+input too, so :func:`check_scores` judges the *debiased result* for it: a coreset that targets
+P through correct scores satisfies the identity much better than its input, while X and S
+swapped, or scores of another target far from the sample, leave the best coreset far from it.
+What (X, S) alone cannot show -- a biased sample of the wrong target, X in a constrained space
+with scores in an unconstrained one -- is in docs/diagnostics.md ("What cannot be detected").
+:func:`check_scores` warns with :class:`DiagnosticWarning`, naming the likely cause; the figures
+go to ``res.info["diagnostics"]``; :func:`thresholds` prints the rules with their constants.
 """
 
 from __future__ import annotations
@@ -35,20 +42,31 @@ import warnings
 import numpy as np
 
 from . import _array_api as aa
+from .score_field import MAX_POINTS, score_field_test
 
 __all__ = [
     "DiagnosticWarning",
     "stein_residuals",
+    "score_field_test",
     "check_scores",
     "check_orientation",
+    "thresholds",
     "SIGN_FLIP_CORR",
     "SIGN_FLIP_TRACE",
-    "MISALIGNED_R2",
+    "MISALIGNED_Z",
     "MISALIGNED_MIN_ROWS",
+    "MISALIGNED_CONFLICTS",
     "CORESET_MEAN_SCORE",
     "SWAP_MEAN_SCORE",
     "SWAP_RATIO",
+    "SWAP_TRACE",
 ]
+
+#: The input's Stein residuals are taken on at most this many evenly spaced rows.
+INPUT_ROWS = 2048
+_BLOCK = 1 << 18  # entries of X per block of columns in stein_residuals
+#: Where the warnings send the reader for what the checks cannot see.
+DOCS = "docs/diagnostics.md, 'What cannot be detected'"
 
 
 class DiagnosticWarning(UserWarning):
@@ -57,7 +75,8 @@ class DiagnosticWarning(UserWarning):
     The result was computed, but is probably not what was meant; the message names the likely
     cause (sign-flipped, misaligned, swapped scores or the wrong target) and
     ``res.info["diagnostics"]`` has the figures. Silence it with
-    ``warnings.filterwarnings("ignore", category=stein_coreset.DiagnosticWarning)``.
+    ``warnings.filterwarnings("ignore", category=stein_coreset.DiagnosticWarning)``, or skip
+    the checks with ``compress(..., diagnostics=False)``.
 
     See Also
     --------
@@ -82,33 +101,47 @@ class DiagnosticWarning(UserWarning):
     """
 
 
-#: ``stein_corr`` above its noise level and above this, or ``stein_trace`` above
-#: :data:`SIGN_FLIP_TRACE`: the scores point away from the bulk.
+#: ``stein_corr`` positive and above this (and its noise, 4 / sqrt(n)), or positive with
+#: ``stein_trace`` above :data:`SIGN_FLIP_TRACE`: the scores point away from the bulk.
 SIGN_FLIP_CORR = 0.2
-#: Under P ``stein_trace`` is -1; a biased chain of a log-concave target keeps it negative.
+#: Under P ``stein_trace`` is -1 for every target (-T for a chain tempered at T).
 SIGN_FLIP_TRACE = 0.5
-#: ``linear_r2`` below this (or below 3 d / n, three times its mean for unrelated rows): S is
-#: not a function of X's rows. Judged from :data:`MISALIGNED_MIN_ROWS` d rows on.
-MISALIGNED_R2 = 0.05
-MISALIGNED_MIN_ROWS = 20
-#: ``mean_score`` of the debiased result above this: no weighting of X satisfies Stein's
-#: identity for these scores (swapped X and S, scores of another target).
+#: ``nn_rank_z`` and ``|nn_sign_z|`` (:func:`score_field_test`) both below this: S is not a
+#: function of X's rows (for unrelated rows each is about N(0, 1)). ``nn_sign_z`` below minus
+#: this with a positive ``stein_trace``: sign-flipped.
+MISALIGNED_Z = 4.0
+#: The nearest-neighbour test judges S when it searched at least max(this, 5 d) distinct rows
+#: (or all it reads, :data:`stein_coreset.score_field.MAX_POINTS`).
+MISALIGNED_MIN_ROWS = 100
+#: Repeated rows of X with a different score (``repeat_conflicts``), at least this many and
+#: 10% of the repeats: misaligned, whatever the nearest-neighbour test says.
+MISALIGNED_CONFLICTS = 3
+#: ``mean_score_sd`` of the debiased result above this: no weighting of X satisfies Stein's
+#: identity for these scores (swapped X and S, scores of another target, or a sample that has
+#: not reached P's mass).
 CORESET_MEAN_SCORE = 0.5
-#: The input's ``mean_score`` above this and above :data:`SWAP_RATIO` times the
-#: ``mean_score_swapped``: X and S are probably exchanged.
-SWAP_MEAN_SCORE = 0.3
-SWAP_RATIO = 2.0
+#: The input's ``mean_score_sd`` above this and above :data:`SWAP_RATIO` times
+#: ``mean_score_sd_swapped``: X and S are probably exchanged.
+SWAP_MEAN_SCORE = 0.1
+SWAP_RATIO = 4.0
+#: ... and ``stein_trace`` below this: the sample spans its target's scale, as Stein's identity
+#: says a sample of P does (-1); a short chain that covers a corner of P has a trace near 0,
+#: and a mean score far from 0 that no swap explains.
+SWAP_TRACE = -0.5
 
 
 def stein_residuals(X, S, weights=None) -> dict:
-    """How well the (weighted) sample satisfies Stein's identity E[s] = 0, E[s (x - mu)^T] = -I.
+    """How well the (weighted) sample satisfies Stein's identity E[s] = 0, E[s (x - mu)^T] = -I,
+    coordinate by coordinate.
 
     ``stein_corr`` (mean corr(s_j, x_j): negative for correct scores, -1 for a Gaussian
-    target), ``stein_trace`` (mean_j E[s_j (x_j - xbar_j)], -1 under P) and ``mean_score``
-    (0 under P) are described in the module docstring; ``linear_r2`` is the share of the
-    variance of S that a linear function of X explains (1 for a Gaussian target, about d / n
-    for unrelated rows); ``mean_score_swapped`` is ``mean_score`` with the roles of X and S
-    exchanged; ``n_eff`` is the effective sample size of the weights.
+    target), ``stein_trace`` (mean_j E[s_j (x_j - xbar_j)], -1 under P), ``mean_score`` (RMS_j
+    mean(s_j) sd(x_j), 0 under P) and ``mean_score_sd`` (RMS_j mean(s_j) / sd(s_j)) are
+    described in the module docstring; ``stein_trace_se`` is the standard error of
+    ``stein_trace`` for independent rows; ``mean_score_swapped`` and ``mean_score_sd_swapped``
+    are the last two with the roles of X and S exchanged (``mean_score_sd_swapped`` is how many
+    of its sds the mean point sits from 0); ``n_eff`` is the effective sample size of the
+    weights.
 
     Parameters
     ----------
@@ -120,16 +153,18 @@ def stein_residuals(X, S, weights=None) -> dict:
     Returns
     -------
     dict
-        ``{"stein_corr", "stein_trace", "mean_score", "mean_score_swapped", "linear_r2",
-        "n_eff"}``, Python floats.
+        ``{"stein_corr", "stein_trace", "stein_trace_se", "mean_score", "mean_score_sd",
+        "mean_score_swapped", "mean_score_sd_swapped", "n_eff"}``, Python floats.
 
     Notes
     -----
-    O(n d^2); only the (2d, 2d) moments leave the device.
+    O(n d): per-coordinate means, variances and covariances (no d x d matrix), in blocks of
+    columns (a Ctrl-C is seen between blocks); 5 d numbers leave the device.
 
     See Also
     --------
     check_scores : judges these figures on the input and on a result.
+    score_field_test : whether S is a function of X at all.
     stein_coreset.ksd : the kernel Stein discrepancy, a finer measure of the same fit.
 
     Examples
@@ -140,49 +175,51 @@ def stein_residuals(X, S, weights=None) -> dict:
     >>> X = 0.5 + np.random.default_rng(0).standard_normal((500, 2))   # biased for N(0, I)
     >>> r = stein_residuals(X, -X)
     >>> {k: round(v, 3) for k, v in r.items()}
-    {'stein_corr': -1.0, 'stein_trace': -0.952, 'linear_r2': 1.0, 'mean_score': 0.442,
-     'mean_score_swapped': 0.442, 'n_eff': 500.0}
+    {'stein_corr': -1.0, 'stein_trace': -0.952, 'stein_trace_se': 0.045, 'mean_score': 0.442,
+     'mean_score_sd': 0.466, 'mean_score_swapped': 0.442, 'mean_score_sd_swapped': 0.466,
+     'n_eff': 500.0}
     >>> res = sc.compress(X, -X, size=16, method="skt", seed=0)   # the debiased coreset
     >>> round(stein_residuals(X[res.indices], -X[res.indices], res.weights)["mean_score"], 3)
     0.008
     """
-    xp, dev = aa.namespace(X=X, S=S)
-    n, d = X.shape
-    Z = xp.concat([X, S], axis=1)  # one pass over the rows gives every moment
-    if weights is None:
-        mean = xp.mean(Z, axis=0)
-        Zc = Z - mean[None, :]
-        moments = xp.matmul(xp.matrix_transpose(Zc), Zc) / n
+    xp = aa.namespace(X=X, S=S)[0]
+    n, d = int(X.shape[0]), int(X.shape[1])
+    w = None if weights is None else xp.astype(weights, xp.float64)
+    parts = []
+    row_trace = 0.0  # per row, sum_j (s_j - sbar_j)(x_j - xbar_j): the trace's noise
+    step = max(1, _BLOCK // max(n, 1))  # columns per block: bounded memory and Ctrl-C latency
+    for j in range(0, d, step):
+        Z = xp.concat([X[:, j:j + step], S[:, j:j + step]], axis=1)
+        k = int(Z.shape[1]) // 2
+        zbar = xp.mean(Z, axis=0) if w is None else xp.matmul(w, Z)
+        Zc = Z - zbar[None, :]
+        P = xp.concat([Zc * Zc, Zc[:, :k] * Zc[:, k:]], axis=1)
+        m2 = xp.mean(P, axis=0) if w is None else xp.matmul(w, P)
+        row_trace = row_trace + xp.sum(P[:, 2 * k:], axis=1)
+        parts.append(aa.to_host(xp.concat([zbar, m2])).reshape(5, k))
+    xbar, sbar, var_x, var_s, cov = np.concatenate(parts, axis=1)
+    row_trace = row_trace / d
+    if w is None:
         n_eff = float(n)
+        spread = float(xp.mean((row_trace - xp.mean(row_trace)) ** 2))
     else:
-        w = xp.astype(weights, xp.float64)
-        mean = xp.matmul(w, Z)
-        Zc = Z - mean[None, :]
-        moments = xp.matmul(xp.matrix_transpose(Zc * w[:, None]), Zc)
         w_abs = xp.abs(w)
         n_eff = float(xp.sum(w_abs)) ** 2 / float(xp.sum(w_abs * w_abs))
-    moments = aa.to_host(moments)
-    mean = aa.to_host(mean)
-    return _residuals(moments, mean[:d], mean[d:], n_eff)
-
-
-def _residuals(moments: np.ndarray, xbar: np.ndarray, sbar: np.ndarray, n_eff: float) -> dict:
-    d = xbar.shape[0]  # moments: the (2d, 2d) covariance of [X, S]
-    Cxx, Cxs, Css = moments[:d, :d], moments[:d, d:], moments[d:, d:]
-    var_x = np.abs(np.diag(Cxx))
-    var_s = np.abs(np.diag(Css))
-    cov = np.diag(Cxs)
+        spread = float(xp.matmul(w_abs, (row_trace - xp.matmul(w, row_trace)) ** 2)
+                       / xp.sum(w_abs))
+    var_x, var_s = np.abs(var_x), np.abs(var_s)  # signed weights: a variance can dip below 0
     ok = (var_x > 0) & (var_s > 0)
-    corr = cov[ok] / np.sqrt(var_x[ok] * var_s[ok])
-    explained = np.einsum("ij,ij->j", Cxs, np.linalg.pinv(Cxx, hermitian=True) @ Cxs)
     sd_x, sd_s = np.sqrt(var_x), np.sqrt(var_s)
     return {
-        "stein_corr": float(corr.mean()) if ok.any() else 0.0,
-        "stein_trace": float(cov.mean()),
-        "linear_r2": float(np.mean(explained[var_s > 0] / var_s[var_s > 0]))
-        if (var_s > 0).any() else 0.0,
+        "stein_corr": float(np.mean(cov[ok] / (sd_x[ok] * sd_s[ok]))) if ok.any() else 0.0,
+        "stein_trace": float(np.mean(cov)),
+        "stein_trace_se": math.sqrt(max(spread, 0.0) / max(n_eff, 1.0)),
         "mean_score": float(np.sqrt(np.mean((sbar * sd_x) ** 2))),
+        "mean_score_sd": float(np.sqrt(np.mean(np.where(var_s > 0, sbar / np.where(
+            var_s > 0, sd_s, 1.0), 0.0) ** 2))),
         "mean_score_swapped": float(np.sqrt(np.mean((xbar * sd_s) ** 2))),
+        "mean_score_sd_swapped": float(np.sqrt(np.mean(np.where(var_x > 0, xbar / np.where(
+            var_x > 0, sd_x, 1.0), 0.0) ** 2))),
         "n_eff": float(n_eff),
     }
 
@@ -229,14 +266,69 @@ def _noise(n_eff: float) -> float:
     return 4.0 / math.sqrt(max(n_eff, 1.0))
 
 
+def _judge(out: dict, d: int) -> tuple:
+    """(suspect, message) from the figures of :func:`check_scores` for d-dimensional points,
+    or (None, None)."""
+    inp, field, cor = out["input"], out["field"], out["coreset"]
+    if (field["repeat_conflicts"] >= MISALIGNED_CONFLICTS
+            and field["repeat_conflicts"] >= 0.1 * field["repeats"]):
+        return "misaligned", (
+            f"S does not look like a function of X: {field['repeat_conflicts']} of the "
+            f"{field['repeats']} rows of X tested that repeat the row before them (a chain "
+            "that rejected a proposal) have a different score, which a score field never "
+            "gives. Are the rows of S those of X, in the same order (not shuffled, shifted or "
+            "from another run)?"
+        )
+    if (field["nn_rows"] >= min(max(MISALIGNED_MIN_ROWS, 5 * d), MAX_POINTS)
+            and field["nn_rank_z"] < MISALIGNED_Z and abs(field["nn_sign_z"]) < MISALIGNED_Z):
+        return "misaligned", (
+            "S does not look like a function of X: the scores of nearest neighbours in X are "
+            f"no closer than those of random rows ({field['nn_rank']:.0%} closer, 50% for "
+            "unrelated rows; a score field is continuous, so correct scores put it near "
+            "100%). Are the rows of S those of X, in the same order (not shuffled, shifted or "
+            "from another run)?"
+        )
+    corr, trace = inp["stein_corr"], inp["stein_trace"]
+    local = field["nn_sign_z"] is not None and field["nn_sign_z"] < -MISALIGNED_Z
+    flat = trace > max(SIGN_FLIP_TRACE, 3.0 * inp["stein_trace_se"])
+    if (corr > 0 and (flat or corr > max(SIGN_FLIP_CORR, _noise(inp["n_eff"])))
+            or (local and trace > 0)):
+        return "sign-flipped", (
+            f"S looks sign-flipped: the scores point away from the bulk of X (mean corr(s_j, "
+            f"x_j) = {corr:+.2f}, mean E[s_j (x_j - mean x_j)] = {trace:+.2f}; for "
+            "s = grad log p both are negative, the second -1 under P for every target). Did "
+            "you pass -grad log p, e.g. the gradient of a potential U = -log p?"
+        )
+    if cor is not None and cor["mean_score_sd"] > CORESET_MEAN_SCORE:
+        return "wrong target", (
+            "no weighting of X satisfies Stein's identity for these scores: the result's mean "
+            f"score is {cor['mean_score_sd']:.2f} standard deviations of the scores from 0 (a "
+            "debiased result of correct scores is near 0). Are X and S swapped, are the "
+            "scores those of another density than the one X was sampled for, or has X not "
+            "reached where P has its mass (a chain still in its burn-in, or too short)?"
+        )
+    if (inp["mean_score_sd"] > max(SWAP_MEAN_SCORE, _noise(inp["n_eff"]))
+            and inp["mean_score_sd"] > SWAP_RATIO * inp["mean_score_sd_swapped"]
+            and trace < SWAP_TRACE):
+        return "swapped", (
+            f"X and S look swapped: the mean score is {inp['mean_score_sd']:.2f} standard "
+            "deviations of the scores from 0, and the mean point "
+            f"{inp['mean_score_sd_swapped']:.2f} standard deviations of the points from 0 (with "
+            "the roles of X and S exchanged; under P the mean score is 0). Did you pass the "
+            "scores as X and the points as S, or the scores of another density?"
+        )
+    return None, None
+
+
 def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = True) -> dict:
-    """Stein's identity on the input and on the debiased result; a :class:`DiagnosticWarning`
-    naming the likely cause when the scores do not look like grad log p at X.
+    """Whether S is a score field of X, Stein's identity on the input and on the debiased
+    result; a :class:`DiagnosticWarning` naming the likely cause when the scores do not look
+    like grad log p at X.
 
     Parameters
     ----------
     X, S : (n, d) arrays
-        The input points and scores.
+        The input points and scores, finite.
     coreset_weights, coreset_rows : optional
         The result's weights and its rows of X (an int index array), to check the result too.
     warn : bool
@@ -245,28 +337,34 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
     Returns
     -------
     dict
-        ``{"input": stein_residuals(X, S), "coreset": ... or None, "suspect": str or None}``,
-        stored as ``res.info["diagnostics"]``.
+        ``{"input": stein_residuals(X, S), "field": score_field_test(X, S), "coreset":
+        stein_residuals of the result or None, "suspect": str or None, "checked": True}``,
+        stored as ``res.info["diagnostics"]``; the input's residuals are taken on at most
+        :data:`INPUT_ROWS` evenly spaced rows.
 
     Notes
     -----
-    The rules, in order (docs/diagnostics.md measures them):
+    The rules, in order (:func:`thresholds` prints them with their constants;
+    docs/diagnostics.md measures them); the figures of the input unless said otherwise:
 
-    1. input ``stein_corr`` beyond its noise (4 / sqrt(n)) and > :data:`SIGN_FLIP_CORR`, or
-       ``stein_trace`` > :data:`SIGN_FLIP_TRACE`: "sign-flipped";
-    2. input ``linear_r2`` < :data:`MISALIGNED_R2` (or 3 d / n), given at least
-       :data:`MISALIGNED_MIN_ROWS` d rows: "misaligned";
-    3. the result's ``mean_score`` > :data:`CORESET_MEAN_SCORE`: "wrong target" (X and S
-       swapped, or the scores of another density);
-    4. input ``mean_score`` > :data:`SWAP_MEAN_SCORE` and > :data:`SWAP_RATIO` times
-       ``mean_score_swapped``: "swapped".
+    1. ``repeat_conflicts`` >= :data:`MISALIGNED_CONFLICTS` and >= 10% of ``repeats``, or
+       ``nn_rank_z`` < :data:`MISALIGNED_Z` and ``|nn_sign_z|`` < :data:`MISALIGNED_Z` (with
+       ``nn_rows`` >= min(max(:data:`MISALIGNED_MIN_ROWS`, 5 d), 512)): "misaligned";
+    2. ``stein_corr`` > 0 and (``stein_trace`` > max(:data:`SIGN_FLIP_TRACE`, 3
+       ``stein_trace_se``) or ``stein_corr`` > max(:data:`SIGN_FLIP_CORR`, 4 / sqrt(n))), or
+       ``nn_sign_z`` < -:data:`MISALIGNED_Z` and ``stein_trace`` > 0: "sign-flipped";
+    3. the result's ``mean_score_sd`` > :data:`CORESET_MEAN_SCORE`: "wrong target" (X and S
+       swapped, the scores of another density, or a sample that has not reached P's mass);
+    4. ``mean_score_sd`` > max(:data:`SWAP_MEAN_SCORE`, 4 / sqrt(n)) and > :data:`SWAP_RATIO`
+       times ``mean_score_sd_swapped``, with ``stein_trace`` < :data:`SWAP_TRACE`: "swapped".
 
-    :func:`stein_coreset.compress` runs it on every call (on the result too for the debiased
-    methods). Cost: at most two :func:`stein_residuals` calls, O(n d^2).
+    :func:`stein_coreset.compress` runs it on every call with scores (on the result too for
+    the debiased methods) unless ``diagnostics=False``. Cost, whatever n: O(d) moments of at
+    most :data:`INPUT_ROWS` rows, and :func:`score_field_test` on at most 512 rows.
 
     See Also
     --------
-    stein_residuals : the figures judged.
+    stein_residuals, score_field_test : the figures judged.
     DiagnosticWarning : the warning.
     check_orientation : the shape check before these.
 
@@ -284,53 +382,61 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
     >>> check_scores(X, shuffled, warn=False)["suspect"]
     'misaligned'
     """
-    out = {"input": stein_residuals(X, S), "coreset": None, "suspect": None}
-    inp = out["input"]
-    noise = _noise(inp["n_eff"])
-    len_d = X.shape[1]
-    if coreset_rows is not None:
-        xp = aa.namespace(X=X)[0]
-        out["coreset"] = stein_residuals(
-            xp.take(X, coreset_rows, axis=0), xp.take(S, coreset_rows, axis=0), coreset_weights
-        )
-    if inp["stein_corr"] > noise and (inp["stein_corr"] > SIGN_FLIP_CORR
-                                      or inp["stein_trace"] > SIGN_FLIP_TRACE):
-        out["suspect"] = "sign-flipped"
-        msg = (
-            f"S looks sign-flipped: the scores point away from the bulk of X (mean corr(s_j, "
-            f"x_j) = {inp['stein_corr']:+.2f}; for s = grad log p it is negative). Did you pass "
-            "-grad log p, e.g. the gradient of a potential U = -log p?"
-        )
-    elif (inp["n_eff"] >= MISALIGNED_MIN_ROWS * len_d
-          and inp["linear_r2"] < max(MISALIGNED_R2, 3.0 * len_d / inp["n_eff"])):
-        out["suspect"] = "misaligned"
-        msg = (
-            f"S does not look like a function of X: a linear function of X explains "
-            f"{inp['linear_r2']:.1%} of the variance of S, as for unrelated rows (a score field "
-            "is a smooth function of its points). Are the rows of S those of X, in the same "
-            "order (not shuffled, shifted or from another run)?"
-        )
-    elif out["coreset"] is not None and out["coreset"]["mean_score"] > CORESET_MEAN_SCORE:
-        out["suspect"] = "wrong target"
-        msg = (
-            "no weighting of X satisfies Stein's identity for these scores: the result's mean "
-            f"score is {out['coreset']['mean_score']:.2f} standard deviations from 0 (a "
-            "debiased result of correct scores is near 0). Are X and S swapped, are the "
-            "scores those of another density than the one X was sampled for, or has X not "
-            "reached where P has its mass (a chain still in its burn-in)?"
-        )
-    elif (inp["mean_score"] > SWAP_MEAN_SCORE
-          and inp["mean_score"] > SWAP_RATIO * inp["mean_score_swapped"]):
-        out["suspect"] = "swapped"
-        msg = (
-            f"X and S look swapped: the mean score sits {inp['mean_score']:.2f} standard "
-            f"deviations from 0, and {inp['mean_score_swapped']:.2f} with the roles of X and S "
-            "exchanged (under P the mean score is 0). Did you pass the scores as X and the "
-            "points as S, or the scores of another density?"
-        )
+    xp = aa.namespace(X=X, S=S)[0]
+    n = int(X.shape[0])
+    if n > INPUT_ROWS:  # evenly spaced rows: a chain's every stage, in proportion
+        rows = aa.as_index_array(
+            xp, np.floor((np.arange(INPUT_ROWS) + 0.5) * (n / INPUT_ROWS)).astype(np.int64),
+            aa.device_of(X))
+        inp = stein_residuals(aa.take_rows(xp, X, rows), aa.take_rows(xp, S, rows))
     else:
-        return out
-    if warn:
-        warnings.warn(msg + " (res.info['diagnostics'] has the figures)", DiagnosticWarning,
-                      stacklevel=3)
+        inp = stein_residuals(X, S)
+    out = {"input": inp, "field": score_field_test(X, S), "coreset": None, "suspect": None,
+           "checked": True}
+    if coreset_rows is not None:
+        out["coreset"] = stein_residuals(
+            aa.take_rows(xp, X, coreset_rows), aa.take_rows(xp, S, coreset_rows), coreset_weights
+        )
+    suspect, msg = _judge(out, int(X.shape[1]))
+    out["suspect"] = suspect
+    if warn and suspect is not None:
+        warnings.warn(f"{msg} (res.info['diagnostics'] has the figures; what these checks "
+                      f"cannot see: {DOCS})", DiagnosticWarning, stacklevel=3)
     return out
+
+
+def thresholds() -> str:
+    """The rules of :func:`check_scores` with the constants in force, as a Markdown table.
+
+    docs/diagnostics.md shows this table, and its test compares the page with what this
+    prints, so the page cannot quote a threshold the code does not use.
+
+    Returns
+    -------
+    str
+
+    See Also
+    --------
+    check_scores : applies the rules in this order.
+
+    Examples
+    --------
+    >>> from stein_coreset.diagnostics import thresholds
+    >>> print(thresholds().splitlines()[0])
+    | rule | suspect | fires when |
+    """
+    z = f"{MISALIGNED_Z:g}"
+    rows = [
+        ("1", "misaligned", f"`repeat_conflicts` ≥ {MISALIGNED_CONFLICTS} and ≥ 10% of "
+         f"`repeats`; or `nn_rank_z` < {z} and abs(`nn_sign_z`) < {z} (with `nn_rows` ≥ "
+         f"min(max({MISALIGNED_MIN_ROWS}, 5 d), {MAX_POINTS}))"),
+        ("2", "sign-flipped", f"`stein_corr` > 0 and (`stein_trace` > max({SIGN_FLIP_TRACE:g}, "
+         f"3 `stein_trace_se`) or `stein_corr` > max({SIGN_FLIP_CORR:g}, 4/√n)); or "
+         f"`nn_sign_z` < -{z} and `stein_trace` > 0"),
+        ("3", "wrong target", f"the debiased result's `mean_score_sd` > {CORESET_MEAN_SCORE:g}"),
+        ("4", "swapped", f"`mean_score_sd` > max({SWAP_MEAN_SCORE:g}, 4/√n) and > {SWAP_RATIO:g} × "
+         f"`mean_score_sd_swapped`, and `stein_trace` < {SWAP_TRACE:g}"),
+    ]
+    lines = ["| rule | suspect | fires when |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines)

@@ -711,6 +711,16 @@ def test_swapped_files_warn_on_one_line_naming_the_swap(chain_files, capsys):
     assert len(lines) == 1 and "swapped" in lines[0]
 
 
+def test_no_diagnostics_skips_the_checks_and_their_warning(chain_files, capsys):
+    argv = ["compress", chain_files / "s.npy", "--scores", chain_files / "x.npy",
+            "--method", "st", "--size", 16, "--out", chain_files / "c.npz", "--no-diagnostics"]
+    rc, _, err = _run(argv, capsys)
+    assert rc == 0
+    assert "warning" not in err
+    default = cli.build_parser().parse_args([str(a) for a in argv[:-1]])
+    assert default.diagnostics is True
+
+
 def test_a_transposed_input_is_refused_with_a_hint(tmp_path, capsys):
     X = np.random.default_rng(0).standard_normal((3, 500))
     np.save(tmp_path / "x.npy", X)

@@ -53,6 +53,14 @@ CASES = {
         "est.loss(model, theta, X, discrepancy='dksd', kernel=sc.IMQ(1.0))",
         80_000,
     ),
+    "check_scores": (
+        "20 checks (input and a 50-point result), n = {N}, d = 2000",
+        "from stein_coreset.diagnostics import check_scores; "
+        "X = rng.standard_normal((N, 2000)); S = -X; idx = np.arange(0, N, N // 50); "
+        "w = np.full(idx.size, 1.0 / idx.size)",
+        "for _ in range(20): check_scores(X, S, w, idx, warn=False)",
+        4000,
+    ),
 }
 
 CHILD = r"""

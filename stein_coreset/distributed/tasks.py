@@ -3,10 +3,8 @@ and the reduce (merge block coresets and compress the union again)."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-import warnings
 
 import array_api_compat
 import numpy as np
@@ -14,7 +12,6 @@ import numpy as np
 from .._array_api import to_host
 from .._threads import call_scope
 from ..compress import compress as sc_compress
-from ..diagnostics import DiagnosticWarning
 
 __all__ = ["TaskCancelled", "block_task", "reduce_task", "sample_task"]
 
@@ -40,65 +37,21 @@ class TaskCancelled(RuntimeError):
 
 
 def task_compress(*args, scope: int = 0, **kw):
-    """``compress`` inside a task, without its input diagnostics' warnings: a block may hold
-    only burn-in and a reduce node only debiased points, so Stein's identity judged there
-    says nothing of the user's input (and a warning from a worker reaches no one). It runs
-    under the driver's cancellation ``scope`` (:func:`stein_coreset._threads.call_scope`), so
-    the driver's Ctrl-C stops this call's loops and no other's. Loops stopped for it end the
-    task with :class:`TaskCancelled`, an ordinary error, not the KeyboardInterrupt they raise
-    in a user's thread: a Dask worker treats the latter as its own interruption."""
-    with _diagnostics_quiet(), call_scope(scope):
+    """``compress`` inside a task, without its input diagnostics (``diagnostics=False``): a
+    block may hold only burn-in and a reduce node only debiased points, so Stein's identity
+    judged there says nothing of the user's input (and a warning from a worker reaches no
+    one). It runs under the driver's cancellation ``scope``
+    (:func:`stein_coreset._threads.call_scope`), so the driver's Ctrl-C stops this call's loops
+    and no other's. Loops stopped for it end the task with :class:`TaskCancelled`, an ordinary
+    error, not the KeyboardInterrupt they raise in a user's thread: a Dask worker treats the
+    latter as its own interruption."""
+    with call_scope(scope):
         try:
-            return sc_compress(*args, **kw)
+            return sc_compress(*args, diagnostics=False, **kw)
         except KeyboardInterrupt:
             if threading.current_thread() is threading.main_thread():
                 raise  # the synchronous scheduler: the user's own Ctrl-C
             raise TaskCancelled("stopped: the driver was interrupted") from None
-
-
-class _TaskThreads:
-    """The message pattern of a warnings filter that matches on the threads running a task and
-    nowhere else (the ``match`` the warnings module calls on a filter's pattern)."""
-
-    def __init__(self):
-        self.local = threading.local()
-
-    def match(self, text) -> bool:
-        return getattr(self.local, "depth", 0) > 0
-
-    def __repr__(self):
-        return "<threads running stein_coreset.distributed tasks>"
-
-
-_TASK_THREADS = _TaskThreads()
-_QUIET = ("ignore", _TASK_THREADS, DiagnosticWarning, None, 0)
-_QUIET_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _diagnostics_quiet():
-    """DiagnosticWarning ignored on this thread while it runs the task. Before,
-    ``catch_warnings`` + ``simplefilter("ignore")`` changed the process's filters for as long as
-    any task ran: on the threaded scheduler the user's own diagnostics, on their threads, were
-    silenced meanwhile (and after a Ctrl-C, until the queued tasks drained); and
-    ``catch_warnings`` is not thread-safe, so two tasks could restore each other's filter list.
-    Now one filter, matching only on the threads running a task, is kept first in the list."""
-    with _QUIET_LOCK:
-        if not warnings.filters or warnings.filters[0] is not _QUIET:
-            try:
-                warnings.filters.remove(_QUIET)
-            except ValueError:
-                pass
-            warnings.filters.insert(0, _QUIET)
-            mutated = getattr(warnings, "_filters_mutated", None)
-            if mutated is not None:  # the caches of the filters (CPython)
-                mutated()
-    local = _TASK_THREADS.local
-    local.depth = getattr(local, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        local.depth -= 1
 
 
 def block_task(Xb, Sb, offset, size, method, kernel, seed, nan_policy, options, delay_s,

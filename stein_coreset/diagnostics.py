@@ -189,7 +189,8 @@ def stein_residuals(X, S, weights=None) -> dict:
     row_trace = 0.0  # per row, sum_j (s_j - sbar_j)(x_j - xbar_j): the trace's noise
     step = max(1, _BLOCK // max(n, 1))  # columns per block: bounded memory and Ctrl-C latency
     for j in range(0, d, step):
-        Z = xp.concat([X[:, j:j + step], S[:, j:j + step]], axis=1)
+        e = min(j + step, d)  # the array API leaves a slice past the end unspecified
+        Z = xp.concat([X[:, j:e], S[:, j:e]], axis=1)
         k = int(Z.shape[1]) // 2
         zbar = xp.mean(Z, axis=0) if w is None else xp.matmul(w, Z)
         Zc = Z - zbar[None, :]

@@ -51,6 +51,7 @@ __all__ = [
     "check_scores",
     "check_orientation",
     "thresholds",
+    "INPUT_ROWS",
     "SIGN_FLIP_CORR",
     "SIGN_FLIP_TRACE",
     "MISALIGNED_Z",
@@ -111,7 +112,7 @@ SIGN_FLIP_TRACE = 0.5
 #: this with a positive ``stein_trace``: sign-flipped.
 MISALIGNED_Z = 4.0
 #: The nearest-neighbour test judges S when it searched at least max(this, 5 d) distinct rows
-#: (or all it reads, :data:`stein_coreset.score_field.MAX_POINTS`).
+#: (or all it reads, ``score_field.MAX_POINTS``).
 MISALIGNED_MIN_ROWS = 100
 #: Repeated rows of X with a different score (``repeat_conflicts``), at least this many and
 #: 10% of the repeats: misaligned, whatever the nearest-neighbour test says.

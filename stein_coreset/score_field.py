@@ -31,7 +31,7 @@ The points are first reduced to at most ``max_points`` evenly spaced rows, then 
 differ from the row before (an MCMC chain repeats a state after each rejected proposal, and a
 repeated state with its repeated score would be a trivial match). The metric is that of X's
 coordinates, each divided by a robust scale (the interquartile range) and, up to
-:data:`WHITEN_MAX_D` dimensions, decorrelated by the Cholesky factor L of their covariance; the
+``WHITEN_MAX_D`` dimensions, decorrelated by the Cholesky factor L of their covariance; the
 scores follow the same change of coordinates (s -> L^T s, the way a gradient transforms) and
 are compared after the same robust scaling. Without the decorrelation a strongly correlated
 posterior (a regression's intercept and slope) has neighbours that are near along its long
@@ -75,7 +75,7 @@ def _scale(A: np.ndarray) -> np.ndarray:
 
 def _whitened(X: np.ndarray, S: np.ndarray):
     """(X, S) in coordinates where X is robustly standardised and, for 2 <= d <=
-    :data:`WHITEN_MAX_D`, decorrelated (x -> L^-1 x, s -> L^T s with L L^T the covariance of
+    ``score_field.WHITEN_MAX_D``, decorrelated (x -> L^-1 x, s -> L^T s with L L^T the covariance of
     the standardised points, clipped at 5): the change of coordinates a score follows, so
     nearest neighbours are near in the directions the scores vary along."""
     a = _scale(X)
@@ -149,7 +149,7 @@ def score_field_test(X, S, *, max_points: int = MAX_POINTS, queries: int = QUERI
 
     Notes
     -----
-    O(m d^2 + d^3) to decorrelate (d <= :data:`WHITEN_MAX_D`), O(m d log m) for a k-d tree of
+    O(m d^2 + d^3) to decorrelate (d <= ``WHITEN_MAX_D``), O(m d log m) for a k-d tree of
     the m <= ``max_points`` rows and up to O(q m d) for the nearest neighbours of q queries
     (less at small d), O(q K d) for the comparisons; whatever n, one host transfer of the m
     rows of X and of S and of the rows before them.

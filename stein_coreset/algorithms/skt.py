@@ -35,7 +35,7 @@ def swap_candidates(d: int) -> int:
 
 
 def swap_candidates_of(value, d: int) -> int:
-    """A validated ``swap_candidates``: a positive int, or "auto" (:func:`swap_candidates`)."""
+    """A validated ``swap_candidates``: a positive int, or "auto" (``swap_candidates``)."""
     if isinstance(value, str):
         val.check_choice(value, "swap_candidates", ("auto",))
         return swap_candidates(d)
@@ -81,7 +81,7 @@ def stein_kernel_thinning(
         What ``delta`` means to KT-SPLIT (:func:`kt_split`).
     swap_candidates : int or "auto"
         How many of KT-SPLIT's candidates (the best by KSD) KT-Swap refines beside the
-        baseline; ``"auto"``: :func:`swap_candidates` of d (4 or 1). Alg. 1 / D.3: 1.
+        baseline; ``"auto"``: ``swap_candidates`` of d (4 or 1). Alg. 1 / D.3: 1.
     progress : bool
         Progress bars of the Stein Thinning loop, KT-SPLIT and KT-Swap.
 

@@ -49,7 +49,7 @@ class ExponentialFamily:
         e.g. ``(None, 0)`` for the coefficient of T(x) = x^2.
     support : (lower, upper) or a sequence of d such pairs, optional
         The open set the data live in; a sample outside is refused (see
-        :mod:`~stein_coreset.estimators.domains`).
+        ``stein_coreset.estimators.domains``).
 
     See Also
     --------

@@ -1,13 +1,13 @@
 """``fit``: minimum Stein discrepancy estimation (Barp et al., 2019, Eq. 4) in one call.
 
 The steps, each in its own module: validate the data against the model (its dimension and
-support, :mod:`~stein_coreset.estimators.domains`) and the model's own derivatives
+support, ``stein_coreset.estimators.domains``) and the model's own derivatives
 (:mod:`~stein_coreset.estimators.derivatives`); run the optimiser
 (:mod:`~stein_coreset.estimators.optimize`) on the loss
 (:mod:`~stein_coreset.estimators.objective`); verify the result is a minimiser, polishing or
-restarting once (:mod:`~stein_coreset.estimators.verify`,
+restarting once (``stein_coreset.estimators.verify``,
 :mod:`~stein_coreset.estimators.checks`); judge the standard errors' tails
-(:mod:`~stein_coreset.estimators.tails`); return a
+(``stein_coreset.estimators.tails``); return a
 :class:`~stein_coreset.estimators.result.FitResult`.
 """
 
@@ -148,7 +148,7 @@ def fit(model, X, discrepancy: str = "dksd", kernel=None, diffusion=None,
         central differences of the score at theta0: a mismatch is a ValueError naming the
         derivative), ``param_names``, ``bounds`` (an open interval per parameter, e.g.
         ``(-1, 1)`` for a correlation) and ``support`` (the data's open interval; a sample
-        outside is refused by name); see :mod:`stein_coreset.estimators.domains`.
+        outside is refused by name); see ``stein_coreset.estimators.domains``.
         A model may list in ``nonsmooth_params`` the parameters in which its score is not
         differentiable (``SymmetricBessel`` with s <= (d + 1) / 2: the location); the
         gradient-based optimisers refuse those (ValueError), ``"nelder_mead"`` fits them.

@@ -102,7 +102,7 @@ def sandwich(model, X, theta, discrepancy, kernel, diff, n_threads=1, steps=None
 
     Cost: 2 p per-point passes and 2 p + 1 gradients (4 p + 1 pair passes, O(n^2 d) each, for
     KSD / DKSD). ``steps``: the Hessian's central-difference step per parameter (the
-    contributions take a tenth of it); :mod:`~stein_coreset.estimators.verify` passes a
+    contributions take a tenth of it); ``stein_coreset.estimators.verify`` passes a
     fraction of the standard error, so that both are the same on data in any units. ``cov``
     is None, with the reason in ``message``, when the Hessian is not positive definite (theta
     is not a strict local minimiser, or the loss is not smooth there).

@@ -220,7 +220,7 @@ def sgd(grad, theta0, *, n, steps, lr, batch_size, rng, in_domain=None, toleranc
 class Coordinates:
     """The unconstrained, unit-free coordinates phi the deterministic optimisers work in.
 
-    A bounded parameter goes through its :class:`~stein_coreset.estimators.domains.ParameterSpace`
+    A bounded parameter goes through its ``ParameterSpace`` (``stein_coreset.estimators.domains``)
     transform (log for a scale, logistic for an interval); an unbounded one is measured from its
     start in ``unit`` (the data's spread: a location moves in units of the sample's scale). With
     the loss divided by ``loss_unit`` (the norm of its phi-gradient at the start, or its
@@ -332,7 +332,7 @@ def lbfgs(grad, theta0, *, steps, coords: Coordinates, gtol=1e-12, ftol=1e-13,
     tolerances do not depend on the units of X. A :class:`NumericalExcursion` of the objective
     (non-finite score, loss or gradient) ends the run: the best finite iterate is returned
     with ``converged=False`` and the excursion named. ``converged`` only says that L-BFGS-B's
-    own test held; :mod:`~stein_coreset.estimators.verify` decides whether theta is a minimiser.
+    own test held; ``stein_coreset.estimators.verify`` decides whether theta is a minimiser.
     """
     from scipy.optimize import minimize
 

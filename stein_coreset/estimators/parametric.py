@@ -2,7 +2,7 @@
 
 ``StudentT(nu=5, scale=1.0)`` has theta = (location,): a parameter given a value is fixed, one
 left ``None`` is estimated. The free parameters keep the order of the layout and its names
-(``param_names``), their open intervals (``bounds``, :mod:`~stein_coreset.estimators.domains`)
+(``param_names``), their open intervals (``bounds``, ``stein_coreset.estimators.domains``)
 and the robust default start (median / MAD).
 """
 
@@ -34,7 +34,7 @@ class Parametric:
     Subclasses call ``_setup(layout)`` with a list of (name, size, (lower, upper), fixed value
     or None) and define ``_score(xp, x, full)``, ``_score_dtheta(xp, x, full)`` ((n, d, P) over
     the full vector) and ``_score_dx(xp, x, full)``; ``support`` (the data's open interval, see
-    :mod:`~stein_coreset.estimators.domains`) where the density is not positive everywhere.
+    ``stein_coreset.estimators.domains``) where the density is not positive everywhere.
     """
 
     d: int

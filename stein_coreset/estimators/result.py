@@ -19,7 +19,7 @@ __all__ = ["FitResult", "Summary", "StandardErrorWarning", "IdentifiabilityWarni
 class StandardErrorWarning(DiagnosticWarning):
     """The sandwich standard error of a fit is not reliable: the per-point contributions to it
     have so heavy a tail that their variance is likely infinite, or at the sample's size
-    dominated by a few points (see :mod:`stein_coreset.estimators.tails`).
+    dominated by a few points (see ``stein_coreset.estimators.tails``).
 
     See Also
     --------
@@ -136,7 +136,7 @@ class FitResult:
     stderr : (p,) numpy array or None, the asymptotic standard errors sqrt(diag(cov)).
     cov : (p, p) numpy array or None
         The sandwich covariance H^{-1} Sigma H^{-1} / n of ``theta`` (Thms. 4 and 6, see
-        :mod:`stein_coreset.estimators.inference`): H the Hessian of the loss, Sigma the
+        ``stein_coreset.estimators.inference``): H the Hessian of the loss, Sigma the
         covariance of the per-sample gradient contributions (the U-statistic's Hoeffding
         projection for KSD / DKSD). It is asymptotic: it assumes n large, theta a minimiser and
         those contributions of finite variance, which ``fit`` checks
@@ -144,7 +144,7 @@ class FitResult:
         apply, with the reason in ``cov_message``.
     loss : float, the full-data loss at ``theta``.
     converged : bool
-        True only at a verified minimiser (see :mod:`stein_coreset.estimators.verify`);
+        True only at a verified minimiser (see ``stein_coreset.estimators.verify``);
         ``message`` says what the optimiser did and how theta was verified, or why not.
     history : (iterations + 1, p) numpy array, the parameter trajectory (theta0 first, the
         polishing Newton steps last).
@@ -155,7 +155,8 @@ class FitResult:
         Generator that was passed).
     newton_step : float or None, the last Newton step in standard errors (max over theta).
     identifiability : float or None, the smallest eigenvalue of the Hessian's correlation form
-        (1 - the largest |correlation| of two estimates, roughly); 0 for an unidentified theta.
+        (1 - the largest absolute correlation of two estimates, roughly); 0 for an unidentified
+        theta.
     tail_shape : (p,) numpy array or None, the generalised Pareto shape of each parameter's
         per-point contributions (their variance is infinite above 1/2).
     warnings : list of str, what was warned about.

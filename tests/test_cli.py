@@ -618,6 +618,9 @@ def test_ctrl_c_exits_130_within_a_second_and_leaves_no_file(tmp_path):
          "--scores", str(tmp_path / "S.npy"), "--method", "st", "--size", str(2**17),
          "--seed", "0", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        # SIGINT as a terminal leaves it: a run started in the background (`cmd &`) hands its
+        # children SIGINT ignored, and Python then keeps it ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(3.0)  # imports, reading, then the C++ loops
     if p.poll() is not None:

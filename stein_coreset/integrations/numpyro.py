@@ -24,7 +24,7 @@ import numpy as np
 from .. import _progress
 from .. import _validation as val
 from . import arviz as _az
-from .results import ScoredDraws, announce, check_var_names, compress_scored
+from .results import ScoredDraws, announce, check_options, check_var_names, compress_scored
 
 __all__ = ["compress_mcmc", "mcmc_scores"]
 
@@ -414,11 +414,8 @@ def compress_mcmc(
     >>> cs.attrs["n_input"], cs.attrs["n_warmup_input"], dict(get_group(res, "posterior").sizes)
     (130, 30, {'chain': 20, 'draw': 1, 'a_dim_0': 3})
     """
-    val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
-    resample_equal = val.check_bool(resample_equal, "resample_equal")
-    if draws is not None:
-        draws = val.check_int(draws, "draws", lo=1)
-    progress = _progress.resolve(progress)
+    resample_equal, include_warmup, draws, progress = check_options(
+        nan_policy, resample_equal, include_warmup, draws, progress)
     rng = val.check_random_state(seed, "seed")
     scored = mcmc_scores(
         mcmc, warmup=warmup, model_args=model_args, model_kwargs=model_kwargs,

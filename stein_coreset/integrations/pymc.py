@@ -21,7 +21,7 @@ from .. import _progress
 from .. import _validation as val
 from . import arviz as _az
 from .pymc_model import ModelFunctions, model_functions
-from .results import ScoredDraws, announce, check_var_names, compress_scored
+from .results import ScoredDraws, announce, check_options, check_var_names, compress_scored
 
 __all__ = ["TraceScores", "trace_scores", "compress_trace", "ModelFunctions", "model_functions"]
 
@@ -430,12 +430,8 @@ def compress_trace(
         if random_seed is not None:
             raise TypeError("give random_seed or its alias seed, not both")
         random_seed = seed
-    val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
-    resample_equal = val.check_bool(resample_equal, "resample_equal")
-    include_warmup = val.check_bool(include_warmup, "include_warmup")
-    if draws is not None:
-        draws = val.check_int(draws, "draws", lo=1)
-    progress = _progress.resolve(progress)
+    resample_equal, include_warmup, draws, progress = check_options(
+        nan_policy, resample_equal, include_warmup, draws, progress)
     rng = val.check_random_state(random_seed, "random_seed")
     var_names = check_var_names(_az.get_group(idata, "posterior"), var_names)
     ts = trace_scores(

@@ -22,10 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _progress
+from .. import _validation as val
 from ..compress import compress
 from . import arviz as _az
 
-__all__ = ["ScoredDraws", "compress_scored", "check_var_names", "announce", "DEFAULT_DRAWS"]
+__all__ = ["ScoredDraws", "compress_scored", "check_options", "check_var_names", "announce",
+           "DEFAULT_DRAWS"]
 
 #: Equal-weight draws a simplex result's posterior resamples by default (``pm.sample``'s draws).
 DEFAULT_DRAWS = 1000
@@ -159,6 +161,18 @@ def announce(message: str, enabled: bool):
         timer.join()
         if shown.is_set():
             _progress.stage(f"{message}: done in {time.perf_counter() - t0:.1f} s")
+
+
+def check_options(nan_policy, resample_equal, include_warmup, draws, progress) -> tuple:
+    """The options every integration's entry point takes (``compress_trace``, ``compress_fit``,
+    ``compress_mcmc``), checked before any draw is scored, so a typo fails at once and not
+    after minutes of gradients: ``(resample_equal, include_warmup, draws, progress)``."""
+    val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
+    resample_equal = val.check_bool(resample_equal, "resample_equal")
+    include_warmup = val.check_bool(include_warmup, "include_warmup")
+    if draws is not None:
+        draws = val.check_int(draws, "draws", lo=1)
+    return resample_equal, include_warmup, draws, _progress.resolve(progress)
 
 
 def check_var_names(post, var_names) -> list:

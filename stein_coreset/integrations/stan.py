@@ -26,7 +26,7 @@ import numpy as np
 from .. import _progress
 from .. import _validation as val
 from . import arviz as _az
-from .results import ScoredDraws, check_var_names, compress_scored
+from .results import ScoredDraws, check_options, check_var_names, compress_scored
 from .stan_draws import fit_groups, read_cmdstan_csv
 from .stan_model import PyStanModel, StanVariables, stan_functions
 
@@ -308,12 +308,8 @@ def compress_fit(
         if seed is not None:
             raise TypeError("give seed or its alias random_seed, not both")
         seed = random_seed
-    val.check_choice(nan_policy, "nan_policy", ("raise", "omit"))
-    resample_equal = val.check_bool(resample_equal, "resample_equal")
-    include_warmup = val.check_bool(include_warmup, "include_warmup")
-    if draws is not None:
-        draws = val.check_int(draws, "draws", lo=1)
-    progress = _progress.resolve(progress)
+    resample_equal, include_warmup, draws, progress = check_options(
+        nan_policy, resample_equal, include_warmup, draws, progress)
     rng = val.check_random_state(seed, "seed")
     source = fit_groups(fit)
     var_names = check_var_names(_az.get_group(source, "posterior"), var_names)

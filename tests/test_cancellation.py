@@ -7,7 +7,6 @@ sc.ksd and sc.mmd ran to their end (their parallel products polled the cancellat
 at the start). The xslow tests check the sizes where each call runs >= 10 s.
 """
 
-import os
 import signal
 import sys
 import threading
@@ -15,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from support.signals import interrupt_after
 
 import stein_coreset as sc
 
@@ -30,18 +30,6 @@ def _python_sigint_handler():
     signal.signal(signal.SIGINT, old)
 
 
-def _interrupt_after(delay):
-    sent = {}
-
-    def fire():
-        sent["t"] = time.perf_counter()
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(delay, fire)
-    timer.start()
-    return sent, timer
-
-
 def _sized(run, n0, seconds=3.0, n_max=400_000):
     """The n at which ``run(n)`` (O(n^2)) takes about ``seconds`` here."""
     t0 = time.perf_counter()
@@ -53,7 +41,7 @@ def _sized(run, n0, seconds=3.0, n_max=400_000):
 def _measure(run, n, delay=0.5):
     """Seconds from a SIGINT ``delay`` s into ``run(n)`` to its KeyboardInterrupt (a call that
     ignores the signal raises it only when it returns)."""
-    sent, timer = _interrupt_after(delay)
+    sent, timer = interrupt_after(delay)
     try:
         t_start = time.perf_counter()
         try:
@@ -182,7 +170,7 @@ def test_after_ctrl_c_of_distributed_compress_on_threads_the_next_runs_work():
     rng = np.random.default_rng(0)
     big = [0.5 + rng.standard_normal((2**14, 3)) for _ in range(2)]
     small = [0.5 + rng.standard_normal((300, 3)) for _ in range(2)]
-    sent, timer = _interrupt_after(1.5)  # the block tasks are running by then
+    sent, timer = interrupt_after(1.5)  # the block tasks are running by then
     try:
         with pytest.raises(KeyboardInterrupt):
             scd.compress(big, [-x for x in big], size=2**13, method="st", seed=0,

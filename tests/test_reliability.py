@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from support.signals import interrupt_after
 
 import stein_coreset as sc
 from stein_coreset import estimators as est
@@ -249,24 +250,6 @@ def test_a_factor_larger_than_memory_is_refused_before_allocation(sample, method
 
 # ---- Ctrl-C within a second -------------------------------------------------------------------
 
-def _interrupt_after(delay):
-    """Send SIGINT to this process after ``delay`` seconds; returns the dict the time lands in."""
-    import os
-    import signal
-    import threading
-    import time
-
-    sent = {}
-
-    def fire():
-        sent["t"] = time.perf_counter()
-        os.kill(os.getpid(), signal.SIGINT)
-
-    timer = threading.Timer(delay, fire)
-    timer.start()
-    return sent, timer
-
-
 @pytest.mark.skipif(not hasattr(__import__("signal"), "SIGINT") or
                     __import__("sys").platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("method, n, size", [
@@ -285,7 +268,7 @@ def test_compress_raises_keyboard_interrupt_within_a_second_of_sigint(method, n,
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, 4)) + 0.3  # the call lasts until the signal: n is free
     t0 = time.perf_counter()
-    sent, timer = _interrupt_after(0.5)
+    sent, timer = interrupt_after(0.5)
     finished = []
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -363,7 +346,7 @@ def test_a_program_with_its_own_sigint_handler_keeps_it():
     try:
         rng = np.random.default_rng(0)
         X = rng.standard_normal((2**12, 2))
-        sent, timer = _interrupt_after(0.05)
+        sent, timer = interrupt_after(0.05)
         res = sc.compress(X, -X, size=2**11, method="st", seed=0)
         timer.join()
         assert len(res) > 0 and not _core._cancel_requested()

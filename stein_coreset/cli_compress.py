@@ -232,7 +232,7 @@ def _compress_single(args) -> int:
             seed=args.seed,
             progress=args.progress,
             nan_policy=args.nan_policy,
-            diagnostics=getattr(args, "diagnostics", True),
+            diagnostics=args.diagnostics,
             **options,
         )
     info = dict(res.info)

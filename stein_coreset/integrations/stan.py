@@ -315,14 +315,12 @@ def compress_fit(
     var_names = check_var_names(_az.get_group(source, "posterior"), var_names)
     scored = fit_scores(source, model, include_warmup=include_warmup, batch_size=batch_size,
                         progress=progress)
-    note = ""
-    if not scored.n_warmup:
-        note = (
-            "the fit has no saved warm-up draws (or include_warmup=False): only the post-warm-up "
-            "draws were compressed; the debiased methods correct burn-in, so "
-            "posterior.sample(..., save_warmup=True) (CmdStan: save_warmup=1) gives them its "
-            "warm-up draws to choose from as well"
-        )
+    note = (  # compress_scored shows it only when no warm-up row was compressed
+        "the fit has no saved warm-up draws (or include_warmup=False): only the post-warm-up "
+        "draws were compressed; the debiased methods correct burn-in, so "
+        "posterior.sample(..., save_warmup=True) (CmdStan: save_warmup=1) gives them its "
+        "warm-up draws to choose from as well"
+    )
     return compress_scored(
         scored, source, size=size, method=method, rng=rng, var_names=var_names, draws=draws,
         resample_equal=resample_equal, nan_policy=nan_policy, progress=progress,

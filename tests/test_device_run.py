@@ -40,6 +40,30 @@ def test_a_plan_over_its_budget_fails_before_any_step(tmp_path):
     assert "exceeds 600 s" in r.stdout + r.stderr
 
 
+def _needs():
+    text = (ROOT / "tools/device/device_run.sh").read_text()
+    return text.split('\nNEEDS="', 1)[1].split('"', 1)[0].split()
+
+
+def test_the_compiler_free_path_of_ci_holds_every_command_the_plan_needs():
+    # CI runs the installed wheel's tests with a PATH of linked tools and no compiler; the two
+    # tests above run the script there
+    ci = (ROOT / ".ci/run").read_text()
+    linked = ci.split("for tool in ", 1)[1].split("; do", 1)[0].replace("\\\n", " ").split()
+    assert set(_needs()) <= set(linked), sorted(set(_needs()) - set(linked))
+
+
+def test_a_missing_command_is_named_before_anything_runs(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    r = subprocess.run([shutil.which("bash"), "tools/device/device_run.sh"], cwd=ROOT,
+                       env=dict(os.environ, DRY_RUN="1", PATH=str(empty), OUT=str(tmp_path)),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "needs these commands on PATH: " + " ".join(_needs()) in r.stderr
+    assert not (tmp_path / "plan.log").exists()
+
+
 @pytest.mark.xslow
 @pytest.mark.skipif(shutil.which("g++") is None, reason="the simulator needs g++")
 def test_the_dry_run_writes_its_files_and_at_most_eight(tmp_path):

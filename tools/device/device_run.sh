@@ -39,6 +39,15 @@
 # script's own folder, not the root, heads sys.path, so on the device Python imports the
 # installed wheel, not the source tree.
 set -u
+# the commands this script runs besides bash's builtins (.ci/run's compiler-free PATH links
+# each: tests/test_device_run.py checks the two lists agree)
+NEEDS="awk cat chmod date find head ldd ls mkdir mktemp nproc tail tee timeout tr uptime wc"
+missing=""
+for tool in $NEEDS; do command -v "$tool" > /dev/null 2>&1 || missing="$missing $tool"; done
+if [ -n "$missing" ]; then
+    echo "tools/device/device_run.sh needs these commands on PATH:$missing" >&2
+    exit 2
+fi
 DRY=${DRY_RUN:-0}
 OUT=${OUT:-/tmp/device_out}
 mkdir -p "$OUT"

@@ -39,9 +39,8 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from . import _array_api as aa
+from .engine import stein_moments
 from .score_field import MAX_POINTS, score_field_test
 
 __all__ = [
@@ -65,7 +64,6 @@ __all__ = [
 
 #: The input's Stein residuals are taken on at most this many evenly spaced rows.
 INPUT_ROWS = 2048
-_BLOCK = 1 << 18  # entries of X per block of columns in stein_residuals
 #: Where the warnings send the reader for what the checks cannot see.
 DOCS = "docs/diagnostics.md, 'What cannot be detected'"
 
@@ -159,8 +157,10 @@ def stein_residuals(X, S, weights=None) -> dict:
 
     Notes
     -----
-    O(n d): per-coordinate means, variances and covariances (no d x d matrix), in blocks of
-    columns (a Ctrl-C is seen between blocks); 5 d numbers leave the device.
+    O(n d): per-coordinate means, variances and covariances (no d x d matrix), from
+    ``stein_coreset.engine.stein_moments``: on NumPy arrays one C++ call (two passes over
+    the rows, Ctrl-C seen every 4096 rows), on other namespaces array-API reductions in blocks
+    of columns on the device, after which 5 d numbers leave it.
 
     See Also
     --------
@@ -183,45 +183,26 @@ def stein_residuals(X, S, weights=None) -> dict:
     >>> round(stein_residuals(X[res.indices], -X[res.indices], res.weights)["mean_score"], 3)
     0.008
     """
-    xp = aa.namespace(X=X, S=S)[0]
-    n, d = int(X.shape[0]), int(X.shape[1])
-    w = None if weights is None else xp.astype(weights, xp.float64)
-    parts = []
-    row_trace = 0.0  # per row, sum_j (s_j - sbar_j)(x_j - xbar_j): the trace's noise
-    step = max(1, _BLOCK // max(n, 1))  # columns per block: bounded memory and Ctrl-C latency
-    for j in range(0, d, step):
-        e = min(j + step, d)  # the array API leaves a slice past the end unspecified
-        Z = xp.concat([X[:, j:e], S[:, j:e]], axis=1)
-        k = int(Z.shape[1]) // 2
-        zbar = xp.mean(Z, axis=0) if w is None else xp.matmul(w, Z)
-        Zc = Z - zbar[None, :]
-        P = xp.concat([Zc * Zc, Zc[:, :k] * Zc[:, k:]], axis=1)
-        m2 = xp.mean(P, axis=0) if w is None else xp.matmul(w, P)
-        row_trace = row_trace + xp.sum(P[:, 2 * k:], axis=1)
-        parts.append(aa.to_host(xp.concat([zbar, m2])).reshape(5, k))
-    xbar, sbar, var_x, var_s, cov = np.concatenate(parts, axis=1)
-    row_trace = row_trace / d
-    if w is None:
-        n_eff = float(n)
-        spread = float(xp.mean((row_trace - xp.mean(row_trace)) ** 2))
-    else:
-        w_abs = xp.abs(w)
-        n_eff = float(xp.sum(w_abs)) ** 2 / float(xp.sum(w_abs * w_abs))
-        spread = float(xp.matmul(w_abs, (row_trace - xp.matmul(w, row_trace)) ** 2)
-                       / xp.sum(w_abs))
-    var_x, var_s = np.abs(var_x), np.abs(var_s)  # signed weights: a variance can dip below 0
-    ok = (var_x > 0) & (var_s > 0)
-    sd_x, sd_s = np.sqrt(var_x), np.sqrt(var_s)
+    moments, spread, n_eff = stein_moments(X, S, weights)
+    # d numbers per figure: Python floats (a NumPy call on a vector this short costs more than
+    # the arithmetic); a variance below 0 (signed weights) counts by its size
+    xbar, sbar, var_x, var_s, cov = moments.tolist()
+    d = len(cov)
+    sd_x = [math.sqrt(abs(v)) for v in var_x]
+    sd_s = [math.sqrt(abs(v)) for v in var_s]
+    corr = [c / (a * b) for c, a, b in zip(cov, sd_x, sd_s, strict=True) if a > 0 and b > 0]
+
+    def rms(values) -> float:  # over all d coordinates; a coordinate with sd 0 counts as 0
+        return math.sqrt(sum(v * v for v in values) / d)
+
     return {
-        "stein_corr": float(np.mean(cov[ok] / (sd_x[ok] * sd_s[ok]))) if ok.any() else 0.0,
-        "stein_trace": float(np.mean(cov)),
+        "stein_corr": sum(corr) / len(corr) if corr else 0.0,
+        "stein_trace": sum(cov) / d,
         "stein_trace_se": math.sqrt(max(spread, 0.0) / max(n_eff, 1.0)),
-        "mean_score": float(np.sqrt(np.mean((sbar * sd_x) ** 2))),
-        "mean_score_sd": float(np.sqrt(np.mean(np.where(var_s > 0, sbar / np.where(
-            var_s > 0, sd_s, 1.0), 0.0) ** 2))),
-        "mean_score_swapped": float(np.sqrt(np.mean((xbar * sd_s) ** 2))),
-        "mean_score_sd_swapped": float(np.sqrt(np.mean(np.where(var_x > 0, xbar / np.where(
-            var_x > 0, sd_x, 1.0), 0.0) ** 2))),
+        "mean_score": rms(m * a for m, a in zip(sbar, sd_x, strict=True)),
+        "mean_score_sd": rms(m / a for m, a in zip(sbar, sd_s, strict=True) if a > 0),
+        "mean_score_swapped": rms(m * a for m, a in zip(xbar, sd_s, strict=True)),
+        "mean_score_sd_swapped": rms(m / a for m, a in zip(xbar, sd_x, strict=True) if a > 0),
         "n_eff": float(n_eff),
     }
 
@@ -387,9 +368,7 @@ def check_scores(X, S, coreset_weights=None, coreset_rows=None, *, warn: bool = 
     xp = aa.namespace(X=X, S=S)[0]
     n = int(X.shape[0])
     if n > INPUT_ROWS:  # evenly spaced rows: a chain's every stage, in proportion
-        rows = aa.as_index_array(
-            xp, np.floor((np.arange(INPUT_ROWS) + 0.5) * (n / INPUT_ROWS)).astype(np.int64),
-            aa.device_of(X))
+        rows = aa.as_index_array(xp, aa.spaced_rows(n, INPUT_ROWS), aa.device_of(X))
         inp = stein_residuals(aa.take_rows(xp, X, rows), aa.take_rows(xp, S, rows))
     else:
         inp = stein_residuals(X, S)

@@ -38,15 +38,21 @@ posterior (a regression's intercept and slope) has neighbours that are near alon
 axis only, while its scores vary along the short ones: ``nn_rank`` then stays near 1/2 for
 correct scores (measured on posteriordb: 0.56 for earnings-logearn_interaction's reference
 draws), and only ``nn_sign`` tells them apart.
+
+After the rows are gathered, the test runs in C++ (``engine/cpu/src_cpp/score_field.hpp``, which
+states each step's formula); ``tests/test_diagnostics.py`` restates the test in NumPy from these
+definitions and compares the figures.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from . import _array_api as aa
+from .engine import score_field_figures, score_field_rows
 
 __all__ = ["score_field_test", "MAX_POINTS", "QUERIES", "PARTNERS", "WHITEN_MAX_D"]
 
@@ -59,62 +65,25 @@ PARTNERS = 16
 #: Up to this dimension the points are decorrelated (a d x d Cholesky factor) before the
 #: neighbours are found; above it, each coordinate is only standardised.
 WHITEN_MAX_D = 64
-_CHUNK = 64  # queries per nearest-neighbour call
-_CHUNK_ENTRIES = 1 << 20  # entries of one block of partner differences
 
 
-def _scale(A: np.ndarray) -> np.ndarray:
-    """Per-column robust scale: the interquartile range / 1.349, else the sd, else 1."""
-    m = A.shape[0]
-    lo, hi = (m - 1) // 4, (3 * (m - 1)) // 4
-    part = np.partition(A, (lo, hi), axis=0)
-    s = (part[hi] - part[lo]) / 1.349
-    s = np.where(s > 0, s, A.std(axis=0))
-    return np.where(s > 0, s, 1.0)
+@functools.lru_cache(maxsize=32)
+def _with_previous(n: int, max_points: int) -> np.ndarray:
+    rows = aa.spaced_rows(n, min(n, max_points))
+    idx = np.concatenate([rows, np.maximum(rows - 1, 0)])
+    idx.setflags(write=False)
+    return idx
 
 
-def _whitened(X: np.ndarray, S: np.ndarray):
-    """(X, S) in coordinates where X is robustly standardised and, for 2 <= d <=
-    ``score_field.WHITEN_MAX_D``, decorrelated (x -> L^-1 x, s -> L^T s with L L^T the covariance of
-    the standardised points, clipped at 5): the change of coordinates a score follows, so
-    nearest neighbours are near in the directions the scores vary along."""
-    a = _scale(X)
-    Z, T = X / a, S * a
-    m, d = Z.shape
-    if not 2 <= d <= WHITEN_MAX_D or m <= 2 * d:
-        return Z, T
-    from scipy.linalg import lapack
-
-    # einsum's loops, not BLAS: a matrix product this small waits milliseconds for BLAS
-    # threads on a busy machine (measured: 8 ms for a 512 x 50 by 50 x 50 product)
-    C = np.clip(Z - np.median(Z, axis=0), -5.0, 5.0)
-    C = np.einsum("ij,ik->jk", C, C) / m
-    try:
-        L = np.linalg.cholesky(C + 1e-9 * np.trace(C) / d * np.eye(d))
-    except np.linalg.LinAlgError:
-        return Z, T
-    Linv, info = lapack.dtrtri(L, lower=1)
-    if info != 0:
-        return Z, T
-    return np.einsum("ij,kj->ik", Z, Linv), np.einsum("ij,jk->ik", T, L)
-
-
-def _nearest(Z: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Index of each query row's nearest other row of Z (a k-d tree: compiled, one thread, no
-    BLAS; queries in chunks, so a Ctrl-C is seen within one chunk)."""
-    from scipy.spatial import cKDTree
-
-    tree = cKDTree(Z)
-    nn = np.empty(q.size, dtype=np.int64)
-    for c in range(0, q.size, _CHUNK):
-        qc = q[c:c + _CHUNK]
-        _, j = tree.query(Z[qc], k=2)
-        nn[c:c + _CHUNK] = np.where(j[:, 0] == qc, j[:, 1], j[:, 0])
-    return nn
-
-
-def _spaced(n: int, k: int) -> np.ndarray:
-    return np.floor((np.arange(k) + 0.5) * (n / k)).astype(np.int64)
+@functools.lru_cache(maxsize=64)
+def _partners(m: int, nq: int, partners: int, seed: int) -> np.ndarray:
+    """The random partner rows of the nq evenly spaced queries among m rows (never the query
+    itself): a deterministic function of its arguments, drawn once per shape."""
+    q = aa.spaced_rows(m, nq)
+    rng = np.random.default_rng(seed)
+    part = (q[:, None] + rng.integers(1, m, size=(nq, partners))) % m
+    part.setflags(write=False)
+    return part
 
 
 def score_field_test(X, S, *, max_points: int = MAX_POINTS, queries: int = QUERIES,
@@ -149,10 +118,12 @@ def score_field_test(X, S, *, max_points: int = MAX_POINTS, queries: int = QUERI
 
     Notes
     -----
-    O(m d^2 + d^3) to decorrelate (d <= ``WHITEN_MAX_D``), O(m d log m) for a k-d tree of
-    the m <= ``max_points`` rows and up to O(q m d) for the nearest neighbours of q queries
-    (less at small d), O(q K d) for the comparisons; whatever n, one host transfer of the m
-    rows of X and of S and of the rows before them.
+    O(m d^2 + d^3) to decorrelate (d <= ``WHITEN_MAX_D``), O(q m d) for the nearest
+    neighbours of q queries among the m <= ``max_points`` rows, O(q K d) for the comparisons;
+    whatever n, one host transfer of the m rows of X and of S and of the rows before them. The
+    host work after the transfer is one compiled call (``engine/cpu/src_cpp/score_field.hpp``,
+    serial, Ctrl-C seen between blocks of queries): at n = 2^15 the test takes 0.1-0.3 ms
+    at d = 2 and about 3 ms at d = 50 (docs/diagnostics.md, "Cost").
 
     See Also
     --------
@@ -176,51 +147,28 @@ def score_field_test(X, S, *, max_points: int = MAX_POINTS, queries: int = QUERI
     (True, True)
     """
     xp = aa.namespace(X=X, S=S)[0]
-    n = int(X.shape[0])
-    rows = _spaced(n, min(n, int(max_points)))
+    n, d = int(X.shape[0]), int(X.shape[1])
+    rows = aa.spaced_rows(n, min(n, int(max_points)))
     # each row with the row before it: a repeated point must come with the same score
-    both = np.concatenate([rows, np.maximum(rows - 1, 0)])
-    idx = aa.as_index_array(xp, both, aa.device_of(X))
-    Xb = aa.to_host(aa.take_rows(xp, X, idx))
-    Sb = aa.to_host(aa.take_rows(xp, S, idx))
-    k = rows.size
-    Xm, Sm = Xb[:k], Sb[:k]
-    same = np.all(Xm == Xb[k:], axis=1) & (rows >= 1)
-    tol = 1e-6 * (np.abs(Sm) + np.abs(Sb[k:])) + 1e-300
-    conflicts = int(np.sum(same & np.any(np.abs(Sm - Sb[k:]) > tol, axis=1)))
+    idx = aa.as_index_array(xp, _with_previous(n, int(max_points)), aa.device_of(X))
+    Xb = np.ascontiguousarray(aa.to_host(aa.take_rows(xp, X, idx)), dtype=np.float64)
+    Sb = np.ascontiguousarray(aa.to_host(aa.take_rows(xp, S, idx)), dtype=np.float64)
+    # the rows that differ from the one before them (a chain repeats a state after a rejection)
+    keep, repeats, conflicts = score_field_rows(Xb, Sb, int(rows[0] == 0))
+    m = int(keep.size)
     out = {"nn_rank": None, "nn_rank_z": None, "nn_sign": None, "nn_sign_z": None,
-           "nn_queries": 0, "nn_rows": 0, "repeats": int(np.sum(same)),
-           "repeat_conflicts": conflicts}
-    # drop a row equal to the one before it (a chain repeats a state after a rejection)
-    keep = np.concatenate([[True], np.any(Xm[1:] != Xm[:-1], axis=1)])
-    Xm, Sm = Xm[keep], Sm[keep]
-    m = int(Xm.shape[0])
-    out["nn_rows"] = m
+           "nn_queries": 0, "nn_rows": m, "repeats": repeats, "repeat_conflicts": conflicts}
     if m < 8:
         return out
-    q = _spaced(m, min(int(queries), m))
-    Z, T = _whitened(Xm, Sm)
-    T = T / _scale(T)
-    nn = _nearest(Z, q)
-    # the neighbour's score against random rows' scores (standardised), K per query
-    rng = np.random.default_rng(seed)
-    part = (q[:, None] + rng.integers(1, m, size=(q.size, int(partners)))) % m  # never q
-    d_nn = np.einsum("ij,ij->i", T[q] - T[nn], T[q] - T[nn])
-    closer = 0.0
-    step = max(1, _CHUNK_ENTRIES // (int(partners) * T.shape[1]))  # bounded memory at large d
-    for c in range(0, q.size, step):
-        diff = T[q[c:c + step], None, :] - T[part[c:c + step]]
-        d_part = np.einsum("ikj,ikj->ik", diff, diff)
-        dn = d_nn[c:c + step, None]
-        closer += float(np.sum(dn < d_part) + 0.5 * np.sum(dn == d_part))
-    rank = closer / (q.size * int(partners))
-    # the sign of (s_i - s_j) . (x_i - x_j), each unordered pair once
-    key = np.unique(np.minimum(q, nn) * m + np.maximum(q, nn))
-    a, b = key // m, key % m
-    dot = np.einsum("ij,ij->i", Sm[a] - Sm[b], Xm[a] - Xm[b])
-    sign = float(np.mean((dot < 0) + 0.5 * (dot == 0)))
-    sd_rank = math.sqrt((1.0 / 12.0 + 1.0 / (6.0 * partners)) / q.size)
-    sd_sign = math.sqrt(0.25 / key.size)
+    nq = min(int(queries), m)
+    q = aa.spaced_rows(m, nq)
+    _, closer, pairs, signs = score_field_figures(
+        Xb, Sb, keep, q, _partners(m, nq, int(partners), int(seed)),
+        2 <= d <= WHITEN_MAX_D and m > 2 * d)
+    rank = closer / (nq * int(partners))
+    sign = signs / pairs
+    sd_rank = math.sqrt((1.0 / 12.0 + 1.0 / (6.0 * partners)) / nq)
+    sd_sign = math.sqrt(0.25 / pairs)
     out.update({"nn_rank": rank, "nn_rank_z": (rank - 0.5) / sd_rank, "nn_sign": sign,
-                "nn_sign_z": (sign - 0.5) / sd_sign, "nn_queries": int(q.size)})
+                "nn_sign_z": (sign - 0.5) / sd_sign, "nn_queries": nq})
     return out

@@ -346,7 +346,8 @@ def test_warnings_point_to_what_the_checks_cannot_see(mala_chain):
 
 def test_the_checks_form_no_d_by_d_matrix(monkeypatch):
     """Issue 56: two pinv/eigh of the d x d covariance took 55 s at d = 2000 and could not be
-    interrupted; the checks are now O(n d) and one k-d tree on at most 512 rows."""
+    interrupted; the checks are now O(n d) and one compiled neighbour search on at most 512
+    rows."""
     def refuse(*a, **k):
         raise AssertionError("a d x d factorisation")
 

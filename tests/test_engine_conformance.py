@@ -141,7 +141,14 @@ CASES = {
     "median_distance": lambda b, K: b.median_pairwise_distance(K.U, 2),
     "dksd_pass": lambda b, K: b.dksd_pass(*_dksd_inputs(K)[0][:2], "diag",
                                           _dksd_inputs(K)[0][2], _dksd_inputs(K)[1], True),
+    "stein_moments": lambda b, K: _moments(b, K),
 }
+
+
+def _moments(b, K):
+    S = 1.0 - 0.5 * K.U + 0.1 * K.U ** 2  # signed weights too: a variance may dip below 0
+    signed = aa.from_host(np.linspace(-0.5, 1.5, K.n) / K.n, xp=K.xp, device=K.device)
+    return [list(b.stein_moments(K.U, S, w)) for w in (None, _w(K), signed)]
 
 
 def _kt_swap(b, K):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .arrays import SLAB_ENTRIES, squared_distances
 from .cpu import CpuBackend
-from .cpu.bridge import BASE_KERNEL_CODES
+from .cpu.bridge import BASE_KERNEL_CODES, score_field_figures, score_field_rows
 from .cuda import CudaBackend
 from .dispatch import (
     BACKENDS,
@@ -32,6 +32,7 @@ from .matrix import (
     Whitening,
     check_kernel_matrix,
     median_pairwise_distance,
+    stein_moments,
     with_threads,
 )
 from .protocol import OPERATIONS, Backend, Operation
@@ -49,6 +50,9 @@ __all__ = [
     "Whitening",
     "squared_distances",
     "median_pairwise_distance",
+    "score_field_rows",
+    "score_field_figures",
+    "stein_moments",
     "check_kernel_matrix",
     "with_threads",
     "SLAB_ENTRIES",

@@ -117,6 +117,20 @@ def median_pairwise_distance(U, n_threads: int = 1) -> float:
         U, n_threads)
 
 
+def stein_moments(X, S, w=None):
+    """Per coordinate, the (weighted) means of the rows of X and S, their variances and
+    covariance, and the noise of the covariances' mean: ``(moments, spread, n_eff)`` with
+    moments a host (5, d) array of the rows xbar, sbar, var_x, var_s, cov (the input diagnostics'
+    Stein residuals; formulas in ``engine/cpu/src_cpp/stein_moments.hpp``).
+
+    NumPy arrays are read in C++ (serial, two passes); other namespaces stay on their device
+    (the array-API reference, in blocks of columns) until 5 d numbers go to the host. The two
+    agree to rounding (row-by-row sums against NumPy's pairwise ones). O(n d).
+    """
+    xp, _ = aa.namespace(X=X, S=S, w=w)
+    return runner(get_backend("auto", xp), "stein_moments", xp=xp).stein_moments(X, S, w)
+
+
 class KernelMatrix:
     """The n x n matrix of a P-mean-zero kernel k_P on fixed points, never formed in full.
 

@@ -55,6 +55,8 @@ OPERATIONS: dict[str, Operation] = {
     "median_distance": Operation("the median pairwise distance (median bandwidth)",
                                  ("median_pairwise_distance",)),
     "dksd_pass": Operation("the DKSD pair pass (Barp et al., 2019, Eq. 7)", ("dksd_pass",)),
+    "stein_moments": Operation("Stein's identity moments per coordinate (input diagnostics)",
+                               ("stein_moments",)),
 }
 
 
@@ -210,6 +212,15 @@ class Backend:
     # ---- the estimators' DKSD pass --------------------------------------------------------
     def dksd_pass(self, U, V, kind, F, comps, need_grad, block_size=None, n_threads: int = 1):
         """Barp et al. (2019), Eq. 7: ``(total, Gv, Gf)``."""
+        raise NotImplementedError
+
+    # ---- the input diagnostics ------------------------------------------------------------
+    def stein_moments(self, X, S, w=None):
+        """Per coordinate, the (weighted) means of x and s, their variances and covariance:
+        ``(moments, spread, n_eff)``, moments a host (5, d) float64 array of the rows xbar,
+        sbar, var_x, var_s, cov; ``spread`` the weighted variance of the rows' mean centred
+        product (1/d) sum_c (x_c - xbar_c)(s_c - sbar_c), ``n_eff`` the weights' effective
+        size (engine/cpu/src_cpp/stein_moments.hpp states them)."""
         raise NotImplementedError
 
 

@@ -161,6 +161,22 @@ cdef extern from "pairwise.hpp" nogil:
         const double* U, int64_t m, int64_t d, int n_threads, int select) except +
 
 
+cdef extern from "score_field.hpp" nogil:
+    int64_t sc_score_field_rows "sc::score_field_rows"(
+        const double* X, const double* S, int64_t k, int64_t d, int64_t no_prev, int64_t* keep,
+        int64_t* counts) except +
+    void sc_score_field_figures "sc::score_field_figures"(
+        const double* X, const double* S, const int64_t* keep, int64_t m, int64_t d,
+        const int64_t* q, int64_t nq, const int64_t* part, int64_t K, bint whiten, int64_t* nn,
+        double* figures) except +
+
+
+cdef extern from "stein_moments.hpp" nogil:
+    void sc_stein_moments "sc::stein_moments"(const double* X, const double* S, const double* w,
+                                              int64_t n, int64_t d, double* moments,
+                                              double* out) except +
+
+
 cdef extern from "rpcholesky.hpp" nogil:
     int64_t sc_weighted_rpcholesky "sc::weighted_rpcholesky"(
         const KernelSpec& K, const double* sw, double* d, double* Ft, int64_t rank,

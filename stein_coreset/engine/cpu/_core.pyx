@@ -774,3 +774,81 @@ def median_pairwise_distance(const double[:, ::1] U, int n_threads=1, int select
         with nogil:
             med = sc_median_pairwise_distance(&U[0, 0], m, d, n_threads, select)
     return med
+
+
+def score_field_rows(const double[:, ::1] X, const double[:, ::1] S, int64_t no_prev):
+    """Of the first k of the 2k rows of X and S (the last k: the row before each), the rows kept
+    (those that differ from the previous one) and the counts ``(repeats, conflicts)`` (see
+    src_cpp/score_field.hpp): ``(keep, repeats, conflicts)``."""
+    cdef int64_t k = X.shape[0] // 2, d = X.shape[1], m
+    if X.shape[0] != 2 * k or k < 1 or S.shape[0] != X.shape[0] or S.shape[1] != d or d < 1:
+        raise ValueError("X and S must be two same-shaped blocks of k rows each")
+    keep = np.empty(k, dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    cdef int64_t[::1] kv = keep
+    cdef int64_t[::1] cv = counts
+    with nogil:
+        m = sc_score_field_rows(&X[0, 0], &S[0, 0], k, d, no_prev, &kv[0], &cv[0])
+    return keep[:m], int(counts[0]), int(counts[1])
+
+
+def score_field_figures(const double[:, ::1] X, const double[:, ::1] S, const int64_t[::1] keep,
+                        const int64_t[::1] q, const int64_t[:, ::1] part, bint whiten):
+    """The nearest-neighbour score-field figures of the rows ``keep`` of X and S (distinct
+    points; see src_cpp/score_field.hpp): ``(nn, closer, pairs, sign)``, nn the nearest other
+    kept row of each query q[i] (an index into keep), the last three the counts the test's
+    ``nn_rank`` and ``nn_sign`` divide."""
+    cdef int64_t m = keep.shape[0], d = X.shape[1], nq = q.shape[0], K = part.shape[1], i
+    if S.shape[0] != X.shape[0] or S.shape[1] != d:
+        raise ValueError("X and S must have the same shape")
+    if part.shape[0] != nq:
+        raise ValueError("part must have one row per query")
+    if m < 2 or d < 1:
+        raise ValueError("score_field_figures needs at least two rows and one column")
+    for i in range(m):
+        if keep[i] < 0 or keep[i] >= X.shape[0]:
+            raise ValueError("a kept row is out of range")
+    for i in range(nq):
+        if q[i] < 0 or q[i] >= m:
+            raise ValueError("a query row is out of range")
+    for i in range(nq * K):
+        if part[i // K, i % K] < 0 or part[i // K, i % K] >= m:
+            raise ValueError("a partner row is out of range")
+    nn = np.empty(nq, dtype=np.int64)
+    figures = np.empty(3, dtype=np.float64)
+    cdef int64_t[::1] nv = nn
+    cdef double[::1] fv = figures
+    cdef const int64_t* pp = &part[0, 0] if nq * K > 0 else NULL
+    cdef const int64_t* qp = &q[0] if nq > 0 else NULL
+    cdef int64_t* np_ = &nv[0] if nq > 0 else NULL
+    with _Interruptible():
+        with nogil:
+            sc_score_field_figures(&X[0, 0], &S[0, 0], &keep[0], m, d, qp, nq, pp, K, whiten,
+                                   np_, &fv[0])
+    return nn, float(figures[0]), int(figures[1]), float(figures[2])
+
+
+def stein_moments(const double[:, ::1] X, const double[:, ::1] S, w):
+    """The per-coordinate moments of Stein's identity of the rows of X and S, weighted by w (a
+    float64 vector, or None for uniform weights; see src_cpp/stein_moments.hpp): ``(moments,
+    spread, n_eff)``, moments the (5, d) rows xbar, sbar, var_x, var_s, cov."""
+    cdef int64_t n = X.shape[0], d = X.shape[1]
+    cdef const double[::1] wv
+    cdef const double* wp = NULL
+    if S.shape[0] != n or S.shape[1] != d:
+        raise ValueError("X and S must have the same shape")
+    if n < 1 or d < 1:
+        raise ValueError("stein_moments needs at least one row and one column")
+    if w is not None:
+        wv = w
+        if wv.shape[0] != n:
+            raise ValueError("w must have one weight per row")
+        wp = &wv[0]
+    moments = np.empty((5, d), dtype=np.float64)
+    out = np.empty(2, dtype=np.float64)
+    cdef double[:, ::1] mv = moments
+    cdef double[::1] ov = out
+    with _Interruptible():
+        with nogil:
+            sc_stein_moments(&X[0, 0], &S[0, 0], wp, n, d, &mv[0, 0], &ov[0])
+    return moments, float(out[0]), float(out[1])

@@ -55,6 +55,9 @@ __all__ = [
     "lowrank_quad",
     "dksd_pass",
     "median_pairwise_distance",
+    "score_field_rows",
+    "score_field_figures",
+    "stein_moments",
     "omp_max_threads",
     "cancel_scope",
     "cancel_all",
@@ -257,6 +260,29 @@ def median_pairwise_distance(U: np.ndarray, n_threads: int) -> float:
     """``numpy.median`` of the pairwise distances of the rows of the host U, in C++
     (src_cpp/pairwise.hpp)."""
     return float(_core.median_pairwise_distance(U, n_threads))
+
+
+def score_field_rows(X: np.ndarray, S: np.ndarray, no_prev: int):
+    """Of the first half of the C-contiguous float64 host rows X, S (the second half: the row
+    before each), the rows that differ from the one before them and the counts of repeats and of
+    repeats with another score, in C++ (src_cpp/score_field.hpp): ``(keep, repeats,
+    conflicts)``."""
+    return _core.score_field_rows(X, S, int(no_prev))
+
+
+def score_field_figures(X: np.ndarray, S: np.ndarray, keep: np.ndarray, q: np.ndarray,
+                        part: np.ndarray, whiten: bool):
+    """The nearest-neighbour score-field figures of the rows ``keep`` of the C-contiguous
+    float64 host X, S in C++ (src_cpp/score_field.hpp): ``(nn, closer, pairs, sign)``."""
+    return _core.score_field_figures(X, S, keep, q, part, bool(whiten))
+
+
+def stein_moments(X: np.ndarray, S: np.ndarray, w):
+    """The per-coordinate moments of Stein's identity of the host rows X, S (weights w or None)
+    in C++ (src_cpp/stein_moments.hpp): ``(moments (5, d), spread, n_eff)``."""
+    return _core.stein_moments(np.ascontiguousarray(X, dtype=np.float64),
+                               np.ascontiguousarray(S, dtype=np.float64),
+                               None if w is None else np.ascontiguousarray(w, dtype=np.float64))
 
 
 def omp_max_threads() -> int:

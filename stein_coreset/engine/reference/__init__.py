@@ -24,6 +24,8 @@ from . import dksd
 
 __all__ = ["ReferenceBackend"]
 
+_MOMENT_BLOCK = 1 << 18  # entries of X per block of columns in stein_moments
+
 
 def _take(xp, A, i):
     return None if A is None else xp.take(A, i, axis=0)
@@ -48,6 +50,7 @@ class ReferenceBackend(Backend):
         "lowrank": "array API",
         "median_distance": "array API, the median on the host",
         "dksd_pass": "array API, blocked",
+        "stein_moments": "array API, blocks of columns; 5 d numbers to the host",
     }
     fallbacks = {"kt_split": "cpu", "kt_swap": "cpu", "kt_swap_ls": "cpu",
                  "recombination": "cpu", "simplex_weights": "cpu"}
@@ -259,3 +262,35 @@ class ReferenceBackend(Backend):
         m = U.shape[0]
         D = aa.to_host(xp.sqrt(squared_distances(xp, U, U)))
         return float(np.median(D[np.triu_indices(m, k=1)]))
+
+    # ---- the input diagnostics ------------------------------------------------------------
+    def stein_moments(self, X, S, w=None):
+        """In X's namespace, in blocks of columns (bounded memory; a Ctrl-C is seen between
+        blocks); 5 d numbers and three scalars leave the device."""
+        xp, _ = aa.namespace(X=X, S=S, w=w)
+        n, d = int(X.shape[0]), int(X.shape[1])
+        w = None if w is None else xp.astype(w, xp.float64)
+        parts = []
+        row_trace = 0.0  # per row, sum_j (s_j - sbar_j)(x_j - xbar_j)
+        step = max(1, _MOMENT_BLOCK // max(n, 1))  # columns per block
+        for j in range(0, d, step):
+            e = min(j + step, d)  # the array API leaves a slice past the end unspecified
+            # coordinates as rows (2k x n): each moment a reduction along a contiguous row
+            Z = aa.c_order(xp.concat([X[:, j:e].T, S[:, j:e].T], axis=0))
+            k = e - j
+            zbar = xp.mean(Z, axis=1) if w is None else xp.matmul(Z, w)
+            Zc = Z - zbar[:, None]
+            P = xp.concat([Zc * Zc, Zc[:k, :] * Zc[k:, :]], axis=0)
+            m2 = xp.mean(P, axis=1) if w is None else xp.matmul(P, w)
+            row_trace = row_trace + xp.sum(P[2 * k:, :], axis=0)
+            parts.append(aa.to_host(xp.concat([zbar, m2])).reshape(5, k))
+        row_trace = row_trace / d
+        if w is None:
+            n_eff = float(n)
+            spread = float(xp.mean((row_trace - xp.mean(row_trace)) ** 2))
+        else:
+            w_abs = xp.abs(w)
+            n_eff = float(xp.sum(w_abs)) ** 2 / float(xp.sum(w_abs * w_abs))
+            spread = float(xp.matmul(w_abs, (row_trace - xp.matmul(w, row_trace)) ** 2)
+                           / xp.sum(w_abs))
+        return np.concatenate(parts, axis=1), spread, n_eff

@@ -6,7 +6,7 @@ For n = 2^15 points of a correlated Gaussian and d in {2, 10, 50}: the median ti
 alternately, in one process, with NumPy's default BLAS threads (reported, through threadpoolctl
 when it is installed).
 
-    python docs/experiments/diagnostics_cost.py [--repeats 9] [--sizes 64 181]
+    python docs/experiments/diagnostics_cost.py [--repeats 31] [--sizes 64 181]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def blas_threads() -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--repeats", type=int, default=31)
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 181])
     ap.add_argument("--log2n", type=int, default=15)
     args = ap.parse_args(argv)

@@ -14,7 +14,6 @@ namespace {
 
 using Vec = std::vector<double>;
 
-constexpr int64_t kBlock = 8;     // the padding unit of a coordinate-major column
 constexpr int64_t kQueries = 4;   // queries whose distances to a row are summed together
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -153,9 +152,8 @@ int64_t score_field_rows(const double* X, const double* S, int64_t k, int64_t d,
 void score_field_figures(const double* X, const double* S, const int64_t* keep, int64_t m,
                          int64_t d, const int64_t* q, int64_t nq, const int64_t* part, int64_t K,
                          bool whiten, int64_t* nn, double* figures) {
-    // coordinate-major copies, each column padded so that consecutive columns do not start 4 KiB
-    // apart (m = 512 rows would put a row's every coordinate in one cache set)
-    const int64_t ld = (m + kBlock - 1) / kBlock * kBlock + kBlock;
+    // coordinate-major copies (column c at c * ld) for the column statistics and the whitening
+    const int64_t ld = m;
     Vec Zc(static_cast<size_t>(ld * d)), Tc(static_cast<size_t>(ld * d));
     for (int64_t c = 0; c < d; ++c)  // written contiguously
         for (int64_t i = 0; i < m; ++i) {
@@ -191,7 +189,6 @@ void score_field_figures(const double* X, const double* S, const int64_t* keep, 
     Vec Zr(static_cast<size_t>(m * d));  // Z row-major: each row read once per block of queries
     for (int64_t c = 0; c < d; ++c)
         for (int64_t i = 0; i < m; ++i) Zr[i * d + c] = Zc[c * ld + i];
-    std::vector<int64_t> best(static_cast<size_t>(nq));
     for (int64_t i0 = 0; i0 < nq; i0 += kQueries) {
         poll_cancel();
         const int64_t nb = std::min(kQueries, nq - i0);
@@ -200,7 +197,7 @@ void score_field_figures(const double* X, const double* S, const int64_t* keep, 
         for (int64_t b = 0; b < kQueries; ++b) {
             zq[b] = &Zr[q[i0 + std::min(b, nb - 1)] * d];  // a short block repeats its last
             best_d[b] = kInf;
-            if (b < nb) best[i0 + b] = q[i0 + b] == 0 ? 1 : 0;  // kept if all are infinite
+            if (b < nb) nn[i0 + b] = q[i0 + b] == 0 ? 1 : 0;  // kept if all are infinite
         }
         for (int64_t j = 0; j < m; ++j) {
             // the squared distances of row j to kQueries queries at once, each summed
@@ -217,15 +214,14 @@ void score_field_figures(const double* X, const double* S, const int64_t* keep, 
             for (int64_t b = 0; b < nb; ++b)  // the first of the nearest rows other than q
                 if (acc[b] < best_d[b] && j != q[i0 + b]) {
                     best_d[b] = acc[b];
-                    best[i0 + b] = j;
+                    nn[i0 + b] = j;
                 }
         }
     }
     double closer = 0.0;
     std::vector<int64_t> keys(static_cast<size_t>(nq));
     for (int64_t i = 0; i < nq; ++i) {
-        const int64_t qi = q[i], bi = best[i];
-        nn[i] = bi;
+        const int64_t qi = q[i], bi = nn[i];
         const double d_nn = t_dist(qi, bi);
         for (int64_t k = 0; k < K; ++k) {
             const double d_part = t_dist(qi, part[i * K + k]);
